@@ -1,0 +1,1 @@
+"""The `ppt` command line: one thin module per subcommand over the library."""

@@ -1,0 +1,170 @@
+"""Options and error handling shared by every subcommand, so flags and failure output look the same.
+
+Usage in a command module::
+
+    @handle_errors
+    def sanitize(input: InputOpt = "-", output: OutputOpt = "-", on_error: OnErrorOpt = "fail", ...):
+        opts = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet)
+        raise typer.Exit(run_stream(opts, process, desc="sanitize"))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, Literal, NoReturn, TypeVar, overload
+
+import typer
+
+from ppt.io.errors import PptError
+from ppt.io.exitcodes import ExitCode
+from ppt.io.records import StreamOptions
+
+IO_PANEL = "Input / output"
+RUN_PANEL = "Run"
+
+_DEVICE_RE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
+
+
+def _check_device(value: str) -> str:
+    if not _DEVICE_RE.fullmatch(value):
+        raise typer.BadParameter("expected auto, cpu, mps, cuda or cuda:N")
+    return value
+
+
+InputOpt = Annotated[
+    str,
+    typer.Option("--input", "-i", help="Input JSONL file; '-' reads stdin.", rich_help_panel=IO_PANEL),
+]
+OutputOpt = Annotated[
+    str,
+    typer.Option(
+        "--output", "-o", help="Output JSONL file (written atomically); '-' writes stdout.", rich_help_panel=IO_PANEL
+    ),
+]
+TextFieldOpt = Annotated[
+    str, typer.Option("--text-field", help="Field holding the text of each record.", rich_help_panel=IO_PANEL)
+]
+IdFieldOpt = Annotated[
+    str,
+    typer.Option(
+        "--id-field", help="Field holding the record id (missing: 0-based line number).", rich_help_panel=IO_PANEL
+    ),
+]
+OnErrorOpt = Annotated[
+    Literal["fail", "skip", "record"],
+    typer.Option(
+        "--on-error",
+        help="Bad record: fail (stop, exit 65), skip (drop, exit 1), record (emit an error object, exit 1).",
+        rich_help_panel=IO_PANEL,
+    ),
+]
+BatchSizeOpt = Annotated[
+    int, typer.Option("--batch-size", min=1, help="Records processed per batch.", rich_help_panel=RUN_PANEL)
+]
+SeedOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--seed",
+        help="Derive per-record noise from (seed, id) for reproducibility; research only, not production.",
+        rich_help_panel=RUN_PANEL,
+    ),
+]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No progress bar or summary on stderr.", rich_help_panel=RUN_PANEL)
+]
+DeviceOpt = Annotated[
+    str,
+    typer.Option(
+        "--device", callback=_check_device, help="auto, cpu, mps, cuda or cuda:N.", rich_help_panel=RUN_PANEL
+    ),
+]
+
+
+def stream_options(
+    input: str = "-",  # noqa: A002 - mirrors the --input flag
+    output: str = "-",
+    text_field: str = "text",
+    id_field: str = "id",
+    on_error: str = "fail",
+    batch_size: int = 64,
+    quiet: bool = False,
+    require_text: bool = True,
+) -> StreamOptions:
+    """Bundle the shared flags into the StreamOptions that run_stream takes."""
+    return StreamOptions(
+        input=input,
+        output=output,
+        text_field=text_field,
+        id_field=id_field,
+        on_error=getattr(on_error, "value", on_error),
+        batch_size=batch_size,
+        quiet=quiet,
+        require_text=require_text,
+    )
+
+
+def warn(message: str) -> None:
+    """A warning on stderr in the one format all subcommands use."""
+    print(f"ppt: warning: {message}", file=sys.stderr, flush=True)
+
+
+def report(err: PptError) -> None:
+    """Print a fatal error (and how to fix it) to stderr."""
+    print(f"ppt: error: {err.message}", file=sys.stderr)
+    if err.hint:
+        print(f"  hint: {err.hint}", file=sys.stderr)
+    sys.stderr.flush()
+
+
+def fail(err: PptError) -> NoReturn:
+    """Report ``err`` and exit with its code."""
+    report(err)
+    raise typer.Exit(int(err.exit_code))
+
+
+def _silence_stdout() -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+@contextlib.contextmanager
+def _guard() -> Iterator[None]:
+    try:
+        yield
+    except PptError as err:
+        fail(err)
+    except KeyboardInterrupt:
+        print("\nppt: interrupted", file=sys.stderr, flush=True)
+        raise typer.Exit(130) from None
+    except BrokenPipeError:
+        _silence_stdout()
+        raise typer.Exit(int(ExitCode.OK)) from None
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def handle_errors(func: F) -> F: ...
+@overload
+def handle_errors(func: None = None) -> contextlib.AbstractContextManager[None]: ...
+def handle_errors(func: F | None = None) -> Any:
+    """Turn PptError into ``ppt: error: ...`` + hint and its exit code, Ctrl-C into exit 130, and a
+    closed stdout into a quiet exit 0. Use as ``@handle_errors`` on a command or ``with handle_errors():``.
+    The decorator keeps the signature, so typer still sees the options."""
+    if func is None:
+        return _guard()
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with _guard():
+            return func(*args, **kwargs)
+
+    return wrapper

@@ -1,0 +1,88 @@
+"""Entry point: builds the typer app from one module per subcommand.
+
+Each module in ``SUBCOMMANDS`` defines ``register(app)``. Heavy imports (torch, transformers) happen
+inside command bodies so that ``ppt --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+
+import typer
+
+from ppt import __version__
+
+SUBCOMMANDS = [
+    "precompute",
+    "sanitize",
+    "mechs",
+    "query",
+    "serve",
+    "extract",
+    "attack",
+    "eval",
+    "cache",
+    "models",
+    "env",
+]
+
+app = typer.Typer(
+    name="ppt",
+    help="Keep private text out of prompts sent to black-box LLMs. Reads and writes JSONL streams.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    add_completion=True,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ppt {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """Keep private text out of prompts sent to black-box LLMs."""
+
+
+def build_app() -> typer.Typer:
+    for name in SUBCOMMANDS:
+        modname = f"ppt.cli.{name.replace('-', '_')}_cmd"
+        if importlib.util.find_spec(modname) is None:
+            continue
+        importlib.import_module(modname).register(app)
+    return app
+
+
+build_app()
+
+
+def run() -> None:
+    """Console-script entry: keep library chatter off stdout, exit quietly on a closed pipe."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    try:
+        app()
+    except BrokenPipeError:
+        _silence_stdout()
+        sys.exit(0)
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,384 @@
+"""run_stream: the one loop every subcommand uses to read, validate, batch, process and write JSONL.
+
+Keeping it in one place is what makes the stream contracts (order, --on-error, exit codes, stdout
+hygiene, `| head`) hold for every subcommand at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+from ppt.io.errors import PptError, RecordError
+from ppt.io.exitcodes import ExitCode
+from ppt.io.jsonl import dumps_line, iter_lines
+from ppt.io.records import ON_ERROR_MODES, BadLine, Record, StreamOptions, parse_line
+
+ProcessBatch = Callable[[list[Record]], list[Any]]
+
+_REAL_STDOUT: list[IO[str]] = []
+_MAX_LINES_SHOWN = 5
+
+
+@contextlib.contextmanager
+def stdout_guard() -> Iterator[None]:
+    """Send Python-level ``print``/``sys.stdout`` writes to stderr while library code runs (model
+    loading, progress chatter), so stdout carries nothing but JSONL. run_stream still writes to
+    the real stdout, which is remembered here even when guards nest."""
+    _REAL_STDOUT.append(sys.stdout)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _REAL_STDOUT.pop()
+
+
+def real_stdout() -> IO[str]:
+    """The stdout that was in place before the outermost active stdout_guard."""
+    return _REAL_STDOUT[0] if _REAL_STDOUT else sys.stdout
+
+
+# --------------------------------------------------------------------------------------- sinks
+
+
+class _Sink:
+    """Where JSONL goes. ``commit`` makes the output visible; ``abort`` discards it (file output)."""
+
+    def write(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def commit(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+    def silence(self) -> None:
+        pass
+
+
+class _StreamSink(_Sink):
+    def __init__(self, stream: Any, is_stdout: bool) -> None:
+        if hasattr(stream, "buffer"):  # a text stream such as sys.stdout: write its bytes layer
+            self.buffer, self.text = stream.buffer, None
+        elif isinstance(stream, io.TextIOBase):
+            self.buffer, self.text = None, stream
+        else:  # a binary stream passed directly
+            self.buffer, self.text = stream, None
+        self.is_stdout = is_stdout
+
+    def write(self, data: bytes) -> None:
+        if self.buffer is not None:
+            self.buffer.write(data)
+            self.buffer.flush()
+        else:
+            self.text.write(data.decode("utf-8"))
+            self.text.flush()
+
+    def commit(self) -> None:
+        with contextlib.suppress(BrokenPipeError):
+            (self.buffer or self.text).flush()
+
+    def silence(self) -> None:
+        """After EPIPE: point fd 1 at /dev/null so the interpreter's final flush cannot fail."""
+        if not self.is_stdout:
+            return
+        try:
+            fd = (self.buffer or self.text).fileno()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+class _FileSink(_Sink):
+    """Write to a temp file beside the target and rename at the end: readers never see a torn file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.abspath(path)
+        if os.path.isdir(self.path):
+            raise PptError(f"output path is a directory: {path}", ExitCode.IOERR, hint="give a file name with -o")
+        directory, name = os.path.split(self.path)
+        if not os.path.isdir(directory):
+            raise PptError(
+                f"output directory does not exist: {directory}", ExitCode.IOERR, hint="create it first"
+            )
+        self.tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
+        try:
+            fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except OSError as exc:
+            raise PptError(f"cannot write output {path}: {exc.strerror}", ExitCode.IOERR) from None
+        self.fh = os.fdopen(fd, "wb")
+
+    def write(self, data: bytes) -> None:
+        self.fh.write(data)
+        self.fh.flush()
+
+    def commit(self) -> None:
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+        self.fh.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        with contextlib.suppress(OSError):
+            self.fh.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.tmp)
+
+
+def _open_input(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], bool]:
+    if stdin is not None:
+        return stdin, False
+    if path == "-":
+        return sys.stdin.buffer, False
+    if os.path.isdir(path):
+        raise PptError(f"input path is a directory: {path}", ExitCode.NOINPUT, hint="give a JSONL file, or '-' for stdin")
+    try:
+        return open(path, "rb"), True  # noqa: SIM115 - closed by run_stream
+    except FileNotFoundError:
+        raise PptError(
+            f"input file not found: {path}", ExitCode.NOINPUT, hint="check the path, or pass '-' to read stdin"
+        ) from None
+    except OSError as exc:
+        raise PptError(f"cannot read input {path}: {exc.strerror}", ExitCode.NOINPUT) from None
+
+
+def _open_output(path: str, stdout: IO[bytes] | None) -> _Sink:
+    if stdout is not None:
+        return _StreamSink(stdout, is_stdout=False)
+    if path == "-":
+        return _StreamSink(real_stdout(), is_stdout=True)
+    return _FileSink(path)
+
+
+def _read(lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
+    """Turn read failures (disk, NFS) into a fatal IOERR instead of a traceback."""
+    while True:
+        try:
+            item = next(lines)
+        except StopIteration:
+            return
+        except OSError as exc:
+            raise PptError(f"cannot read input: {exc.strerror or exc}", ExitCode.IOERR) from None
+        yield item
+
+
+# --------------------------------------------------------------------------------------- runner
+
+
+class _BrokenPipe(Exception):
+    pass
+
+
+class _Runner:
+    def __init__(
+        self,
+        opts: StreamOptions,
+        process_batch: ProcessBatch,
+        desc: str,
+        total_hint: int | None,
+        sink: _Sink,
+        err: IO[str],
+    ) -> None:
+        self.opts, self.process_batch, self.desc, self.sink, self.err = opts, process_batch, desc, sink, err
+        self.window: list[Record | BadLine] = []
+        self.pending = 0  # Records in the window
+        self.ok = 0
+        self.failed: Counter[str] = Counter()
+        self.failed_lines: list[int] = []
+        self.bar = _progress(desc, total_hint, err, opts.quiet)
+
+    # -- reporting
+    def _say(self, text: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.err.write(text + "\n")
+            self.err.flush()
+
+    def _count_failure(self, bad: BadLine) -> None:
+        self.failed[bad.error.type] += 1
+        if len(self.failed_lines) <= _MAX_LINES_SHOWN:
+            self.failed_lines.append(bad.line_no)
+
+    def _fatal(self, bad: BadLine) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+        self._say(f"ppt: error: line {bad.line_no}: {bad.error.message}")
+        self._say("  hint: use --on-error skip or --on-error record to continue past bad records")
+        if not self.opts.quiet:
+            self._say(f"ppt: {self.desc}: stopped at line {bad.line_no} ({bad.error.type}) after {self.ok} ok")
+
+    def summary(self) -> None:
+        if self.opts.quiet:
+            return
+        line = f"ppt: {self.desc}: {self.ok} ok"
+        n_failed = sum(self.failed.values())
+        if n_failed:
+            verb = "skipped" if self.opts.on_error == "skip" else "failed (recorded in output)"
+            kinds = ", ".join(f"{k} x{v}" for k, v in self.failed.most_common())
+            lines = ", ".join(str(n) for n in self.failed_lines[:_MAX_LINES_SHOWN])
+            more = ", ..." if n_failed > _MAX_LINES_SHOWN else ""
+            word = "line" if n_failed == 1 else "lines"
+            line += f", {n_failed} {verb}: {kinds} ({word} {lines}{more})"
+        self._say(line)
+
+    # -- main loop
+    def run(self, lines: Iterator[tuple[int, bytes]]) -> int:
+        try:
+            code = self._loop(lines)
+        except _BrokenPipe:
+            self.sink.silence()
+            return int(ExitCode.OK)  # like other Unix tools: no summary after `| head`
+        finally:
+            if self.bar is not None:
+                self.bar.close()
+        if code is None:
+            self.summary()
+            code = ExitCode.SOME_FAILED if self.failed else ExitCode.OK
+        return int(code)
+
+    def _loop(self, lines: Iterator[tuple[int, bytes]]) -> int | None:
+        opts = self.opts
+        window_cap = opts.batch_size + 1024  # bounds memory when many lines are bad
+        for line_no, raw in _read(lines):
+            item = parse_line(raw, line_no, opts)
+            if isinstance(item, BadLine) and opts.on_error == "fail":
+                code = self._flush()
+                if code is not None:
+                    return code
+                self.failed[item.error.type] += 1
+                self._fatal(item)
+                return ExitCode.DATAERR
+            self.window.append(item)
+            if isinstance(item, Record):
+                self.pending += 1
+            if self.pending >= opts.batch_size or len(self.window) >= window_cap:
+                code = self._flush()
+                if code is not None:
+                    return code
+        return self._flush()
+
+    def _flush(self) -> int | None:
+        """Process the window's records, write results and error records in input order."""
+        if not self.window:
+            return None
+        records = [x for x in self.window if isinstance(x, Record)]
+        results: list[Any] = []
+        if records:
+            with stdout_guard():
+                try:
+                    results = list(self.process_batch(records))
+                except RecordError as exc:  # a whole-batch failure applies to each record
+                    results = [exc] * len(records)
+            if len(results) != len(records):
+                raise RuntimeError(
+                    f"process_batch returned {len(results)} results for {len(records)} records"
+                )
+        out: list[bytes] = []
+        it = iter(results)
+        fatal: BadLine | None = None
+        for item in self.window:
+            if isinstance(item, Record):
+                res = next(it)
+                if not isinstance(res, RecordError):
+                    out.append(dumps_line(res))
+                    self.ok += 1
+                    continue
+                item = BadLine(item.line_no, item.id, res)
+            self._count_failure(item)
+            if self.opts.on_error == "fail":
+                fatal = item
+                break
+            if self.opts.on_error == "record":
+                out.append(dumps_line({self.opts.id_field: item.id, "error": item.error.to_dict(item.line_no)}))
+        self._write(b"".join(out))
+        if self.bar is not None:
+            self.bar.update(len(self.window))
+        self.window.clear()
+        self.pending = 0
+        if fatal is not None:
+            self._fatal(fatal)
+            return ExitCode.SOME_FAILED
+        return None
+
+    def _write(self, data: bytes) -> None:
+        if not data:
+            return
+        try:
+            self.sink.write(data)
+        except BrokenPipeError:
+            raise _BrokenPipe() from None
+        except OSError as exc:
+            raise PptError(f"cannot write output: {exc.strerror or exc}", ExitCode.IOERR) from None
+
+
+def _progress(desc: str, total: int | None, err: IO[str], quiet: bool) -> Any:
+    if quiet:
+        return None
+    try:
+        if not err.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="rec", file=err, dynamic_ncols=True, leave=False)
+
+
+def _validate(opts: StreamOptions) -> None:
+    if opts.on_error not in ON_ERROR_MODES:
+        raise PptError(
+            f"unknown --on-error mode {opts.on_error!r}", ExitCode.USAGE, hint="use one of: fail, skip, record"
+        )
+    if not isinstance(opts.batch_size, int) or opts.batch_size < 1:
+        raise PptError(f"--batch-size must be >= 1 (got {opts.batch_size})", ExitCode.USAGE)
+
+
+def run_stream(
+    opts: StreamOptions,
+    process_batch: ProcessBatch,
+    desc: str = "records",
+    total_hint: int | None = None,
+    *,
+    _stdin: IO[bytes] | None = None,
+    _stdout: IO[bytes] | None = None,
+    _stderr: IO[str] | None = None,
+) -> int:
+    """Read JSONL, validate, batch, call ``process_batch``, write JSONL in input order; return the exit code.
+
+    ``process_batch`` gets up to ``opts.batch_size`` valid records and returns one output dict or
+    RecordError per record, in order (raising RecordError fails the whole batch; PptError propagates).
+
+    --on-error:
+      fail    first bad input line -> ``ppt: error: line N: ...`` on stderr, earlier output flushed,
+              returns DATAERR (65); a RecordError from process_batch returns SOME_FAILED (1).
+      skip    bad records dropped and counted; returns SOME_FAILED (1) if any.
+      record  ``{<id_field>: id, "error": {"type", "message", "line"}}`` written in place; 1 if any.
+    A closed stdout (``| head``) stops reading and returns OK quietly. File output goes to a temp
+    file renamed over the target when run_stream returns (also after fail-mode stops, so what came
+    before the bad line is kept, as on stdout); on an exception the target is left untouched.
+    ``_stdin``/``_stdout``/``_stderr`` substitute the process streams (tests, embedding).
+    """
+    _validate(opts)
+    err = _stderr if _stderr is not None else sys.stderr
+    src, close_src = _open_input(opts.input, _stdin)
+    try:
+        sink = _open_output(opts.output, _stdout)
+        try:
+            code = _Runner(opts, process_batch, desc, total_hint, sink, err).run(iter_lines(src))
+            sink.commit()
+        except BaseException:
+            sink.abort()
+            raise
+        return code
+    finally:
+        if close_src:
+            src.close()

@@ -1,0 +1,19 @@
+"""Shared fixtures. Tests never touch the network: hub libraries are forced offline at import."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+
+@pytest.fixture
+def tmp_cache(tmp_path, monkeypatch):
+    """A private, empty PPT_CACHE for one test."""
+    cache = tmp_path / "ppt-cache"
+    cache.mkdir()
+    monkeypatch.setenv("PPT_CACHE", str(cache))
+    return cache

@@ -1,0 +1,412 @@
+"""I/O core: reading, validation, --on-error modes, order, exit codes, stamps, stdout hygiene."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import shlex
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+import torch
+
+from ppt.io import (
+    ExitCode,
+    PptError,
+    Record,
+    RecordError,
+    StreamOptions,
+    jsonable,
+    run_stream,
+    stamp,
+    stdout_guard,
+)
+
+SECRET = "ZQX-secret-4711"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def upper(batch: list[Record]) -> list[dict]:
+    return [{**r.data, "text": r.text.upper(), "rid": r.id} for r in batch]
+
+
+def run(data: bytes, fn=upper, **kw) -> tuple[int, list[dict], str]:
+    """Run run_stream over in-memory streams; return (exit code, parsed output lines, stderr)."""
+    out, err = io.BytesIO(), io.StringIO()
+    opts = StreamOptions(**kw)
+    code = run_stream(opts, fn, desc="test", _stdin=io.BytesIO(data), _stdout=out, _stderr=err)
+    lines = out.getvalue().splitlines()
+    return code, [orjson.loads(x) for x in lines], err.getvalue()
+
+
+def jl(*objs) -> bytes:
+    return b"".join(orjson.dumps(o) + b"\n" for o in objs)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def test_identity_and_passthrough():
+    data = jl({"id": "a", "text": "hi", "extra": {"x": [1, 2]}, "n": 1.5}, {"text": "yo", "z": None})
+    code, out, err = run(data)
+    assert code == ExitCode.OK
+    assert out[0] == {"id": "a", "text": "HI", "extra": {"x": [1, 2]}, "n": 1.5, "rid": "a"}
+    assert out[1] == {"text": "YO", "z": None, "rid": 1}
+    assert "2 ok" in err
+
+
+def test_blank_lines_crlf_and_no_trailing_newline():
+    data = b'\n  \n{"text":"a"}\r\n\t\r\n{"text":"b"}\r\n\n{"text":"c"}'
+    code, out, _ = run(data)
+    assert code == 0
+    assert [o["text"] for o in out] == ["A", "B", "C"]
+    # ids are the 0-based physical line numbers, so they do not move when blank lines change
+    assert [o["rid"] for o in out] == [2, 4, 6]
+
+
+def test_bom_on_first_line():
+    code, out, _ = run(b'\xef\xbb\xbf{"text":"a"}\n')
+    assert code == 0 and out[0]["text"] == "A"
+
+
+def test_ten_megabyte_line():
+    big = "x" * (10 * 1024 * 1024)
+    code, out, _ = run(jl({"text": big}, {"text": "small"}))
+    assert code == 0
+    assert len(out[0]["text"]) == len(big) and out[1]["text"] == "SMALL"
+
+
+def test_custom_fields_and_null_id():
+    data = jl({"uid": 7, "body": "x"}, {"uid": None, "body": "y"})
+    code, out, _ = run(data, text_field="body", id_field="uid",
+                       fn=lambda b: [{"id": r.id, "t": r.text} for r in b])
+    assert code == 0
+    assert out == [{"id": 7, "t": "x"}, {"id": 1, "t": "y"}]
+
+
+def test_require_text_false():
+    seen = []
+
+    def fn(batch):
+        seen.extend(r.text for r in batch)
+        return [r.data for r in batch]
+
+    code, out, _ = run(jl({"a": 1}, {"text": 3}, {"text": "s"}), fn=fn, require_text=False)
+    assert code == 0 and len(out) == 3 and seen == [None, None, "s"]
+
+
+# --------------------------------------------------------------------------- bad lines
+
+BAD_LINES = {
+    "malformed_json": b'{"text": "' + SECRET.encode() + b'" oops ' + SECRET.encode() + b"}",
+    "not_an_object": b'["' + SECRET.encode() + b'"]',
+    "missing_text_field": b'{"body": "' + SECRET.encode() + b'"}',
+    "text_not_string": b'{"text": ["' + SECRET.encode() + b'"]}',
+    "empty_text": b'{"text": "   ", "note": "' + SECRET.encode() + b'"}',
+    "invalid_utf8": b'{"text": "' + SECRET.encode() + b'\xff\xfe"}',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_LINES))
+@pytest.mark.parametrize("mode", ["fail", "skip", "record"])
+def test_bad_line_modes(kind, mode):
+    data = jl({"text": "before"}) + BAD_LINES[kind] + b"\n" + jl({"text": "after"})
+    code, out, err = run(data, on_error=mode)
+    assert SECRET not in err
+    assert SECRET not in orjson.dumps(out).decode()
+    if mode == "fail":
+        assert code == ExitCode.DATAERR
+        assert [o["text"] for o in out] == ["BEFORE"]  # what came before is flushed
+        assert err.startswith("ppt: error: line 2: ")
+        assert kind in err
+    elif mode == "skip":
+        assert code == ExitCode.SOME_FAILED
+        assert [o["text"] for o in out] == ["BEFORE", "AFTER"]
+        assert "1 skipped" in err and kind in err and "line 2" in err
+    else:
+        assert code == ExitCode.SOME_FAILED
+        assert out[0]["text"] == "BEFORE" and out[2]["text"] == "AFTER"
+        rec = out[1]
+        assert set(rec) == {"id", "error"}
+        assert rec["error"]["type"] == kind and rec["error"]["line"] == 2
+        assert rec["id"] == 1  # line index (no id in the bad line)
+
+
+def test_malformed_json_message_names_column():
+    code, out, err = run(b'{"text": x}\n')
+    assert code == 65
+    assert "line 1: malformed JSON" in err and "column" in err
+
+
+def test_error_record_uses_record_id_when_parsable():
+    code, out, _ = run(jl({"id": "doc-9", "text": ""}), on_error="record")
+    assert code == 1 and out == [
+        {"id": "doc-9", "error": {"type": "empty_text", "message": "text field 'text' is empty", "line": 1}}
+    ]
+
+
+def test_quiet_suppresses_summary_not_errors():
+    code, _, err = run(jl({"text": "a"}), quiet=True)
+    assert code == 0 and err == ""
+    code, _, err = run(b"nope\n", quiet=True)
+    assert code == 65 and "ppt: error: line 1" in err
+
+
+# --------------------------------------------------------------------------- order and batching
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 64])
+def test_order_preserved_with_interleaved_errors(batch_size):
+    lines = []
+    for i in range(50):
+        lines.append(b"garbage" if i % 7 == 3 else orjson.dumps({"id": i, "text": f"t{i}"}))
+    data = b"\n".join(lines) + b"\n"
+    sizes = []
+
+    def fn(batch):
+        sizes.append(len(batch))
+        return [{"id": r.id} for r in batch]
+
+    code, out, err = run(data, fn=fn, on_error="record", batch_size=batch_size)
+    assert code == 1
+    assert [o["id"] for o in out] == list(range(50))
+    assert all("error" in o for o in out if o["id"] % 7 == 3)
+    assert max(sizes) <= batch_size
+    assert "failed" in err and "malformed_json x7" in err
+
+
+def test_processing_errors_in_place_and_fail_mode():
+    def fn(batch):
+        return [RecordError("too_long", "text exceeds limit") if r.id == 2 else {"id": r.id} for r in batch]
+
+    data = jl(*({"id": i, "text": "t"} for i in range(5)))
+    code, out, _ = run(data, fn=fn, on_error="record", batch_size=2)
+    assert code == 1 and [o["id"] for o in out] == [0, 1, 2, 3, 4]
+    assert out[2]["error"] == {"type": "too_long", "message": "text exceeds limit", "line": 3}
+
+    code, out, err = run(data, fn=fn, on_error="skip", batch_size=2)
+    assert code == 1 and [o["id"] for o in out] == [0, 1, 3, 4]
+
+    code, out, err = run(data, fn=fn, on_error="fail", batch_size=10)
+    assert code == ExitCode.SOME_FAILED and [o["id"] for o in out] == [0, 1]
+    assert "ppt: error: line 3: text exceeds limit" in err
+
+
+def test_batch_level_record_error_applies_to_each():
+    def fn(batch):
+        raise RecordError("backend_down", "backend refused the batch")
+
+    code, out, _ = run(jl({"text": "a"}, {"text": "b"}), fn=fn, on_error="record")
+    assert code == 1 and [o["error"]["type"] for o in out] == ["backend_down"] * 2
+
+
+def test_ppt_error_propagates():
+    def fn(batch):
+        raise PptError("endpoint gone", ExitCode.UNAVAILABLE)
+
+    with pytest.raises(PptError) as ei:
+        run(jl({"text": "a"}), fn=fn)
+    assert ei.value.exit_code == 69
+
+
+def test_wrong_result_count_is_a_bug():
+    with pytest.raises(RuntimeError):
+        run(jl({"text": "a"}), fn=lambda b: [])
+
+
+def test_bad_options():
+    with pytest.raises(PptError) as ei:
+        run(b"", on_error="ignore")
+    assert ei.value.exit_code == ExitCode.USAGE
+    with pytest.raises(PptError):
+        run(b"", batch_size=0)
+
+
+def test_empty_input():
+    code, out, err = run(b"")
+    assert code == 0 and out == [] and "0 ok" in err
+
+
+def test_many_bad_lines_bounded_window():
+    data = b"bad\n" * 3000 + jl({"text": "ok"})
+    code, out, err = run(data, on_error="skip", batch_size=4)
+    assert code == 1 and out == [{"text": "OK", "rid": 3000}]
+    assert "3000 skipped" in err
+
+
+# --------------------------------------------------------------------------- files
+
+
+def test_file_input_and_atomic_output(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(jl({"text": "a"}, {"text": "b"}))
+    dst = tmp_path / "out.jsonl"
+    dst.write_text("old\n")
+    code = run_stream(StreamOptions(input=str(src), output=str(dst), quiet=True), upper)
+    assert code == 0
+    assert [orjson.loads(x)["text"] for x in dst.read_bytes().splitlines()] == ["A", "B"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+
+
+def test_output_untouched_on_exception(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(jl({"text": "a"}))
+    dst = tmp_path / "out.jsonl"
+    dst.write_text("old\n")
+
+    def boom(batch):
+        raise PptError("model missing")
+
+    with pytest.raises(PptError):
+        run_stream(StreamOptions(input=str(src), output=str(dst), quiet=True), boom)
+    assert dst.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+
+
+def test_in_place_rewrite(tmp_path):
+    f = tmp_path / "data.jsonl"
+    f.write_bytes(jl(*({"text": f"r{i}"} for i in range(200))))
+    assert run_stream(StreamOptions(input=str(f), output=str(f), quiet=True, batch_size=7), upper) == 0
+    assert len(f.read_bytes().splitlines()) == 200
+
+
+def test_missing_input_file(tmp_path):
+    called = []
+    with pytest.raises(PptError) as ei:
+        run_stream(StreamOptions(input=str(tmp_path / "nope.jsonl")), lambda b: called.append(1) or [])
+    assert ei.value.exit_code == ExitCode.NOINPUT == 66
+    assert ei.value.hint and not called
+
+
+def test_missing_output_dir(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(jl({"text": "a"}))
+    with pytest.raises(PptError) as ei:
+        run_stream(StreamOptions(input=str(src), output=str(tmp_path / "no" / "o.jsonl")), upper)
+    assert ei.value.exit_code == ExitCode.IOERR
+
+
+# --------------------------------------------------------------------------- JSON values, stamps
+
+
+def test_jsonable_and_inf_encoding():
+    obj = {
+        "a": math.inf,
+        "b": -math.inf,
+        "c": math.nan,
+        "t": (1, 2.5),
+        "np": np.float32(0.5),
+        "npi": np.int64(3),
+        "arr": np.array([1.0, np.inf]),
+        "tt": torch.tensor([1.5, float("inf")]),
+        "ts": torch.tensor(2),
+        "nested": [{"x": float("-inf")}],
+    }
+    j = jsonable(obj)
+    assert j == {
+        "a": "inf",
+        "b": "-inf",
+        "c": "nan",
+        "t": [1, 2.5],
+        "np": 0.5,
+        "npi": 3,
+        "arr": [1.0, "inf"],
+        "tt": [1.5, "inf"],
+        "ts": 2,
+        "nested": [{"x": "-inf"}],
+    }
+    assert type(j["npi"]) is int
+
+    code, out, _ = run(jl({"text": "a"}), fn=lambda b: [{"eps": math.inf, "v": np.float64(1.0)} for _ in b])
+    assert out == [{"eps": "inf", "v": 1.0}]
+
+
+def test_stamp_keeps_earlier_stages():
+    from ppt import __version__
+
+    d = {"text": "x", "ppt": {"sanitize": {"mechanism": "rantext", "version": "0.0.1"}}}
+    out = stamp(d, "query", {"model": "m", "eps": math.inf})
+    assert out is d
+    assert d["ppt"]["sanitize"] == {"mechanism": "rantext", "version": "0.0.1"}
+    assert d["ppt"]["query"] == {"model": "m", "eps": math.inf, "version": __version__}
+    stamp(d, "query", {"model": "m2"})
+    assert d["ppt"]["query"]["model"] == "m2"
+    fresh = stamp({"text": "y"}, "sanitize", {})
+    assert fresh["ppt"] == {"sanitize": {"version": __version__}}
+    with pytest.raises(RecordError):
+        stamp({"ppt": "user value"}, "x", {})
+
+
+# --------------------------------------------------------------------------- stdout hygiene
+
+
+def test_stdout_guard_keeps_jsonl_on_stdout(capsys):
+    def chatty(batch):
+        print("loading weights...")
+        return [{"ok": True} for _ in batch]
+
+    code = run_stream(StreamOptions(quiet=True), chatty, _stdin=io.BytesIO(jl({"text": "a"})))
+    cap = capsys.readouterr()
+    assert code == 0
+    assert cap.out == '{"ok":true}\n'
+    assert "loading weights" in cap.err
+
+    with stdout_guard():
+        print("to stderr")
+    cap = capsys.readouterr()
+    assert cap.out == "" and "to stderr" in cap.err
+
+
+def test_run_stream_inside_guard_still_writes_stdout(capsys):
+    with stdout_guard():
+        run_stream(StreamOptions(quiet=True), upper, _stdin=io.BytesIO(jl({"text": "a"})))
+    cap = capsys.readouterr()
+    assert orjson.loads(cap.out) == {"text": "A", "rid": 0}
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from ppt.io import StreamOptions, run_stream
+    sys.exit(run_stream(StreamOptions(batch_size=2), lambda b: [dict(r.data) for r in b]))
+    """
+)
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def test_broken_pipe_is_quiet(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(jl(*({"text": f"row {i} " + "x" * 200} for i in range(50000))))
+    cmd = f"{shlex.quote(sys.executable)} -c {shlex.quote(SCRIPT)} < {shlex.quote(str(src))} | head -1"
+    proc = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {cmd}"], capture_output=True, text=True, env=_env(), timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr
+    assert orjson.loads(proc.stdout.splitlines()[0])["text"].startswith("row 0")
+
+
+def test_stdin_stdout_subprocess():
+    data = jl({"text": "a"}) + b"bad\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT.replace("batch_size=2", "on_error='record'")],
+        input=data,
+        capture_output=True,
+        env=_env(),
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    lines = [orjson.loads(x) for x in proc.stdout.splitlines()]
+    assert lines[0] == {"text": "a"} and lines[1]["error"]["type"] == "malformed_json"
+    assert b"1 ok, 1 failed" in proc.stderr
