@@ -119,6 +119,7 @@ class Mechanism(ABC):
     notion: ClassVar[str]
     summary: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
+    default_eps: ClassVar[float] = 6.0
 
     def __init__(self, eps: float, **params: Any):
         self.eps = check_eps(eps)
@@ -259,8 +260,11 @@ class TokenMechanism(Mechanism):
             kept.update(r for a, r in zip(actions, reasons) if a == DIGITS)
             dropped = Counter(r for a, r in zip(actions, reasons) if a == DROP)
             extra = self.record_extra(my_diag) if n else {}
-            if self.keeps_words and "unchanged" in my_diag:
-                extra.setdefault("kept_by_mechanism", int(my_diag["unchanged"].sum()))
+            if self.keeps_words:
+                # always reported (0 when the record, or the whole batch, had nothing to perturb), so
+                # a record's accounting does not depend on what else is in its batch
+                unchanged = my_diag.get("unchanged")
+                extra.setdefault("kept_by_mechanism", int(unchanged.sum()) if unchanged is not None else 0)
             eps_tok = self.eps_per_token()
             acc = Accounting(
                 notion=self.notion,

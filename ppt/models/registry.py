@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -367,16 +366,3 @@ def hub_equivalent(name: str) -> str | None:
         if a.hub_equivalent and a.hub_id and a.hub_id.lower() == low:
             return a.alias
     return None
-
-
-def packages() -> dict[str, tuple[str, bool]]:
-    """pip spec -> (aliases, no_deps) for every distinct carrier."""
-    out: dict[str, tuple[str, bool]] = {}
-    for a in OFFLINE.values():
-        prev = out.get(a.pip_spec)
-        out[a.pip_spec] = ((prev[0] + ", " if prev else "") + a.alias, a.no_deps)
-    return out
-
-
-def _environ_flag(name: str) -> bool:
-    return os.environ.get(name, "").lower() in ("1", "true", "yes", "on")

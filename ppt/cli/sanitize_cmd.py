@@ -1,0 +1,102 @@
+"""`ppt sanitize`: perturb the text field of each record with a local-DP mechanism."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ppt.cli.common import (
+    BatchSizeOpt,
+    DeviceOpt,
+    IdFieldOpt,
+    InputOpt,
+    OnErrorOpt,
+    OutputOpt,
+    QuietOpt,
+    SeedOpt,
+    TextFieldOpt,
+    handle_errors,
+    stream_options,
+)
+
+MECH_PANEL = "Mechanism"
+POLICY_PANEL = "Keep-verbatim policies (defaults per mechanism: see `ppt mechs`)"
+
+HELP = """Perturb the text of each JSONL record with a local-DP mechanism and stamp the privacy accounting.
+
+The text field is replaced by the private text; the raw text is written only with --keep-original FIELD.
+Each record gets a [bold]ppt.sanitize[/] block: mechanism, parameters, space id/hash, notion, eps per token,
+tokens perturbed / kept (by reason) / dropped, composed eps (n * eps), seed or "os-entropy".
+A record that cannot be privatized is never emitted with its raw text.
+
+[bold]Examples[/]
+  cat examples/prompts.jsonl | ppt sanitize --mech rantext --eps 6 > private.jsonl
+  ppt sanitize -m santext+ -e 3 --param w=0.9 --param p=0.3 -i docs.jsonl -o private.jsonl
+  ppt sanitize -m custext+ -e 1 --keep-original raw --on-error record < docs.jsonl
+  ppt sanitize -m cape -e 6 --model smollm2 < docs.jsonl
+"""
+
+
+def _parse_params(items: list[str]) -> dict:
+    import orjson
+
+    from ppt.io import ExitCode, PptError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise PptError(f"--param expects KEY=VALUE (got {item!r})", exit_code=ExitCode.USAGE)
+        try:
+            out[key.replace("-", "_")] = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            out[key.replace("-", "_")] = value
+    return out
+
+
+def sanitize(
+    mech: Annotated[str, typer.Option("--mech", "-m", help="Mechanism (see `ppt mechs`).", rich_help_panel=MECH_PANEL)] = "rantext",
+    eps: Annotated[float | None, typer.Option("--eps", "-e", help="Privacy parameter per token (default: the mechanism's).", rich_help_panel=MECH_PANEL)] = None,
+    space: Annotated[str | None, typer.Option("--space", help="Embedding space (default: the mechanism's).", rich_help_panel=MECH_PANEL)] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Context model for Cape (alias, path or hub id).", rich_help_panel=MECH_PANEL)] = None,
+    param: Annotated[list[str], typer.Option("--param", "-p", help="Mechanism parameter KEY=VALUE (repeatable), e.g. w=0.9.", rich_help_panel=MECH_PANEL)] = [],
+    oov: Annotated[str | None, typer.Option("--oov", help="Out-of-vocabulary tokens: drop | uniform | keep (leaks).", rich_help_panel=POLICY_PANEL)] = None,
+    numbers: Annotated[str | None, typer.Option("--numbers", help="Numbers: random-digits | perturb | drop | keep (leaks).", rich_help_panel=POLICY_PANEL)] = None,
+    punct: Annotated[str | None, typer.Option("--punct", help="Punctuation: keep | drop.", rich_help_panel=POLICY_PANEL)] = None,
+    stopwords: Annotated[str | None, typer.Option("--stopwords", help="NLTK stopwords: perturb | keep.", rich_help_panel=POLICY_PANEL)] = None,
+    keep_original: Annotated[str | None, typer.Option("--keep-original", help="Also write the raw text to this field (stays local!).", rich_help_panel=MECH_PANEL)] = None,
+    input: InputOpt = "-",  # noqa: A002
+    output: OutputOpt = "-",
+    text_field: TextFieldOpt = "text",
+    id_field: IdFieldOpt = "id",
+    on_error: OnErrorOpt = "fail",
+    batch_size: BatchSizeOpt = 64,
+    seed: SeedOpt = None,
+    device: DeviceOpt = "auto",
+    quiet: QuietOpt = False,
+) -> None:
+    with handle_errors():
+        from ppt.io import ExitCode, PptError, run_stream, stdout_guard
+        from ppt.rng import warn_if_seeded
+        from ppt.sanitize import build_mechanism, sanitize_records
+
+        if keep_original is not None and keep_original in ("", text_field):
+            raise PptError("--keep-original must name a field other than the text field", exit_code=ExitCode.USAGE)
+        params = _parse_params(param)
+        with stdout_guard():
+            mechanism = build_mechanism(
+                mech, eps, space=space, model=model, params=params, device=device, quiet=quiet,
+                policy={"oov": oov, "numbers": numbers, "punct": punct, "stopwords": stopwords},
+            )
+        warn_if_seeded(seed)
+        opts = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet)
+
+        def process(batch):
+            return sanitize_records(mechanism, batch, text_field=text_field, seed=seed, keep_original=keep_original)
+
+        raise typer.Exit(run_stream(opts, process, desc="sanitize"))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sanitize", help=HELP, short_help="Perturb prompts token by token with local DP (RANTEXT, Cape, SanText, CusText, TEM).")(sanitize)

@@ -1,0 +1,241 @@
+"""CusText and CusText+ (Chen et al., 2023): eps-LDP sampling within fixed, disjoint groups of K words.
+
+Mapping. Walk the vocabulary in frequency order (``space.freq_rank``, ties by row). Each word not yet
+assigned becomes a group leader and takes its K most similar *unassigned* words, itself first, as one
+group; those words are then masked with -inf so that no later group can take them. Groups are
+therefore disjoint and cover the space's vocabulary: all have K members except possibly the last,
+which takes whatever is left (fewer than K words; a final group of one word always maps to itself,
+which is within-group LDP with a group of one: no protection, as in the original design).
+The reference code zeroed the embeddings of assigned words instead, which let later groups take
+them again (overlapping groups), so a word's output set no longer determined its input's group and
+the claimed guarantee did not hold.
+
+Similarity: cosine similarity of the embeddings. The reference's default path (counter-fitted vectors)
+L2-normalises the vectors and ranks by dot product, which is cosine similarity; we apply it to any
+space (GloVe by default) rather than switching to Euclidean distance for some embeddings.
+
+Sampling. For a member x of group G and y in G, with s(x, y) the cosine similarity,
+``s~_y = (s(x, y) - min_G s(x, .)) / (max_G s(x, .) - min_G s(x, .))`` (all 0 when max == min) and
+``P[y | x] = softmax_G(eps * s~_y / 2)``. As s~ is in [0, 1], for x, x' in the same group and any y,
+P[y|x] / P[y|x'] <= e^{eps/2} * e^{eps/2} = e^{eps}: eps-LDP among the members of a group (nothing is
+claimed across groups, whose output sets are disjoint).
+
+Artifacts. The groups do not depend on eps (cache kind ``custext-groups``: members in group order and
+group offsets); the per-eps probability table (kind ``custext-table``: [V, K] float64 cumulative rows
+over the word's group members, padded) is keyed by the groups' content hash and eps. Sampling a batch
+is a gather of cumulative rows plus one ``searchsorted`` with one uniform per position.
+
+Words outside the mapping (out of the space's vocabulary) follow the policy: by default replaced by a
+uniformly random vocabulary word, never passed through silently. CusText+ keeps NLTK's 179 English
+stopwords verbatim (reported in the accounting).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from ppt.mechanisms.base import Policy, TokenMechanism
+from ppt.progress import progress_bar
+
+GROUPS_FORMAT = "custext-groups-v1"
+TABLE_FORMAT = "custext-cdf-f64-v1"
+SIMILARITY = "cosine"
+
+BUILD_COUNTS: Counter = Counter()
+
+
+def freq_order(freq_rank: np.ndarray) -> np.ndarray:
+    """Rows from most to least frequent (ties by row index)."""
+    return np.lexsort((np.arange(len(freq_rank)), np.asarray(freq_rank, dtype=np.int64)))
+
+
+def build_groups(emb: torch.Tensor, freq_rank: np.ndarray, k: int, chunk: int = 128, progress=None) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy disjoint groups: (members [V] int64 in group order, offsets [G+1] int64).
+
+    Sequential over groups (|V|/K steps, each one masked top-k over the vocabulary); similarities of
+    the next ``chunk`` unassigned words in frequency order come from one matrix product.
+    """
+    v = emb.shape[0]
+    en = torch.nn.functional.normalize(emb.float(), dim=1)
+    order = torch.from_numpy(freq_order(freq_rank)).to(emb.device)
+    assigned = torch.zeros(v, dtype=torch.bool, device=emb.device)
+    neg_inf = torch.tensor(float("-inf"), device=emb.device)
+    members: list[torch.Tensor] = []
+    sizes: list[int] = []
+    remaining = v
+    ptr = 0  # position in frequency order before which every word is assigned
+    while remaining > 0:
+        # the next `chunk` unassigned words in frequency order: the upcoming leaders (mostly)
+        while bool(assigned[order[ptr]]):
+            ptr += 1
+        window = order[ptr : ptr + 4 * chunk]
+        pending = window[~assigned[window]][:chunk]
+        sims = en[pending] @ en.T  # [c, V]
+        for i, leader in enumerate(pending.tolist()):
+            if bool(assigned[leader]):
+                continue
+            row = torch.where(assigned, neg_inf, sims[i])
+            row[leader] = float("inf")  # itself first, whatever ties
+            m = min(k, remaining)
+            top = torch.topk(row, m, sorted=True).indices
+            assigned[top] = True
+            members.append(top)
+            sizes.append(m)
+            remaining -= m
+            if progress:
+                progress(m)
+            if remaining == 0:
+                break
+    offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return torch.cat(members).cpu().numpy().astype(np.int64), offsets
+
+
+def build_cdf(emb: torch.Tensor, members: np.ndarray, offsets: np.ndarray, k: int, eps: float) -> np.ndarray:
+    """[V, k] float64 cumulative rows: row x holds P[. | x] over its group's members (group order),
+    padded with 1.0 past the group's size."""
+    v = emb.shape[0]
+    sizes = np.diff(offsets)
+    n_groups = len(sizes)
+    en = torch.nn.functional.normalize(emb.double(), dim=1)
+    # [G, k] member rows, -1 padded
+    idx = np.full((n_groups, k), -1, dtype=np.int64)
+    col = np.arange(len(members)) - np.repeat(offsets[:-1], sizes)
+    grp = np.repeat(np.arange(n_groups), sizes)
+    idx[grp, col] = members
+    idx_t = torch.from_numpy(idx)
+    valid = idx_t >= 0
+    vecs = en[idx_t.clamp(min=0).to(en.device)].cpu() * valid.unsqueeze(2)  # [G, k, d]
+    sims = vecs @ vecs.transpose(1, 2)  # [G, k(x), k(y)]
+    pair_ok = valid.unsqueeze(1) & valid.unsqueeze(2)
+    hi = sims.masked_fill(~pair_ok, float("-inf")).amax(2, keepdim=True)
+    lo = sims.masked_fill(~pair_ok, float("inf")).amin(2, keepdim=True)
+    span = hi - lo
+    norm = torch.where(span > 0, (sims - lo) / torch.where(span > 0, span, torch.ones_like(span)), torch.zeros_like(sims))
+    logits = (eps / 2.0) * norm
+    logits = logits.masked_fill(~pair_ok, float("-inf"))
+    # padded x rows: give them a harmless distribution (never used)
+    logits[~valid] = 0.0
+    p = torch.softmax(logits, dim=2)
+    cdf = p.cumsum(2)
+    cdf /= cdf[:, :, -1:].clone()
+    cdf = torch.where(valid.unsqueeze(1).expand_as(cdf), cdf, torch.ones_like(cdf))
+    out = np.ones((v, k), dtype=np.float64)
+    out[members] = cdf[valid].numpy()
+    return out
+
+
+class CusText(TokenMechanism):
+    """CusText: each word resampled within its fixed group of K similar words (eps-LDP per group)."""
+
+    name: ClassVar[str] = "custext"
+    notion: ClassVar[str] = "eps-LDP within each group (CusText)"
+    summary: ClassVar[str] = "CusText: resample each word within its fixed group of K similar words (GloVe, K=20)"
+    defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "k": 20}
+    default_space: ClassVar[str] = "glove-6b-50d"
+    default_policy: ClassVar[Policy] = Policy(oov="uniform", numbers="random-digits", punct="keep", stopwords="perturb")
+
+    def __init__(self, eps: float = 1.0, space=None, policy: Policy | None = None, device: str = "auto", quiet: bool = False, k: int | None = None):
+        k = self.defaults["k"] if k is None else k
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k (group size) must be a positive integer (got {k!r})")
+        self.k = int(k)
+        super().__init__(eps, space=space, policy=policy, device=device, quiet=quiet)
+        self.groups_artifact = None
+        self.table_artifact = None
+        self._loaded = False
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "eps": self.eps, "k": self.k, "similarity": SIMILARITY, "space": self.space.name, "space_hash": self.space.hash,
+            "oov": self.policy.oov, "numbers": self.policy.numbers, "punct": self.policy.punct, "stopwords": self.policy.stopwords,
+        }
+
+    # ---- artifacts ---------------------------------------------------------------------------------
+
+    def groups_deps(self) -> dict[str, Any]:
+        freq = hashlib.sha256(np.ascontiguousarray(np.asarray(self.space.freq_rank, dtype=np.int64)).tobytes()).hexdigest()[:16]
+        return self.space._table_deps("custext-groups", k=self.k, similarity=SIMILARITY, order="freq_rank", freq=freq, format=GROUPS_FORMAT)
+
+    def load_groups(self) -> tuple[np.ndarray, np.ndarray]:
+        sp = self.space
+
+        def build(tmp: Path) -> dict:
+            BUILD_COUNTS["custext-groups"] += 1
+            with progress_bar(sp.size, f"custext groups {sp.name} k={self.k}", self.quiet, unit="word") as bar:
+                members, offsets = build_groups(sp.embeddings, sp.freq_rank, self.k, progress=bar.update)
+            np.save(tmp / "members.npy", members)
+            np.save(tmp / "offsets.npy", offsets)
+            return {"k": self.k, "n_groups": len(offsets) - 1, "similarity": SIMILARITY}
+
+        art = sp.cache.get_or_build("custext-groups", self.groups_deps(), build)
+        self.groups_artifact = art
+        return np.load(art.file("members.npy")), np.load(art.file("offsets.npy"))
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        sp = self.space
+        members, offsets = self.load_groups()
+        deps = {"groups": self.groups_artifact.content_hash, "groups_key": self.groups_artifact.key, "eps": self.eps, "format": TABLE_FORMAT}
+
+        def build(tmp: Path) -> dict:
+            BUILD_COUNTS["custext-table"] += 1
+            np.save(tmp / "cdf.npy", build_cdf(sp.embeddings, members, offsets, self.k, self.eps))
+            return {"k": self.k, "eps": self.eps}
+
+        art = sp.cache.get_or_build("custext-table", deps, build)
+        self.table_artifact = art
+        sizes = np.diff(offsets)
+        group_of = np.full(sp.size, -1, dtype=np.int64)
+        group_of[members] = np.repeat(np.arange(len(sizes)), sizes)
+        dev = self.device
+        self.members = torch.from_numpy(members).to(dev)
+        self.offsets = torch.from_numpy(offsets).to(dev)
+        self.group_of = torch.from_numpy(group_of).to(dev)
+        self.group_size = torch.from_numpy(sizes).to(dev)
+        self.cdf = torch.from_numpy(np.load(art.file("cdf.npy"))).to(dev)
+        self._loaded = True
+
+    def precompute(self, quiet: bool = False) -> list:
+        self._load()
+        return [self.groups_artifact, self.table_artifact]
+
+    def group_members(self, row: int) -> list[int]:
+        """The output set of a word (its group's rows, leader first)."""
+        self._load()
+        g = int(self.group_of[row])
+        return self.members[int(self.offsets[g]) : int(self.offsets[g + 1])].tolist()
+
+    # ---- sampling ----------------------------------------------------------------------------------
+
+    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+        return {"u": torch.rand(n, generator=g, dtype=torch.float64)}
+
+    def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        self._load()
+        grp = self.group_of[rows]
+        if bool((grp < 0).any()):  # cannot happen: the mapping covers the space's vocabulary
+            raise RuntimeError("custext: a word outside the mapping reached the sampler")
+        c = self.cdf[rows]  # [n, k]
+        u = rand["u"].to(c.device, torch.float64).clamp(0.0, 1.0 - 2**-53).unsqueeze(1)
+        j = torch.searchsorted(c, u, right=True).squeeze(1)
+        j = torch.minimum(j, self.group_size[grp] - 1)
+        return self.members[self.offsets[grp] + j], {}
+
+
+class CusTextPlus(CusText):
+    """CusText+: CusText that keeps NLTK's 179 English stopwords verbatim (reported)."""
+
+    name: ClassVar[str] = "custext+"
+    summary: ClassVar[str] = "CusText+: CusText keeping the 179 NLTK English stopwords"
+    default_policy: ClassVar[Policy] = Policy(oov="uniform", numbers="random-digits", punct="keep", stopwords="keep")
+
+
+__all__ = ["CusText", "CusTextPlus", "build_groups", "build_cdf", "BUILD_COUNTS"]

@@ -1,0 +1,97 @@
+"""Sanitize records: the library behind `ppt sanitize`, usable from Ray/Spark batch functions too.
+
+Fails closed: when a mechanism raises on a batch, every record of it becomes a RecordError (never the
+raw text), and the raw text is written out only under an explicitly named ``keep_original`` field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from typing import Any
+
+from ppt.io import ExitCode, PptError, Record, RecordError, stamp
+from ppt.mechanisms import Mechanism, Policy, get_mechanism, mechanism_class
+from ppt.rng import record_generator, seed_label
+
+WEAK_EPS = 10.0
+
+
+def validate_eps(eps: float | None, mech_cls) -> float:
+    if eps is None:
+        eps = getattr(mech_cls, "default_eps", 6.0)
+    if not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0:
+        raise PptError(f"--eps must be positive and finite (got {eps})", exit_code=ExitCode.USAGE, hint="e.g. --eps 6")
+    if eps > WEAK_EPS:
+        print(f"ppt: note: eps = {eps:g} per token gives weak protection (above {WEAK_EPS:g}).", file=sys.stderr)
+    return float(eps)
+
+
+def build_mechanism(
+    name: str,
+    eps: float | None,
+    *,
+    space: str | None = None,
+    model: str | None = None,
+    policy: dict[str, str | None] | None = None,
+    params: dict[str, Any] | None = None,
+    device: str = "auto",
+    quiet: bool = False,
+) -> Mechanism:
+    """Instantiate and validate a mechanism before any input is read; errors carry the fix."""
+    try:
+        cls = mechanism_class(name)
+    except KeyError as e:
+        raise PptError(str(e.args[0]), exit_code=ExitCode.USAGE, hint="list them with `ppt mechs`") from None
+    except ImportError as e:
+        raise PptError(f"mechanism {name!r} is not available in this install ({e})", exit_code=ExitCode.CONFIG) from None
+    eps = validate_eps(eps, cls)
+    kwargs: dict[str, Any] = dict(params or {})
+    if space:
+        from ppt.spaces import load_space
+
+        try:
+            kwargs["space"] = load_space(space, device=device, quiet=quiet)
+        except ValueError as e:
+            raise PptError(str(e), hint="see `ppt precompute --help` for space names") from None
+    if model:
+        kwargs["model"] = model
+    chosen = {k: v for k, v in (policy or {}).items() if v is not None}
+    if chosen:
+        base = getattr(cls, "default_policy", Policy())
+        try:
+            kwargs["policy"] = dataclasses.replace(base, **chosen)
+        except ValueError as e:
+            raise PptError(str(e), exit_code=ExitCode.USAGE) from None
+    try:
+        return get_mechanism(name, eps, device=device, quiet=quiet, **kwargs)
+    except (ValueError, TypeError) as e:
+        raise PptError(f"{name}: {e}", exit_code=ExitCode.USAGE, hint=f"see `ppt mechs` for {name}'s parameters") from None
+
+
+def sanitize_records(
+    mech: Mechanism, records: list[Record], *, text_field: str, seed: int | None, keep_original: str | None = None
+) -> list[dict | RecordError]:
+    """Sanitize one batch of records; one output dict or RecordError per record, in order."""
+    gens = [record_generator(seed, r.id) for r in records]
+    try:
+        results = mech.sanitize_batch([r.text or "" for r in records], gens)
+    except PptError:
+        raise
+    except Exception as e:  # fail closed: never emit the raw text of a batch we could not privatize
+        err = RecordError("sanitize_failed", f"{mech.name} failed on this batch ({type(e).__name__})")
+        return [err] * len(records)
+    base_stamp = mech.stamp()
+    out: list[dict | RecordError] = []
+    for rec, res in zip(records, results):
+        if keep_original and keep_original in rec.data and keep_original != text_field:
+            out.append(RecordError("field_conflict", f"field {keep_original!r} already exists; choose another --keep-original"))
+            continue
+        data = dict(rec.data)
+        data[text_field] = res.text
+        if keep_original:
+            data[keep_original] = rec.text
+        block = {**base_stamp, "eps": mech.eps, "accounting": res.accounting.to_dict(), "seed": seed_label(seed)}
+        out.append(stamp(data, "sanitize", block))
+    return out

@@ -1,0 +1,307 @@
+"""SanText / SanText+: closed-form distribution, limits, sensitive set, keep probability, privacy audit,
+reproducibility and table caching, on small spaces built from arrays."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import string
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from ppt.cache import Cache
+from ppt.mechanisms import get_mechanism
+from ppt.mechanisms import santext as st
+from ppt.mechanisms.santext import SanText, SanTextPlus, sensitive_size
+from ppt.rng import record_generator
+from ppt.spaces import space_from_arrays
+
+ALPHA = 1e-6
+V = 40
+
+
+def words(n: int) -> list[str]:
+    # alphabetic, not stopwords, distinct
+    return ["zq" + "".join(t) for t in itertools.islice(itertools.product(string.ascii_lowercase, repeat=2), n)]
+
+
+@pytest.fixture
+def space(tmp_path):
+    rng = np.random.default_rng(7)
+    emb = rng.normal(size=(V, 3)).astype(np.float32)
+    return space_from_arrays("santext-test", words(V), emb, cache=Cache(tmp_path / "cache"))
+
+
+def closed_form(space, x: int, eps: float, cols: np.ndarray) -> np.ndarray:
+    """P[y | x] over cols, from the formula, in float64 (independent of the implementation)."""
+    e = space.embeddings.double().numpy()
+    d = np.linalg.norm(e[cols] - e[x], axis=1)
+    logits = -eps / 2 * d
+    p = np.exp(logits - logits.max())
+    return p / p.sum()
+
+
+def sample(mech, x: int, n: int, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    out, diag = mech.perturb_rows(torch.full((n,), x, dtype=torch.long), mech.draw(n, g))
+    return out.numpy(), diag
+
+
+def chisquare_ok(counts: np.ndarray, probs: np.ndarray) -> float:
+    """p-value of a chi-square goodness of fit, pooling cells with expected count < 5."""
+    n = counts.sum()
+    exp = probs * n
+    small = exp < 5
+    if small.any():
+        counts = np.append(counts[~small], counts[small].sum())
+        exp = np.append(exp[~small], exp[small].sum())
+    exp = exp * (counts.sum() / exp.sum())
+    return stats.chisquare(counts, exp).pvalue
+
+
+def counts_over(out: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    pos = np.searchsorted(cols, out)
+    assert np.all(cols[np.clip(pos, 0, len(cols) - 1)] == out), "an output outside the sensitive set"
+    return np.bincount(pos, minlength=len(cols))
+
+
+# ---- distribution ---------------------------------------------------------------------------------
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize(
+    "kind,eps,w,x",
+    [("santext", 2.0, 1.0, 5), ("santext", 0.5, 1.0, 17), ("santext+", 2.0, 0.5, 39), ("santext+", 3.0, 0.5, 0)],
+)
+def test_distribution_matches_closed_form(space, kind, eps, w, x):
+    kw = {"w": w, "p": 1.0} if kind == "santext+" else {}
+    mech = get_mechanism(kind, eps=eps, space=space, **kw)
+    cols = mech.sensitive
+    out, _ = sample(mech, x, 100_000, seed=11 + x)
+    counts = counts_over(out, cols)
+    assert chisquare_ok(counts, closed_form(space, x, eps, cols)) > ALPHA
+
+
+def test_table_rows_are_exact(space):
+    """The quantized cumulative rows reproduce the closed form to the quantization step."""
+    mech = SanTextPlus(2.0, space=space, w=0.6, p=1.0)
+    mech.precompute()
+    table = mech._load_table().numpy().astype(np.float64) / st.CDF_SCALE
+    probs = np.diff(table, axis=1, prepend=0.0)
+    for x in range(V):
+        assert np.allclose(probs[x], closed_form(space, x, 2.0, mech.sensitive), atol=1e-8)
+
+
+@pytest.mark.statistical
+def test_eps_to_zero_is_uniform_over_sensitive_set(space):
+    mech = SanTextPlus(1e-6, space=space, w=0.5, p=1.0)
+    cols = mech.sensitive
+    out, _ = sample(mech, 0, 60_000, seed=3)
+    counts = counts_over(out, cols)
+    assert chisquare_ok(counts, np.full(len(cols), 1 / len(cols))) > ALPHA
+
+
+def test_large_eps_concentrates_on_best_candidate(space):
+    mech = SanTextPlus(1e4, space=space, w=0.5, p=1.0)
+    cols = mech.sensitive
+    e = space.embeddings.double().numpy()
+    sens_x = int(cols[0])
+    out, _ = sample(mech, sens_x, 2000, seed=5)
+    assert np.all(out == sens_x)  # a sensitive word is its own nearest sensitive word
+    nonsens = [x for x in range(V) if x not in set(cols.tolist())]
+    for x in nonsens[:5]:
+        best = cols[np.argmin(np.linalg.norm(e[cols] - e[x], axis=1))]
+        out, _ = sample(mech, x, 2000, seed=x)
+        assert np.all(out == best)
+
+
+# ---- sensitive set, SanText+ keep rule ------------------------------------------------------------
+
+
+def test_sensitive_size_rule():
+    # round half up (not Python's banker's rounding), at least one word
+    assert sensitive_size(0.5, 41) == 21
+    assert sensitive_size(0.9, 20_000) == 18_000
+    assert sensitive_size(0.001, 40) == 1
+    assert sensitive_size(1.0, 40) == 40
+    assert sensitive_size(0.3, 10) == 3
+
+
+@pytest.mark.parametrize("w", [0.01, 0.1, 0.25, 0.5, 0.9, 0.99, 1.0])
+def test_sensitive_set_is_exactly_the_least_frequent(space, w):
+    perm = np.random.default_rng(1).permutation(V)
+    space.freq_rank = perm  # row i has frequency rank perm[i]
+    mech = SanTextPlus(3.0, space=space, w=w)
+    n = max(1, math.floor(w * V + 0.5))
+    assert len(mech.sensitive) == n
+    assert set(mech.sensitive.tolist()) == set(np.argsort(-perm)[:n].tolist())
+    assert bool(mech._is_sensitive.sum() == n)
+
+
+def test_santext_is_every_word(space):
+    mech = SanText(3.0, space=space)
+    assert mech.w == 1.0 and len(mech.sensitive) == V
+
+
+@pytest.mark.statistical
+def test_santext_plus_keeps_non_sensitive_with_probability_1_minus_p(space):
+    mech = SanTextPlus(3.0, space=space, w=0.5, p=0.3)
+    cols = set(mech.sensitive.tolist())
+    x = 0  # the most frequent word: non-sensitive
+    assert x not in cols
+    n = 20_000
+    out, diag = sample(mech, x, n, seed=9)
+    kept = diag["unchanged"].numpy()
+    assert stats.binomtest(int(kept.sum()), n, 0.7).pvalue > ALPHA
+    assert np.all(out[kept] == x)
+    assert set(out[~kept].tolist()) <= cols  # resampled words always come from V_s
+    # a sensitive word is never kept by the rule
+    xs = int(mech.sensitive[0])
+    _, diag = sample(mech, xs, 2000, seed=10)
+    assert not diag["unchanged"].any()
+
+
+# ---- privacy audit --------------------------------------------------------------------------------
+#
+# Claimed bound. With Z(x) = sum_{y' in V_s} exp(-eps/2 d(x,y')),
+#   P[y|x] / P[y|x'] = exp(-eps/2 (d(x,y) - d(x',y))) * Z(x') / Z(x).
+# Triangle inequality: d(x',y) <= d(x,y) + d(x,x'), so the first factor is <= exp(eps/2 d(x,x')).
+# Term by term, exp(-eps/2 d(x',y')) <= exp(-eps/2 d(x,y')) * exp(eps/2 d(x,x')), so
+# Z(x') <= Z(x) exp(eps/2 d(x,x')). Together: P[y|x] / P[y|x'] <= exp(eps * d(x,x')) — metric LDP with
+# eps * d (the paper's eps/2 in the exponent spends half on the numerator, half on the normaliser).
+
+
+def clopper_pearson(k: np.ndarray, n: int, a: float) -> tuple[np.ndarray, np.ndarray]:
+    lo = np.where(k > 0, stats.beta.ppf(a, np.maximum(k, 1), n - k + 1), 0.0)
+    hi = np.where(k < n, stats.beta.ppf(1 - a, k + 1, np.maximum(n - k, 1)), 1.0)
+    return lo, hi
+
+
+def audit(mech, x: int, x2: int, n: int, seed: int) -> tuple[float, float]:
+    """(max over outputs of the lower confidence bound of log P[y|x]/P[y|x'], max point estimate)."""
+    cols = mech.sensitive
+    c1 = counts_over(sample(mech, x, n, seed)[0], cols)
+    c2 = counts_over(sample(mech, x2, n, seed + 1)[0], cols)
+    seen = c1 > 0
+    a = ALPHA / (2 * seen.sum())  # Bonferroni over the outputs and the two bounds
+    lo1, _ = clopper_pearson(c1, n, a)
+    _, hi2 = clopper_pearson(c2, n, a)
+    lcb = np.log(lo1[seen] / hi2[seen]).max()
+    both = seen & (c2 > 0)
+    point = np.log(c1[both] / c2[both]).max()
+    return float(lcb), float(point)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("eps", [1.0, 4.0])
+def test_privacy_audit_never_exceeds_metric_bound(space, eps):
+    mech = SanText(eps, space=space)
+    e = space.embeddings.double().numpy()
+    dist = np.linalg.norm(e[:, None] - e[None], axis=2)
+    np.fill_diagonal(dist, np.inf)
+    pairs = [(3, int(np.argmin(dist[3]))), (20, int(np.argmin(dist[20]))), (7, 8)]
+    for i, (x, x2) in enumerate(pairs):
+        bound = eps * float(np.linalg.norm(e[x] - e[x2]))
+        for a, b in ((x, x2), (x2, x)):
+            lcb, point = audit(mech, a, b, 200_000, seed=100 + i)
+            assert lcb <= bound + 1e-9, (a, b, lcb, bound)
+            assert point > 0.25 * bound  # the audit sees real signal, not only noise
+    # the audit has power: a claim half as strong as the derivation is refuted for a far pair
+    x, x2 = 7, int(np.argmax(np.where(np.isinf(dist[7]), 0, dist[7])))
+    lcb, _ = audit(SanText(1.0, space=space), x, x2, 200_000, seed=7)
+    assert lcb > 0.25 * 1.0 * float(np.linalg.norm(e[x] - e[x2]))
+
+
+# ---- pipeline, reproducibility, caching, validation -----------------------------------------------
+
+
+TEXTS = [
+    "Zqaa zqab zqac, zqad!",
+    "zqba 42 zqbb unknownword zqbc.",
+    "",
+    "ZQCA zqcb zqcc zqcd zqce zqcf zqcg",
+    "zqaa",
+    "the zqbd and 3.14 zqbe",
+    "zqbf zqbg zqbh zqbi zqbj zqbk zqbl zqbm zqbn",
+]
+
+
+@pytest.mark.parametrize("kind", ["santext", "santext+"])
+def test_seeded_output_independent_of_batch_size(space, kind):
+    mech = get_mechanism(kind, eps=2.0, space=space)
+
+    def run(bs: int):
+        out = []
+        for s in range(0, len(TEXTS), bs):
+            chunk = TEXTS[s : s + bs]
+            gens = [record_generator(123, s + i) for i in range(len(chunk))]
+            out += [(o.text, o.accounting.to_dict()) for o in mech.sanitize_batch(chunk, gens)]
+        return out
+
+    ref = run(1)
+    assert run(3) == ref
+    assert run(len(TEXTS)) == ref
+    assert ref != [(t, None) for t in TEXTS]
+
+
+def test_pipeline_policies_and_accounting(space):
+    mech = SanTextPlus(2.0, space=space, w=0.5, p=0.0)
+    [res] = mech.sanitize_batch(["zqaa unknownword zqbn 7 ."], [record_generator(1, 0)])
+    acc = res.accounting
+    assert acc.notion.startswith("metric LDP")
+    assert acc.replaced_uniform == 1  # the OOV word, replaced by a uniform vocabulary word
+    assert "unknownword" not in res.text
+    assert acc.n_perturbed == 2
+    # zqaa (row 0) is frequent -> non-sensitive -> kept with p = 0; zqbn (row 39) is sensitive
+    assert acc.extra["kept_by_mechanism"] == 1
+    assert res.text.split()[0] == "zqaa"
+    assert acc.kept.get("punct") == 1 and acc.kept.get("number") == 1
+    assert acc.composed_eps == pytest.approx(2 * 2.0)
+    assert mech.params()["n_sensitive"] == 20
+
+
+def test_table_is_cached_and_corruption_rebuilds(space):
+    before = st.BUILD_COUNTS["santext-table"]
+    m1 = SanTextPlus(2.0, space=space, w=0.5)
+    [art] = m1.precompute()
+    assert st.BUILD_COUNTS["santext-table"] == before + 1
+    ref = m1._load_table().clone()
+
+    m2 = SanTextPlus(2.0, space=space, w=0.5)
+    [art2] = m2.precompute()
+    assert st.BUILD_COUNTS["santext-table"] == before + 1  # read from the cache
+    assert art2.path == art.path and torch.equal(m2._load_table(), ref)
+    assert space.cache.lookup("santext-table", m2.table_deps()) is not None
+
+    SanTextPlus(3.0, space=space, w=0.5).precompute()  # another eps: another table
+    assert st.BUILD_COUNTS["santext-table"] == before + 2
+
+    # flip one byte of the table: the load detects it and rebuilds
+    path = art.file("cdf.npy")
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0xFF
+    path.write_bytes(bytes(data))
+    m3 = SanTextPlus(2.0, space=space, w=0.5)
+    m3.precompute()
+    assert st.BUILD_COUNTS["santext-table"] == before + 3
+    assert torch.equal(m3._load_table(), ref)
+
+
+@pytest.mark.parametrize(
+    "kind,kw",
+    [("santext", {"w": 0.5}), ("santext+", {"w": 0.0}), ("santext+", {"w": 1.5}), ("santext+", {"p": -0.1}),
+     ("santext+", {"p": 2}), ("santext+", {"w": "abc"}), ("santext", {"eps": 0.0}), ("santext+", {"eps": float("nan")})],
+)
+def test_bad_parameters_fail_before_loading_a_space(kind, kw):
+    kw = {"eps": 3.0, **kw}
+    with pytest.raises(ValueError):
+        get_mechanism(kind, space=None, **kw)  # space=None would load the default space: never reached
+
+
+def test_defaults():
+    assert SanTextPlus.defaults == {"eps": 3.0, "w": 0.9, "p": 0.3}
+    assert SanText.default_policy.oov == "uniform" and SanText.default_policy.stopwords == "perturb"
+    assert SanTextPlus.keeps_words and not SanText.keeps_words
