@@ -409,7 +409,8 @@ WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "a", "private", "text",
 def _bert_tokenizer(directory: Path):
     from transformers import BertTokenizerFast
 
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *[f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"], *"abcdefghijklmnopqrstuvwxyz.,"]
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *[f"##{c}" for c in letters], *letters, ".", ","]))
     directory.mkdir(parents=True, exist_ok=True)
     tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)})
     assert len(tok) == len(vocab)
