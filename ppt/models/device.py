@@ -16,7 +16,7 @@ _DTYPES = {
 
 
 def resolve_device(device: Any = "auto"):
-    """``"auto"|"cpu"|"cuda"|"cuda:N"`` (or a torch.device) -> torch.device.
+    """``"auto"|"cpu"|"cuda"|"cuda:N"|"mps"`` (or a torch.device) -> torch.device.
 
     ``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``. Asking for CUDA without one, or for a
     GPU index that does not exist, raises PptError.
@@ -49,8 +49,11 @@ def resolve_device(device: Any = "auto"):
                                hint=f"use cuda:0..cuda:{n - 1}")
             return torch.device("cuda", idx)
         return torch.device("cuda")
-    if text == "mps" and getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return torch.device("mps")
+    if text == "mps":
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        raise PptError("--device mps: Apple MPS is not available here", exit_code=ExitCode.CONFIG,
+                       hint="use --device cpu or --device auto")
     raise PptError(f"unknown device {device!r}", exit_code=ExitCode.USAGE, hint="use auto, cpu, cuda or cuda:N")
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ppt.models._quiet import note, quiet_loading
-from ppt.models.registry import Asset, _stat_key, verify_asset, verify_files
+from ppt.models.registry import OFFLINE, Asset, _stat_key, verify_asset, verify_files
 from ppt.models.resolve import Resolved
 
 FORMAT = 1  # bump to invalidate converted checkpoints when the conversion changes
@@ -74,8 +74,10 @@ class GgufSource:
             if path.is_dir():
                 path = find_gguf(path)
             self.path = path
-            self.label = "gguf"
             self.sha256 = file_sha256(path, self.cache)
+            # the same bytes as a packaged GGUF share its converted checkpoint
+            self.label = next((a.alias for a in OFFLINE.values() if a.kind == "causal-lm" and not a.assembled
+                               and self.sha256 in a.files.values()), "gguf")
 
     def deps(self) -> dict:
         return {"format": FORMAT, "gguf_sha256": self.sha256}
@@ -107,7 +109,7 @@ class GgufSource:
 
             if sha256_file(target) != sha:
                 raise PptError(f"{self.asset.alias}: the assembled {name} fails its sha256 check",
-                               exit_code=ExitCode.CONFIG, hint=f"reinstall it: {self.asset.install_hint} --force-reinstall")
+                               exit_code=ExitCode.CONFIG, hint=f"reinstall it: python -m pip install --force-reinstall {self.asset.pip_spec}")
             return fn(tmpdir, name)
         finally:
             shutil.rmtree(tmpdir, ignore_errors=True)
@@ -127,11 +129,20 @@ def _verified_artifact(cache, kind: str, deps: dict, build: Callable[[Path], dic
     """get_or_build with a cheap load check (sizes) plus a marker-cached deep check of the files."""
     from ppt.io import PptError
 
+    built: list[bool] = []
+
+    def tracked(tmp: Path) -> dict:
+        built.append(True)
+        return build(tmp)
+
     for attempt in (0, 1):
-        art = cache.get_or_build(kind, deps, build, deep=False)
+        built.clear()
+        art = cache.get_or_build(kind, deps, tracked, deep=False)
         expected = {art.path / rel: info["sha256"] for rel, info in art.manifest["files"].items()}
         try:
-            verify_files(expected, f"cached {kind}/{art.key}", "it is rebuilt automatically", cache=cache)
+            # a fresh build was hashed by write_manifest moments ago: record it without re-hashing
+            verify_files(expected, f"cached {kind}/{art.key}", "it is rebuilt automatically", cache=cache,
+                         trusted=bool(built))
             return art
         except PptError:
             if attempt:

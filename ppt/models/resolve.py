@@ -72,7 +72,7 @@ def resolve(name: str | os.PathLike) -> Resolved:
     if _looks_like_path(text):
         raise PptError(
             f"model path not found: {text}",
-            exit_code=ExitCode.NOINPUT if text.startswith(("/", "./", "../", "~")) else ExitCode.CONFIG,
+            exit_code=ExitCode.CONFIG,
             hint="offline aliases: " + ", ".join(OFFLINE),
         )
     return Resolved(name=raw, source="hub", hub_id=text)

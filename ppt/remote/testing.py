@@ -41,6 +41,8 @@ def make_tiny_causal_lm(path: str | Path, *, chat_template: bool = True, seed: i
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+    from ppt.models._quiet import quiet_loading
+
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     specials = ["<pad>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
@@ -54,14 +56,15 @@ def make_tiny_causal_lm(path: str | Path, *, chat_template: bool = True, seed: i
                                    additional_special_tokens=["<|im_start|>", "<|im_end|>"])
     if chat_template:
         fast.chat_template = CHAT_TEMPLATE
-    fast.save_pretrained(path)
     torch.manual_seed(seed)
     cfg = LlamaConfig(vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
                       bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id)
     model = LlamaForCausalLM(cfg)
     model.generation_config.eos_token_id = [fast.eos_token_id, fast.convert_tokens_to_ids("<|im_end|>")]
-    model.save_pretrained(path)
+    with quiet_loading(progress=False):
+        fast.save_pretrained(path)
+        model.save_pretrained(path)
     return path
 
 
@@ -134,17 +137,21 @@ class FaultPlan:
 
 
 class FaultyHandler(OpenAIHandler):
-    """OpenAIHandler that consults ``server.faults`` (a FaultPlan) before each POST."""
+    """OpenAIHandler that consults ``server.faults`` (a FaultPlan) before answering each POST."""
 
-    def before_post(self) -> bool:
+    def handle_post(self, path: str, raw: bytes) -> None:
         plan: FaultPlan | None = getattr(self.server, "faults", None)
-        if plan is None:
-            return True
+        if plan is not None and self._inject(plan):
+            return
+        super().handle_post(path, raw)
+
+    def _inject(self, plan: FaultPlan) -> bool:
+        """Apply the next scripted fault; True when it replaced the normal response."""
         with plan.lock:
             plan.headers.append({k.lower(): v for k, v in self.headers.items()})
         fault = plan.next()
         if fault is None:
-            return True
+            return False
         if fault.delay_s:
             with plan.lock:
                 plan.injected["delay"] += 1
@@ -155,15 +162,15 @@ class FaultyHandler(OpenAIHandler):
             self.close_connection = True
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
-            return False
+            return True
         if fault.status is not None:
             with plan.lock:
                 plan.injected[str(fault.status)] += 1
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
             self.send_json(fault.status, {"error": {"message": "injected fault", "type": "injected",
                                                      "code": str(fault.status)}}, headers)
-            return False
-        return True
+            return True
+        return False
 
 
 @contextlib.contextmanager

@@ -1,0 +1,252 @@
+"""Throughput of ppt's RANTEXT against the published per-token design, side by side in one run.
+
+    python bench/sanitize_rantext.py                 # real default space (cl100k-minilm), eps 1 3 6 10
+    python bench/sanitize_rantext.py --space random  # a random 11000 x 384 space (no offline models needed)
+
+Both sides sanitize the same texts with the same space, the same Z (calibrated unless --z paper) and
+the same tokenizer; each side's clock covers tokenization, perturbation and rebuilding the text.
+
+- ppt: ``Rantext.sanitize_batch`` in batches of --batch-size records (one generator per record).
+- reference: a faithful re-implementation of the published design, per token in Python: Laplace noise
+  with numpy (one vector per token), a binary search (``bisect``) in that token's precomputed sorted
+  distance list, a Python-level softmax over the candidates below the radius and a Python-level
+  inverse-CDF draw. Its sorted lists come from the same sorted-rows table (float16 distances) and are
+  built before its clock starts, for the tokens the texts use (the published code loads them from a
+  multi-GB JSON file).
+
+Also printed per eps, from ppt's own run on the same texts: the realized |C_r| (median over perturbed
+positions), the share of perturbed tokens left unchanged and the mean embedding distance between the
+original and the perturbed token. Results are a table on stdout. Nothing here is a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ppt.mechanisms.base import PERTURB  # noqa: E402
+from ppt.mechanisms.rantext import Rantext  # noqa: E402
+from ppt.rng import record_generator  # noqa: E402
+from ppt.spaces.tokens import NUMBER, PUNCT, SPACE, WORD  # noqa: E402
+
+
+# ---- inputs ------------------------------------------------------------------------------------------
+
+
+def make_texts(space, n_records: int, seed: int = 0) -> list[str]:
+    """examples/prompts.jsonl (when present) plus sentences drawn from the space's vocabulary.
+
+    Words are drawn Zipf-like by row (cl100k rows are in BPE rank order, a proxy for frequency), with
+    capitalised sentence starts, commas, numbers and a few out-of-vocabulary names, ~25 words each.
+    """
+    texts: list[str] = []
+    prompts = ROOT / "examples" / "prompts.jsonl"
+    if prompts.exists():
+        for line in prompts.read_text().splitlines():
+            if line.strip():
+                texts.append(json.loads(line)["text"])
+    rng = np.random.default_rng(seed)
+    V = space.size
+    p = 1.0 / np.arange(1, V + 1)
+    p /= p.sum()
+    names = ["Alice", "Okonkwo", "Springfield", "Zyrtec", "Kowalczyk", "Tuesday"]
+    while len(texts) < n_records:
+        words = [space.vocab[i] for i in rng.choice(V, size=int(rng.integers(15, 35)), p=p)]
+        out = []
+        for j, w in enumerate(words):
+            if j == 0:
+                w = w[:1].upper() + w[1:]
+            roll = rng.random()
+            if roll < 0.04:
+                out.append(str(int(rng.integers(1, 2000))))
+            elif roll < 0.06:
+                out.append(names[int(rng.integers(len(names)))])
+            out.append(w + ("," if rng.random() < 0.06 else ""))
+        texts.append(" ".join(out) + ".")
+    return texts[:n_records]
+
+
+def random_space(V: int = 11_000, d: int = 384, seed: int = 0):
+    """A random space with cluster structure (unit vectors), for when the offline models are missing."""
+    from ppt.spaces import space_from_arrays
+
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(64, d))
+    emb = centers[rng.integers(0, 64, V)] * 0.6 + rng.normal(size=(V, d))
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab, seen = [], set()
+    while len(vocab) < V:
+        w = "".join(letters[i] for i in rng.integers(0, 26, int(rng.integers(3, 9))))
+        if w not in seen:
+            seen.add(w)
+            vocab.append(w)
+    return space_from_arrays("random-11000x384", vocab, emb.astype(np.float32))
+
+
+# ---- the published per-token design -------------------------------------------------------------------
+
+
+class Reference:
+    """Per-token RANTEXT as published: numpy noise, bisect on a sorted list, Python softmax + draw."""
+
+    def __init__(self, space, eps: float, z: float, seed: int = 0):
+        self.space = space
+        self.eps = eps
+        self.scale = (space.sensitivity.double().cpu().numpy() / z)
+        self.np_rng = np.random.default_rng(seed)
+        self.py_rng = random.Random(seed)
+        self.dist_lists: dict[int, list[float]] = {}
+        self.idx_lists: dict[int, list[int]] = {}
+
+    def prepare(self, texts: list[str], sorted_rows) -> None:
+        """The precomputed sorted distance lists of the tokens the texts use (not timed)."""
+        rows = set()
+        for t in texts:
+            toks = self.space.tokenize(t)
+            rows.update(int(r) for r in toks.rows if r >= 0)
+        for r in rows:
+            self.dist_lists[r] = np.asarray(sorted_rows.dist[r], dtype=np.float64).tolist()
+            self.idx_lists[r] = np.asarray(sorted_rows.idx[r], dtype=np.int64).tolist()
+
+    def perturb_token(self, row: int) -> int:
+        noise = self.np_rng.laplace(0.0, self.scale)
+        threshold = float(np.linalg.norm(noise))
+        dists = self.dist_lists[row]
+        k = max(1, bisect.bisect_left(dists, threshold))
+        half = self.eps / 2.0
+        weights = [math.exp(half * (1.0 - d / threshold)) for d in dists[:k]]
+        total = sum(weights)
+        probs = [w / total for w in weights]
+        x = self.py_rng.random()
+        acc = 0.0
+        for j, p in enumerate(probs):
+            acc += p
+            if x < acc:
+                return self.idx_lists[row][j]
+        return self.idx_lists[row][k - 1]
+
+    def sanitize(self, text: str) -> tuple[str, int]:
+        toks = self.space.tokenize(text)
+        out, n = [], 0
+        vocab = self.space.vocab
+        for lead, core, kind, row in zip(toks.lead, toks.core, toks.kinds, toks.rows):
+            if kind in (SPACE, PUNCT):
+                out.append(lead + core)
+            elif kind == NUMBER:
+                out.append(lead + "".join(str(self.py_rng.randrange(10)) if c.isdigit() else c for c in core))
+            elif row < 0:
+                continue  # out of vocabulary: dropped, as the paper does
+            else:
+                out.append(lead + vocab[self.perturb_token(int(row))])
+                n += 1
+        return "".join(out), n
+
+
+# ---- measurement ----------------------------------------------------------------------------------------
+
+
+def run_ppt(mech: Rantext, texts: list[str], batch_size: int, seed: int) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    n = 0
+    for s in range(0, len(texts), batch_size):
+        batch = texts[s : s + batch_size]
+        gens = [record_generator(seed, s + i) for i in range(len(batch))]
+        for res in mech.sanitize_batch(batch, gens):
+            n += res.accounting.n_perturbed
+    return time.perf_counter() - t0, n
+
+
+def run_reference(ref: Reference, texts: list[str]) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    n = 0
+    for t in texts:
+        n += ref.sanitize(t)[1]
+    return time.perf_counter() - t0, n
+
+
+def quality(mech: Rantext, texts: list[str], seed: int) -> dict[str, float]:
+    """|C_r|, unchanged share and mean embedding distance over the perturbed positions of the texts."""
+    rows = []
+    for t in texts:
+        toks = mech.space.tokenize(t)
+        actions, _ = mech.plan(toks)
+        rows.append(toks.rows[actions == PERTURB])
+    rows_t = torch.from_numpy(np.concatenate(rows))
+    rand = mech.draw(rows_t.numel(), record_generator(seed, "quality"))
+    out, diag = mech.perturb_rows(rows_t, rand)
+    emb = mech.space.embeddings.cpu()
+    dist = (emb[rows_t] - emb[out]).norm(dim=1)
+    size = diag["cr_size"].double()
+    return {
+        "cr_median": float(size.median()),
+        "cr_median_frac": float(size.median()) / mech.space.size,
+        "cr_p90": float(torch.quantile(size, 0.9)),
+        "unchanged": float((out == rows_t).double().mean()),
+        "mean_dist": float(dist.mean()),
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--space", default="cl100k-minilm", help="space name, or 'random' for a random 11000 x 384 space")
+    ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 3.0, 6.0, 10.0])
+    ap.add_argument("--z", default="calibrated", help="calibrated | paper | a number")
+    ap.add_argument("--records", type=int, default=400, help="texts per eps (both sides)")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: leave as is)")
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    t0 = time.perf_counter()
+    if args.space == "random":
+        space = random_space()
+    else:
+        from ppt.spaces import load_space
+
+        space = load_space(args.space, device="cpu", quiet=True)
+    sorted_rows = space.sorted_rows(quiet=True)
+    texts = make_texts(space, args.records, args.seed)
+    setup = time.perf_counter() - t0
+    z_arg = args.z if args.z in ("calibrated", "paper") else float(args.z)
+
+    print(f"space {space.name}: {space.size} x {space.dim}; {len(texts)} texts per eps; z={args.z}; "
+          f"torch threads {torch.get_num_threads()}; setup {setup:.1f}s", flush=True)
+    header = (f"{'eps':>5} {'Z':>7} {'ppt tok/s':>10} {'ref tok/s':>10} {'ratio':>7} {'tokens':>7} "
+              f"{'|C_r| med':>9} {'% of V':>7} {'|C_r| p90':>9} {'unchanged':>9} {'mean dist':>9}")
+    print(header)
+    print("-" * len(header))
+    for eps in args.eps:
+        mech = Rantext(eps, space=space, z=z_arg, quiet=True)
+        mech.precompute()
+        run_ppt(mech, texts[: min(8, len(texts))], args.batch_size, args.seed)  # warm-up (tables, caches)
+        t_ppt, n_ppt = run_ppt(mech, texts, args.batch_size, args.seed)
+        ref = Reference(space, eps, mech.z, args.seed)
+        ref.prepare(texts, sorted_rows)
+        t_ref, n_ref = run_reference(ref, texts)
+        q = quality(mech, texts, args.seed)
+        ppt_rate, ref_rate = n_ppt / t_ppt, n_ref / t_ref
+        print(f"{eps:5.1f} {mech.z:7.3f} {ppt_rate:10.0f} {ref_rate:10.0f} {ppt_rate / ref_rate:6.1f}x {n_ppt:7d} "
+              f"{q['cr_median']:9.0f} {100 * q['cr_median_frac']:6.2f}% {q['cr_p90']:9.0f} "
+              f"{100 * q['unchanged']:8.1f}% {q['mean_dist']:9.3f}", flush=True)
+    print("tok/s = perturbed tokens per second (tokenize + perturb + rebuild); ratio = ppt / reference; "
+          "|C_r| and the rest over ppt's perturbed positions")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

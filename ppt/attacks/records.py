@@ -1,0 +1,302 @@
+"""Record-level attack runners (the library behind `ppt attack`, usable from batch jobs too).
+
+Each runner takes a batch of :class:`ppt.io.Record` and returns one dict (or RecordError) per record:
+the record with its result merged into ``result_field`` (default ``attack``) under the attack's name and
+a ``ppt.attack_<name>`` stamp; tallies for the summary accumulate on the runner.
+
+Spaces: the sanitizing mechanism's space is read from the record's ``ppt.sanitize.params.space`` stamp
+(what `ppt sanitize` writes); ``space`` overrides it for the attack (the KNN "another space" case:
+alignment rows are then mapped through their vocabulary strings).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ppt.attacks.align import ALIGNMENT_FIELD, Alignment, align_texts, parse_alignment_field, spans_by_rows
+from ppt.attacks.summary import Tally, record_block
+from ppt.io import ExitCode, PptError, Record, RecordError, stamp
+
+STOPWORD_MODES = ("auto", "include", "exclude")
+
+
+def sanitize_block(data: dict) -> dict:
+    block = data.get("ppt")
+    block = block.get("sanitize") if isinstance(block, dict) else None
+    return block if isinstance(block, dict) else {}
+
+
+def stamped_space(data: dict) -> str | None:
+    """The space the record was sanitized in, from its ppt.sanitize stamp (None when absent)."""
+    block = sanitize_block(data)
+    params = block.get("params") if isinstance(block.get("params"), dict) else {}
+    for cand in (params.get("space"), block.get("space")):
+        if isinstance(cand, str) and cand:
+            return cand
+        if isinstance(cand, dict) and isinstance(cand.get("id"), str):
+            return cand["id"]
+    return None
+
+
+def stamped_keeps_stopwords(data: dict) -> bool:
+    block = sanitize_block(data)
+    params = block.get("params") if isinstance(block.get("params"), dict) else {}
+    return params.get("stopwords") == "keep" or block.get("mechanism") in ("custext+", "cape")
+
+
+def merge_result(data: dict, result_field: str, name: str, result: dict, stage_block: dict) -> dict | RecordError:
+    out = dict(data)
+    existing = out.get(result_field)
+    if existing is None:
+        existing = {}
+    elif not isinstance(existing, dict):
+        return RecordError("field_conflict", f"field {result_field!r} exists and is not an object; use --result-field")
+    out[result_field] = {**existing, name: result}
+    return stamp(out, f"attack_{name}", stage_block)
+
+
+class SpaceCache:
+    def __init__(self, device: str = "auto", quiet: bool = False):
+        self.device, self.quiet = device, quiet
+        self._spaces: dict[str, Any] = {}
+        self._index: dict[str, dict] = {}
+
+    def get(self, name: str):
+        if name not in self._spaces:
+            from ppt.spaces import load_space
+
+            try:
+                self._spaces[name] = load_space(name, device=self.device, quiet=self.quiet)
+            except ValueError as e:
+                raise PptError(str(e), ExitCode.CONFIG, hint="see `ppt precompute --help` for space names") from None
+        return self._spaces[name]
+
+    def add(self, space) -> None:
+        self._spaces[space.name] = space
+
+    def index(self, space) -> dict:
+        from ppt.attacks.knn import vocab_index
+
+        if space.name not in self._index:
+            self._index[space.name] = vocab_index(space)
+        return self._index[space.name]
+
+
+class TokenAligner:
+    """Alignment of one record's perturbed tokens to originals, in the attack's space."""
+
+    def __init__(self, spaces: SpaceCache, space: str | None, original_field: str | None,
+                 alignment_field: str = ALIGNMENT_FIELD, stopwords: str = "auto"):
+        if stopwords not in STOPWORD_MODES:
+            raise PptError(f"--stopwords must be one of {', '.join(STOPWORD_MODES)}", ExitCode.USAGE)
+        self.spaces, self.space_name = spaces, space
+        self.original_field, self.alignment_field, self.stopwords = original_field, alignment_field, stopwords
+        self.sources: Counter[str] = Counter()
+        self.unaligned = 0
+
+    def __call__(self, rec: Record) -> tuple[Alignment, Any]:
+        data = rec.data
+        mech_space_name = stamped_space(data)
+        target_name = self.space_name or mech_space_name
+        if target_name is None:
+            raise RecordError("no_space", "the record has no ppt.sanitize stamp naming its space; pass --space")
+        target = self.spaces.get(target_name)
+        text = rec.text or ""
+        if self.alignment_field in data and data[self.alignment_field] is not None:
+            al = parse_alignment_field(data[self.alignment_field], text)
+            source = self.spaces.get(mech_space_name) if mech_space_name else target
+            if len(al) and (al.orig_rows.max() >= source.size or al.new_rows.max() >= source.size):
+                raise RecordError("bad_alignment", f"alignment rows exceed the size of space {source.name}")
+            if any(s is None for s in al.spans):
+                found = spans_by_rows(source, text, al.new_rows)
+                al.spans = [s if s is not None else f for s, f in zip(al.spans, found)]
+            al.orig_words = al.words(source.vocab)
+            if source.name != target.name:
+                from ppt.attacks.knn import rows_in_space
+
+                idx = self.spaces.index(target)
+                new_words = [source.vocab[r] for r in al.new_rows.tolist()]
+                al.orig_rows = rows_in_space(target, al.orig_words, idx)
+                al.new_rows = rows_in_space(target, new_words, idx)
+        else:
+            if not self.original_field:
+                raise RecordError("missing_original", "no alignment field and no --original-field to align against")
+            orig = data.get(self.original_field)
+            if not isinstance(orig, str):
+                raise RecordError("missing_original", f"original field {self.original_field!r} is missing or not a string")
+            skip = self.stopwords == "exclude" or (self.stopwords == "auto" and stamped_keeps_stopwords(data))
+            al = align_texts(target, orig, text, skip_stopwords=skip)
+        self.sources[al.source] += 1
+        self.unaligned += al.n_unaligned
+        return al, target
+
+
+class KnnRunner:
+    name = "knn"
+
+    def __init__(self, aligner: TokenAligner, ks: tuple[int, ...] = (1, 10), result_field: str = "attack"):
+        self.aligner, self.ks, self.result_field = aligner, tuple(sorted(set(ks))), result_field
+        self.attacks: dict[str, Any] = {}
+        self.tallies = {k: Tally() for k in self.ks}
+        self.unmapped = 0
+        self.n_records = 0
+        self.space_names: set[str] = set()
+
+    def _attack(self, space):
+        from ppt.attacks.knn import KnnAttack
+
+        if space.name not in self.attacks:
+            self.attacks[space.name] = KnnAttack(space, self.ks)
+        return self.attacks[space.name]
+
+    def __call__(self, batch: list[Record]) -> list[dict | RecordError]:
+        out: list[dict | RecordError] = []
+        for rec in batch:
+            try:
+                al, space = self.aligner(rec)
+            except RecordError as e:
+                out.append(e)
+                continue
+            valid = al.new_rows >= 0
+            self.unmapped += int((~valid).sum())
+            hits = self._attack(space).hits(al.orig_rows[valid], al.new_rows[valid])
+            n = int(valid.sum())
+            result: dict[str, Any] = {}
+            for j, k in enumerate(self.ks):
+                s = int(hits[:, j].sum())
+                self.tallies[k].add(s, n)
+                result[f"top{k}"] = record_block(s, n)
+            result.update(alignment=al.source, unaligned=al.n_unaligned)
+            self.n_records += 1
+            self.space_names.add(space.name)
+            out.append(merge_result(rec.data, self.result_field, self.name, result,
+                                    {"space": space.stamp(), "k": list(self.ks), "alignment": al.source}))
+        return out
+
+    def summary(self) -> dict:
+        return {
+            "attack": self.name, "n_records": self.n_records, "space": sorted(self.space_names),
+            **{f"top{k}": t.block() for k, t in self.tallies.items()},
+            "alignment": dict(self.aligner.sources), "unaligned": self.aligner.unaligned, "unmapped": self.unmapped,
+        }
+
+
+class MtiRunner:
+    name = "mti"
+
+    def __init__(self, aligner: TokenAligner, attack, model_name: str, result_field: str = "attack"):
+        self.aligner, self.attack, self.model_name, self.result_field = aligner, attack, model_name, result_field
+        self.tally = Tally()
+        self.n_records = 0
+        self.unaligned_mlm = 0
+
+    def __call__(self, batch: list[Record]) -> list[dict | RecordError]:
+        out: list[dict | RecordError] = []
+        for rec in batch:
+            try:
+                al, _space = self.aligner(rec)
+            except RecordError as e:
+                out.append(e)
+                continue
+            words = al.orig_words if al.orig_words is not None else [""] * len(al)
+            res = self.attack.predict(rec.text or "", al.spans, words)
+            scored = [r for r in res if r is not None]
+            s, n = sum(1 for ok, _ in scored if ok), len(scored)
+            self.unaligned_mlm += len(res) - n
+            self.tally.add(s, n)
+            self.n_records += 1
+            result = {**record_block(s, n), "alignment": al.source, "unaligned": al.n_unaligned + len(res) - n}
+            out.append(merge_result(rec.data, self.result_field, self.name, result,
+                                    {"model": self.model_name, "mask_length": self.attack.mask_length, "alignment": al.source}))
+        return out
+
+    def summary(self) -> dict:
+        return {"attack": self.name, "model": self.model_name, "mask_length": self.attack.mask_length,
+                "n_records": self.n_records, **self.tally.block(), "alignment": dict(self.aligner.sources),
+                "unaligned": self.aligner.unaligned + self.unaligned_mlm, "forward_passes": self.attack.forward_passes}
+
+
+def _original(rec: Record, field: str) -> str | RecordError:
+    v = rec.data.get(field)
+    if not isinstance(v, str):
+        return RecordError("missing_original", f"original field {field!r} is missing or not a string")
+    return v
+
+
+class LlmRunner:
+    name = "llm"
+
+    def __init__(self, attack, original_field: str, result_field: str = "attack"):
+        self.attack, self.original_field, self.result_field = attack, original_field, result_field
+        self.tally = Tally()
+        self.rouge: list[float] = []
+        self.rouge_perturbed: list[float] = []
+        self.n_records = 0
+
+    def __call__(self, batch: list[Record]) -> list[dict | RecordError]:
+        origs = [_original(r, self.original_field) for r in batch]
+        ok = [i for i, o in enumerate(origs) if not isinstance(o, RecordError)]
+        res = self.attack.run([batch[i].text or "" for i in ok], [origs[i] for i in ok]) if ok else []
+        out: list[dict | RecordError] = list(origs)  # errors stay in place
+        for i, r in zip(ok, res):
+            if isinstance(r, RecordError):
+                out[i] = r
+                continue
+            self.tally.add(r["recovered"], r["hidden"])
+            self.rouge.append(r["rouge_l"])
+            self.rouge_perturbed.append(r["rouge_l_perturbed"])
+            self.n_records += 1
+            out[i] = merge_result(batch[i].data, self.result_field, self.name, r,
+                                  {"model": self.attack.backend.name, "prompt": self.attack.prompt})
+        return out
+
+    def summary(self) -> dict:
+        mean = (lambda xs: sum(xs) / len(xs) if xs else None)
+        return {"attack": self.name, "model": self.attack.backend.name, "n_records": self.n_records, **self.tally.block(),
+                "rouge_l": mean(self.rouge), "rouge_l_perturbed": mean(self.rouge_perturbed)}
+
+
+class NgramRunner:
+    name = "ngram"
+
+    def __init__(self, original_field: str, ns: tuple[int, ...] = (1, 2, 3), result_field: str = "attack"):
+        self.original_field, self.ns, self.result_field = original_field, tuple(sorted(set(ns))), result_field
+        self.tallies = {n: Tally() for n in self.ns}
+        self.n_records = 0
+
+    def __call__(self, batch: list[Record]) -> list[dict | RecordError]:
+        from ppt.attacks.ngram import ngram_leakage
+
+        out: list[dict | RecordError] = []
+        for rec in batch:
+            orig = _original(rec, self.original_field)
+            if isinstance(orig, RecordError):
+                out.append(orig)
+                continue
+            leak = ngram_leakage(orig, rec.text or "", self.ns)
+            result = {}
+            for n, (s, t) in leak.items():
+                self.tallies[n].add(s, t)
+                result[f"{n}gram"] = record_block(s, t)
+            self.n_records += 1
+            out.append(merge_result(rec.data, self.result_field, self.name, result, {"n": list(self.ns)}))
+        return out
+
+    def summary(self) -> dict:
+        blocks = {}
+        for n, t in self.tallies.items():
+            b = t.block()
+            b["leakage_rate"] = b.pop("success_rate")
+            blocks[f"{n}gram"] = b
+        return {"attack": self.name, "n_records": self.n_records, **blocks}
+
+
+def summary_record(runner) -> dict:
+    from ppt import __version__
+
+    return {"summary": {"stage": "attack", **runner.summary(), "version": __version__}}
+
+
+__all__ = ["KnnRunner", "MtiRunner", "LlmRunner", "NgramRunner", "TokenAligner", "SpaceCache", "summary_record",
+           "stamped_space", "merge_result"]

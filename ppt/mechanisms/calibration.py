@@ -1,0 +1,187 @@
+"""RANTEXT noise calibration, and distance rows that do not depend on what else is in a batch.
+
+Why calibrate: RANTEXT's Laplace scale is Delta_d / Z(eps), with Z fitted by the paper to ada-002's
+geometry. On other spaces the paper's Z makes the random adjacency list C_r either the whole
+vocabulary (eps < 2, Z = eps) or a few dozen tokens (eps >= 2) -- see docs/MECHANISMS.md. So ppt
+fits Z per space such that the **median** of |C_r| / |V|, over tokens and noise draws, follows the
+size the paper reports: about 1.5%, 9%, 10%, 10.5% of V at eps 2, 6, 10, 14 (:data:`TARGET_POINTS`).
+
+Between those points the target is interpolated log-linearly (log of the fraction linear in eps);
+outside [2, 14] it is clamped to the end values. ``target_fraction=`` overrides the curve.
+
+The fit is exact rather than iterative. With standard-Laplace draws L (fixed across candidate Z),
+the radius is r = R / Z where R = ||Delta * L||_2, and |C_r(t)| >= k exactly when R / Z exceeds
+D_t(k), the k-th smallest distance from t (t itself is the first, at distance 0). So the median of
+|C_r| reaches k exactly when Z is below the median of q = R / D_t(k) over the sample: Z just below
+that median (the geometric midpoint of the two order statistics around it) is the solution of the
+monotone search (what bisection would converge to), found in one pass.
+
+Calibration randomness is not privacy noise: the token sample and the draws use a fixed seed, so the
+fitted Z is a deterministic function of (space, target) and is cached with the space
+(artifact kind ``rantext-calibration``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ppt.spaces import distances
+
+# (eps, median |C_r| / |V|) the paper sized its random adjacency lists to (a third-party reading of its
+# appendix; adjustable with target_fraction=).
+TARGET_POINTS: tuple[tuple[float, float], ...] = ((2.0, 0.015), (6.0, 0.09), (10.0, 0.10), (14.0, 0.105))
+CALIBRATION_VERSION = 1
+CALIBRATION_SEED = 0x5EED_CA1B
+DISTANCE_BLOCK = 64
+
+
+def target_fraction(eps: float, points: tuple[tuple[float, float], ...] = TARGET_POINTS) -> float:
+    """Target median |C_r| / |V| at ``eps``: log-linear between the points, clamped outside them."""
+    xs = [p[0] for p in points]
+    if eps <= xs[0]:
+        return float(points[0][1])
+    if eps >= xs[-1]:
+        return float(points[-1][1])
+    for (x0, f0), (x1, f1) in zip(points, points[1:]):
+        if x0 <= eps <= x1:
+            t = (eps - x0) / (x1 - x0)
+            return float(math.exp((1 - t) * math.log(f0) + t * math.log(f1)))
+    raise AssertionError("unreachable")
+
+
+def distance_rows(space, ids: torch.Tensor, block: int = DISTANCE_BLOCK) -> torch.Tensor:
+    """Distances from each row in ``ids`` to every row of ``space`` ([len(ids), V] float32).
+
+    One matrix product per block of ``block`` ids. Blocks are always padded to exactly ``block`` rows:
+    a GEMM's rounding can depend on its shape (a single row may even take a matrix-vector path), and
+    a fixed shape keeps each row's values bitwise independent of which other ids share its batch, so
+    a record's output never depends on batching. A row's distance to itself is exactly 0.
+    """
+    emb = space.embeddings
+    ids = ids.to(device=emb.device, dtype=torch.int64).reshape(-1)
+    n = ids.numel()
+    out = torch.empty((n, emb.shape[0]), dtype=torch.float32, device=emb.device)
+    if n == 0:
+        return out
+    sq = (emb.float() ** 2).sum(1) if space.metric == "l2" else None
+    for start in range(0, n, block):
+        part = ids[start : start + block]
+        k = part.numel()
+        if k < block:
+            part = torch.cat([part, part[-1:].expand(block - k)])
+        d = distances.pairwise(emb[part], emb, space.metric, b_sqnorm=sq)
+        d[torch.arange(block, device=d.device), part] = 0.0
+        out[start : start + k] = d[:k]
+    return out
+
+
+def laplace_norms(n: int, scale: torch.Tensor, g: torch.Generator, chunk: int = 8192) -> torch.Tensor:
+    """||Y||_2 for n vectors Y with Y_d ~ Laplace(0, scale_d) independently ([n] float64, CPU).
+
+    Only the norm is used and |Laplace(0, b)| is b * Exp(1), so the signs are never drawn. The
+    exponentials come from numpy's ziggurat sampler (several times faster than torch's on CPU), in a
+    PCG64 stream seeded by one 63-bit draw from ``g``: the record's generator stays the only source.
+    """
+    seed = int(torch.randint(0, 2**63 - 1, (1,), generator=g, dtype=torch.int64))
+    rng = np.random.Generator(np.random.PCG64(seed))
+    b2 = scale.double().cpu().numpy() ** 2
+    out = np.empty(n, dtype=np.float64)
+    for s in range(0, n, chunk):
+        e = rng.standard_exponential((min(chunk, n - s), b2.size))
+        out[s : s + e.shape[0]] = np.sqrt(np.einsum("ij,ij,j->i", e, e, b2))
+    return torch.from_numpy(out)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    z: float
+    target_fraction: float
+    k: int  # target median |C_r| in tokens
+    realized_median_fraction: float  # median |C_r| / |V| on the calibration sample at z
+    tokens: int
+    draws: int
+    seed: int
+    artifact_hash: str | None = None
+    artifact: Any = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "Z": self.z, "target_fraction": self.target_fraction, "target_size": self.k,
+            "realized_median_fraction": self.realized_median_fraction,
+            "sample_tokens": self.tokens, "draws_per_token": self.draws, "seed": self.seed,
+            "artifact": self.artifact_hash,
+        }
+
+
+def fit_z(space, target: float, tokens: int = 256, draws: int = 4, seed: int = CALIBRATION_SEED) -> dict[str, Any]:
+    """Z such that the median |C_r| over a fixed sample of (token, draw) pairs is round(target * |V|).
+
+    Distances are the float16-rounded ones the mechanism uses (see ppt.mechanisms.rantext).
+    """
+    V = space.size
+    k = int(min(V, max(2, round(target * V)))) if V >= 2 else 1
+    g = torch.Generator().manual_seed(seed)
+    sample = torch.randperm(V, generator=g)[: min(tokens, V)]
+    d = distance_rows(space, sample).cpu().half().double()  # [s, V]
+    kth = d.kthvalue(k, dim=1).values  # k-th smallest, the token itself (0) first
+    radii = laplace_norms(sample.numel() * draws, space.sensitivity, g).reshape(sample.numel(), draws)  # Z * r
+    with torch.no_grad():
+        q = radii / kth.unsqueeze(1)  # inf where the k-th neighbour sits at distance 0
+    # the (lower) median of |C_r| is >= k iff more than half of the q exceed Z: place Z between the two
+    # order statistics around the median of q (geometric midpoint), so the realized median is k
+    qs = q.flatten().sort().values
+    j = (qs.numel() - 1) // 2
+    z = float(qs[j]) if j == 0 else float(torch.sqrt(qs[j - 1] * qs[j]))
+    if not math.isfinite(z) or z <= 0:
+        raise ValueError(
+            f"cannot calibrate RANTEXT on space {space.name}: the target list size {k} is reached at "
+            f"distance 0 (duplicate embeddings) or the space has no spread; pass z='paper' or a number"
+        )
+    sizes = (d.unsqueeze(1) < (radii / z).unsqueeze(2)).sum(2)  # [s, draws]
+    realized = float(sizes.flatten().double().median()) / V
+    return {"z": z, "target_fraction": float(target), "k": k, "realized_median_fraction": realized,
+            "tokens": int(sample.numel()), "draws": int(draws), "seed": int(seed)}
+
+
+_MEMO: dict[str, Calibration] = {}
+
+
+def calibrated_z(space, target: float, tokens: int = 256, draws: int = 4, seed: int = CALIBRATION_SEED) -> Calibration:
+    """The fitted Z for (space, target), from the cache or fitted and cached now.
+
+    Z depends on eps only through the target fraction, so the artifact is keyed by the target (eps
+    values that map to the same target share it).
+    """
+    deps = {
+        "space": space.name, "space_hash": space.hash, "metric": space.metric,
+        "target_fraction": repr(float(target)), "tokens": int(tokens), "draws": int(draws), "seed": int(seed),
+        "version": CALIBRATION_VERSION,
+    }
+    key = json.dumps(deps, sort_keys=True) + str(space.cache.root)
+    if key in _MEMO:
+        return _MEMO[key]
+
+    def build(tmp: Path) -> dict:
+        fit = fit_z(space, target, tokens, draws, seed)
+        (tmp / "calibration.json").write_text(json.dumps(fit, sort_keys=True))
+        return {"Z": fit["z"], "target_fraction": fit["target_fraction"]}
+
+    art = space.cache.get_or_build("rantext-calibration", deps, build)
+    fit = json.loads(art.file("calibration.json").read_text())
+    cal = Calibration(
+        z=float(fit["z"]), target_fraction=float(fit["target_fraction"]), k=int(fit["k"]),
+        realized_median_fraction=float(fit["realized_median_fraction"]), tokens=int(fit["tokens"]),
+        draws=int(fit["draws"]), seed=int(fit["seed"]), artifact_hash=art.content_hash, artifact=art,
+    )
+    _MEMO[key] = cal
+    return cal
+
+
+__all__ = ["TARGET_POINTS", "Calibration", "calibrated_z", "distance_rows", "laplace_norms", "fit_z", "target_fraction"]

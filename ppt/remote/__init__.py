@@ -1,0 +1,44 @@
+"""Talking to black-box LLMs: the OpenAI-compatible client and local backend behind `ppt query`, and
+the loopback server behind `ppt serve`.
+
+    from ppt.remote import HttpBackend, LocalBackend, QueryRunner, QuerySpec, Template
+    client.py     HttpBackend: concurrency, timeouts, retries with backoff, key handling
+    backends.py   request bodies <-> generation requests; LocalBackend (a local causal LM)
+    query.py      QuerySpec / QueryRunner: sanitize-stamp checks, templates, stamps, usage
+    journal.py    the --resume journal
+    templates.py  the paper's prompts and {field} templates
+    server.py     `ppt serve`: OpenAI-compatible HTTP server with dynamic batching
+    testing.py    tiny models, an echo service and fault injection for tests and benchmarks
+
+Importing this package does not import torch or httpx; the submodules do what they need lazily.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_EXPORTS = {
+    "HttpBackend": "ppt.remote.client",
+    "RetryPolicy": "ppt.remote.client",
+    "LocalBackend": "ppt.remote.backends",
+    "Answer": "ppt.remote.backends",
+    "parse_request": "ppt.remote.backends",
+    "QueryRunner": "ppt.remote.query",
+    "QuerySpec": "ppt.remote.query",
+    "Journal": "ppt.remote.journal",
+    "Template": "ppt.remote.templates",
+    "QUERY_TEMPLATE": "ppt.remote.templates",
+    "EXTRACT_TEMPLATE": "ppt.remote.templates",
+    "ModelService": "ppt.remote.server",
+    "start_server": "ppt.remote.server",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'ppt.remote' has no attribute {name!r}")

@@ -1,0 +1,331 @@
+"""OpenAI-compatible HTTP client for `ppt query`: concurrency, timeouts, retries, key handling.
+
+- Concurrency: a pool of ``concurrency`` threads shares one keep-alive ``httpx.Client`` whose
+  connection pool has the same size. A batch's requests run in parallel; results come back in input
+  order, and each answer is handed to ``on_done`` as soon as it arrives (the resume journal).
+- Retries: 429, 408, 409 and 5xx responses, timeouts, refused and dropped connections are retried
+  up to ``max_retries`` times with exponential backoff and jitter (``base * 2**attempt``, capped,
+  drawn in [d/2, d]). A ``Retry-After`` (or ``retry-after-ms``) header is honoured, and a 429 pauses
+  every worker until then, not just the one that got it.
+- Failures: other 4xx -> a RecordError for that record (``--on-error`` applies); 401/403/404 ->
+  fatal config error (exit 78: wrong key, URL or model); retries exhausted -> fatal exit 75, or 69
+  when the endpoint could never be reached (connection refused, DNS, TLS).
+- Keys: sent as a bearer header only; never logged, never in stamps; redirects are not followed (a
+  redirect to another host must not receive the key).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import random
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+
+from ppt.io import ExitCode, PptError, RecordError
+from ppt.remote.backends import ENDPOINTS, Answer, OnDone
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+RETRY_STATUSES = frozenset({408, 409, 429})
+MAX_RETRY_AFTER_S = 300.0
+_ABORTED = object()
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 5
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``attempt + 1``."""
+        if retry_after is not None:
+            return min(retry_after, MAX_RETRY_AFTER_S) * (1 + 0.1 * rng.random())
+        d = min(self.backoff_max_s, self.backoff_base_s * (2**attempt))
+        return d / 2 + rng.random() * d / 2
+
+
+def redact_url(url: str) -> str:
+    """The URL without credentials, query or fragment (what stamps and messages may show)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def check_base_url(url: str) -> str:
+    """Validate and normalise a base URL (no trailing slash); PptError (usage) when unusable."""
+    url = url.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PptError(f"--base-url must be an http(s) URL with a host (got {redact_url(url) or url[:40]!r})",
+                       ExitCode.USAGE, hint="e.g. --base-url http://127.0.0.1:8000/v1")
+    return url
+
+
+def is_loopback(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _retry_after(headers: Any) -> float | None:
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_detail(resp: Any) -> str:
+    """``type/code`` from an OpenAI-style error body; the free-text message is left out because
+    servers may echo request content into it."""
+    try:
+        err = orjson.loads(resp.content).get("error")
+    except (orjson.JSONDecodeError, AttributeError):
+        return ""
+    if not isinstance(err, dict):
+        return ""
+    bits = [str(err[k])[:60] for k in ("type", "code") if isinstance(err.get(k), (str, int)) and err.get(k)]
+    return ", ".join(bits)
+
+
+def parse_response(data: Any, kind: str) -> Answer | RecordError:
+    if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
+        return RecordError("bad_response", "the endpoint's response has no choices")
+    choice = data["choices"][0]
+    if not isinstance(choice, dict):
+        return RecordError("bad_response", "the endpoint's response has a malformed choice")
+    if kind == "chat":
+        message = choice.get("message") or {}
+        text = message.get("content") if isinstance(message, dict) else None
+        if text is None and isinstance(message, dict) and message.get("refusal"):
+            return RecordError("refused", "the model refused to answer")
+    else:
+        text = choice.get("text")
+    if not isinstance(text, str):
+        return RecordError("bad_response", "the endpoint's response has no text content")
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage = {k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens") if isinstance(usage.get(k), int)}
+    return Answer(text=text, finish_reason=choice.get("finish_reason"), usage=usage,
+                  response_id=data.get("id") if isinstance(data.get("id"), str) else None,
+                  model=data.get("model") if isinstance(data.get("model"), str) else None)
+
+
+class HttpBackend:
+    """Sends request bodies to ``{base_url}/chat/completions`` (or ``/completions``)."""
+
+    kind = "http"
+
+    def __init__(self, base_url: str, *, api_key: str | None = None, concurrency: int = 4, timeout_s: float = 120.0,
+                 retry: RetryPolicy | None = None, rng: random.Random | None = None) -> None:
+        import httpx
+
+        from ppt import __version__
+
+        if concurrency < 1:
+            raise PptError("--concurrency must be >= 1", ExitCode.USAGE)
+        if not timeout_s > 0:
+            raise PptError("--timeout must be > 0", ExitCode.USAGE)
+        self.base_url = check_base_url(base_url)
+        self.concurrency, self.retry = concurrency, retry or RetryPolicy()
+        self.rng = rng or random.Random()
+        headers = {"User-Agent": f"ppt/{__version__}", "Content-Type": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self.client = httpx.Client(
+            headers=headers,
+            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
+            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+            follow_redirects=False,
+        )
+        self.pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="ppt-query")
+        self.stats: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._not_before = 0.0  # shared pause after a 429
+        self._abort = threading.Event()
+        self._fatal: PptError | None = None
+
+    def describe(self) -> dict:
+        return {"backend": "http", "base_url": redact_url(self.base_url)}
+
+    def url(self, kind: str) -> str:
+        return self.base_url + ENDPOINTS[kind]
+
+    # ------------------------------------------------------------------ batch
+
+    def run(self, items: Sequence[tuple[Any, dict]], kind: str, on_done: OnDone | None = None) -> list[Any]:
+        """Send every body (in parallel), return Answer | RecordError per item in order; raise PptError
+        when the endpoint is unusable (after letting in-flight requests finish)."""
+        if self._fatal is not None:
+            raise self._fatal
+        url = self.url(kind)
+
+        def one(i: int, body: dict) -> Any:
+            res = self._call(url, body, kind)
+            if res is not _ABORTED and on_done is not None:
+                on_done(i, res)
+            return res
+
+        futures = [self.pool.submit(one, i, body) for i, (_rid, body) in enumerate(items)]
+        results = [f.result() for f in futures]
+        if self._fatal is not None:
+            raise self._fatal
+        return results
+
+    def close(self, wait: bool = True) -> None:
+        """Stop: pending requests are cancelled; with ``wait`` in-flight ones finish first."""
+        self._abort.set()
+        self.pool.shutdown(wait=wait, cancel_futures=True)
+        if wait:
+            self.client.close()
+
+    # ------------------------------------------------------------------ one request
+
+    def _set_fatal(self, err: PptError) -> object:
+        with self._lock:
+            if self._fatal is None:
+                self._fatal = err
+        self._abort.set()
+        return _ABORTED
+
+    def _wait_gate(self) -> None:
+        while not self._abort.is_set():
+            with self._lock:
+                wait = self._not_before - time.monotonic()
+            if wait <= 0:
+                return
+            self._abort.wait(min(wait, 1.0))
+
+    def _call(self, url: str, body: dict, kind: str) -> Any:
+        import httpx
+
+        payload = orjson.dumps(body)
+        causes: list[str] = []
+        t0 = time.monotonic()
+        for attempt in range(self.retry.max_retries + 1):
+            self._wait_gate()
+            if self._abort.is_set():
+                return _ABORTED
+            retry_after: float | None = None
+            with self._lock:
+                self.stats["requests"] += 1
+            try:
+                resp = self.client.post(url, content=payload)
+            except httpx.TimeoutException as e:
+                cause = "connect_timeout" if isinstance(e, httpx.ConnectTimeout) else "timeout"
+            except httpx.ConnectError:
+                cause = "connect"
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+                cause = "dropped"
+            except httpx.TransportError as e:
+                cause = type(e).__name__
+            else:
+                status = resp.status_code
+                if 200 <= status < 300:
+                    try:
+                        data = orjson.loads(resp.content)
+                    except orjson.JSONDecodeError:
+                        return RecordError("bad_response", f"the endpoint returned invalid JSON (HTTP {status})")
+                    res = parse_response(data, kind)
+                    if isinstance(res, Answer):
+                        res.attempts, res.latency_s = attempt + 1, round(time.monotonic() - t0, 4)
+                    return res
+                detail = _error_detail(resp)
+                detail = f", {detail}" if detail else ""
+                if status in RETRY_STATUSES or status >= 500:
+                    cause = f"http_{status}"
+                    retry_after = _retry_after(resp.headers)
+                elif status in (401, 403):
+                    return self._set_fatal(PptError(
+                        f"the endpoint refused the credentials (HTTP {status}{detail}) at {redact_url(url)}",
+                        ExitCode.CONFIG, hint="check the key in the variable named by --api-key-env"))
+                elif status == 404:
+                    return self._set_fatal(PptError(
+                        f"not found (HTTP 404{detail}): POST {redact_url(url)}", ExitCode.CONFIG,
+                        hint="check --base-url (usually ends in /v1), --endpoint and --model"))
+                else:
+                    return RecordError(f"http_{status}", f"the endpoint rejected the request (HTTP {status}{detail})")
+            causes.append(cause)
+            with self._lock:
+                self.stats[f"retry:{cause}"] += 1
+            if attempt == self.retry.max_retries:
+                break
+            delay = self.retry.delay(attempt, retry_after, self.rng)
+            if cause == "http_429":
+                with self._lock:
+                    self._not_before = max(self._not_before, time.monotonic() + delay)
+            elif self._abort.wait(delay):
+                return _ABORTED
+        last = causes[-1] if causes else "unknown"
+        where = redact_url(self.base_url)
+        if all(c in ("connect", "connect_timeout") or c.endswith("Error") for c in causes):
+            return self._set_fatal(PptError(
+                f"endpoint unavailable: cannot connect to {where} ({len(causes)} attempts, last: {last})",
+                ExitCode.UNAVAILABLE, hint="is the server running? check --base-url; `ppt serve` starts a local one"))
+        return self._set_fatal(PptError(
+            f"retries exhausted: {len(causes)} attempts failed (last: {last}) at {where}",
+            ExitCode.TEMPFAIL, hint="try again later, or lower --concurrency; --resume FILE keeps answers already paid for"))
+
+
+# ---------------------------------------------------------------------- configuration helpers
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SHOWABLE_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
+
+
+def default_base_url() -> str:
+    return os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+
+
+def is_openai(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme == "https" and (parts.hostname or "").lower() == "api.openai.com"
+
+
+def resolve_api_key(api_key_env: str | None, base_url: str, *, required: bool = True) -> str | None:
+    """The key to send, read from the environment only.
+
+    ``--api-key-env NAME`` -> ``$NAME`` (must be set). Without it, ``$OPENAI_API_KEY`` is used only
+    for the default OpenAI endpoint; a custom base URL gets no key unless the user names a variable.
+    """
+    if api_key_env is not None:
+        if not _ENV_NAME.fullmatch(api_key_env):
+            raise PptError("--api-key-env takes the NAME of an environment variable, not a key", ExitCode.USAGE,
+                           hint="export MY_KEY=... then pass --api-key-env MY_KEY")
+        key = os.environ.get(api_key_env, "").strip()
+        if not key and required:
+            shown = api_key_env if _SHOWABLE_ENV_NAME.fullmatch(api_key_env) else "named by --api-key-env"
+            raise PptError(f"environment variable {shown} is not set or empty", ExitCode.CONFIG,
+                           hint="export it before running ppt query")
+        return key or None
+    if is_openai(base_url):
+        key = os.environ.get("OPENAI_API_KEY", "").strip()
+        if not key and required:
+            raise PptError("the OpenAI API needs a key and OPENAI_API_KEY is not set", ExitCode.CONFIG,
+                           hint="export OPENAI_API_KEY=..., or name another variable with --api-key-env NAME")
+        return key or None
+    return None

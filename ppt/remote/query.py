@@ -1,0 +1,183 @@
+"""The library behind `ppt query`: records -> request bodies -> a backend -> records with answers.
+
+Privacy rules enforced here, per record, before anything is sent:
+- a record must carry a ``ppt.sanitize`` stamp (unless ``allow_raw``);
+- the request is built from the template alone, so only the fields it names leave the machine;
+- every named field must be one the sanitize stage privatized (its text field), and never the field
+  it kept the raw text in (unless ``allow_raw``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ppt.io import Record, RecordError, stamp
+from ppt.remote.backends import Answer
+from ppt.remote.journal import Journal
+from ppt.remote.templates import Template
+
+
+@dataclass
+class QuerySpec:
+    """Everything that shapes a request (and the stamp that records it)."""
+
+    model: str
+    template: Template
+    endpoint: str = "chat"  # "chat" | "completions"
+    system: str | None = None
+    temperature: float | None = 0.5
+    max_tokens: int | None = 100
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+    extra_body: dict = field(default_factory=dict)
+    output_field: str = "generation"
+    text_field: str = "text"
+    allow_raw: bool = False
+
+    def body(self, prompt: str) -> dict:
+        body: dict[str, Any] = {"model": self.model}
+        if self.endpoint == "chat":
+            messages = [{"role": "system", "content": self.system}] if self.system else []
+            body["messages"] = [*messages, {"role": "user", "content": prompt}]
+        else:
+            body["prompt"] = prompt if not self.system else f"{self.system}\n\n{prompt}"
+        for key, value in (("temperature", self.temperature), ("max_tokens", self.max_tokens), ("top_p", self.top_p)):
+            if value is not None:
+                body[key] = value
+        if self.stop:
+            body["stop"] = list(self.stop)
+        body.update(self.extra_body)
+        return body
+
+    def describe(self) -> dict:
+        params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        if self.top_p is not None:
+            params["top_p"] = self.top_p
+        if self.stop:
+            params["stop"] = list(self.stop)
+        if self.extra_body:
+            params["extra_body"] = self.extra_body
+        out = {"endpoint": self.endpoint, "model": self.model, "template": self.template.describe(), "params": params}
+        if self.system:
+            out["system_sha256"] = hashlib.sha256(self.system.encode()).hexdigest()[:16]
+        return out
+
+
+PROTECTED_BODY_KEYS = ("messages", "prompt", "model", "stream", "n")
+
+
+def check_sanitized(data: dict, spec: QuerySpec) -> RecordError | None:
+    """None when the record may be sent under ``spec``; else why not (never quoting its content)."""
+    if spec.allow_raw:
+        return None
+    ppt = data.get("ppt")
+    block = ppt.get("sanitize") if isinstance(ppt, dict) else None
+    if not isinstance(block, dict):
+        return RecordError("not_sanitized", "record has no ppt.sanitize stamp; run `ppt sanitize` first "
+                                            "(or pass --allow-raw to send unsanitized text)")
+    sanitized = block.get("text_field") or spec.text_field
+    raw_field = block.get("keep_original")
+    for name in spec.template.fields:
+        if raw_field and name == raw_field:
+            return RecordError("raw_field_in_template", f"template field '{name}' holds the raw text kept by "
+                                                        "`ppt sanitize --keep-original`; it is never sent")
+        if name != sanitized:
+            return RecordError("unsanitized_field", f"template field '{name}' was not sanitized (ppt.sanitize covers "
+                                                    f"'{sanitized}'); pass --allow-raw to send it anyway")
+    return None
+
+
+class QueryRunner:
+    """``process(records)`` for run_stream: validate, resume, send, stamp; thread-safe journal writes."""
+
+    def __init__(self, spec: QuerySpec, backend: Any, *, journal: Journal | None = None, dry_run: bool = False,
+                 id_field: str = "id") -> None:
+        self.spec, self.backend, self.journal, self.dry_run, self.id_field = spec, backend, journal, dry_run, id_field
+        self.stats: Counter[str] = Counter()
+        self.usage: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._base_block = {**backend.describe(), **spec.describe()} if backend is not None else spec.describe()
+
+    def process(self, records: list[Record]) -> list[dict | RecordError]:
+        results: list[Any] = [None] * len(records)
+        todo: list[tuple[int, Record, dict]] = []
+        for i, rec in enumerate(records):
+            if self.journal is not None and rec.id in self.journal:
+                results[i] = self.journal.get(rec.id) if not self.dry_run else {self.id_field: rec.id, "resumed": True}
+                self.stats["resumed"] += 1
+                continue
+            err = check_sanitized(rec.data, self.spec)
+            if err is None and self.spec.output_field in rec.data:
+                err = RecordError("field_conflict", f"field '{self.spec.output_field}' already exists; "
+                                                    "choose another --output-field")
+            if err is None:
+                try:
+                    body = self.spec.body(self.spec.template.render(rec.data))
+                except RecordError as e:
+                    err = e
+            if err is not None:
+                results[i] = err
+                continue
+            if self.dry_run:
+                url = self.backend.url(self.spec.endpoint) if hasattr(self.backend, "url") else "local"
+                results[i] = {self.id_field: rec.id, "request": {"method": "POST", "url": url, "body": body}}
+                self.stats["would_send"] += 1
+                continue
+            todo.append((i, rec, body))
+        if not todo:
+            return results
+
+        def on_done(j: int, res: Any) -> None:
+            i, rec, _ = todo[j]
+            results[i] = self._finish(rec, res)
+
+        self.backend.run([(rec.id, body) for _, rec, body in todo], self.spec.endpoint, on_done)
+        return results
+
+    def _finish(self, rec: Record, res: Any) -> Any:
+        """Turn an answer into the output record (and journal it at once)."""
+        if isinstance(res, RecordError):
+            with self._lock:
+                self.stats["failed"] += 1
+            return res
+        assert isinstance(res, Answer)
+        out = dict(rec.data)
+        out[self.spec.output_field] = res.text
+        block = dict(self._base_block)
+        block.update({"usage": res.usage, "finish_reason": res.finish_reason, "attempts": res.attempts,
+                      "latency_s": res.latency_s})
+        if res.response_id:
+            block["response_id"] = res.response_id
+        if res.model and res.model != self.spec.model:
+            block["response_model"] = res.model
+        if self.id_field not in rec.data or rec.data.get(self.id_field) is None:
+            block["line"] = rec.line_no  # lets --resume recognise records without ids
+        out = stamp(out, "query", block)
+        with self._lock:
+            self.stats["answered"] += 1
+            for k, v in res.usage.items():
+                self.usage[k] += v
+        if self.journal is not None:
+            self.journal.append(rec.id, out)
+        return out
+
+    def summary(self) -> str:
+        s, u = self.stats, self.usage
+        bits = [f"{s['answered']} answered"]
+        if s["resumed"]:
+            bits.append(f"{s['resumed']} resumed from the journal")
+        if s["would_send"]:
+            bits.append(f"{s['would_send']} would be sent (dry run)")
+        stats = getattr(self.backend, "stats", None)
+        if stats:
+            retries = {k.split(":", 1)[1]: v for k, v in stats.items() if k.startswith("retry:")}
+            bits.append(f"{stats['requests']} requests")
+            if retries:
+                bits.append("retried: " + ", ".join(f"{k} x{v}" for k, v in sorted(retries.items())))
+        if u:
+            bits.append(f"tokens: prompt {u['prompt_tokens']}, completion {u['completion_tokens']}")
+        return "ppt: query: " + "; ".join(bits)
