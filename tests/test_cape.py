@@ -478,7 +478,7 @@ def test_causal_features_match_full_forward(causal, cape_causal):
     got = lm.candidate_logits(lm.features([long_ids], [p]))
     start = len(long_ids) - lm.window
     with torch.no_grad():
-        ref = model(torch.tensor([[lm.prefix_id] + long_ids[start:].tolist()])).logits[0, -1]
+        ref = model(torch.tensor([[lm.prefix_id] + long_ids[start:].tolist()])).logits[0, p[0] - start]
     assert torch.allclose(got[0], ref[cape_causal.candidates], atol=1e-4)
     [out] = cape_causal.sanitize_batch([" ".join(CORPUS[:3])], gens(1, 1))
     assert out.accounting.n_perturbed > 0
@@ -497,24 +497,30 @@ def test_calibrated_bound(causal, cape_causal):
     assert cape_causal.params()["logit_bound"] == cape_causal.logit_bound
 
 
-def test_utilities_match_definition(cape_causal):
-    c = cape_causal
-    logits = torch.randn(3, c.candidates.numel()) * 5
-    orig = torch.tensor([c.candidates[5].item(), c.candidates[0].item(), c.candidates[5].item()])
-    u = c.utilities(logits, orig)
+@pytest.mark.parametrize("form,lam_l,lam_d", [("product", 0.5, 1.0), ("product", 2.0, 0.5), ("product", 0.0, 1.0), ("additive", 0.5, 1.0)])
+def test_utilities_match_definition(causal, form, lam_l, lam_d):
+    """The fused in-place utility equals the reference formulas of cape_utility and the hand formula."""
+    c = Cape(3.0, model=causal, utility=form, lambda_l=lam_l, lambda_d=lam_d, logit_bound=2.5)
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(4, c.candidates.numel(), generator=g) * 5
+    orig = torch.tensor([c.candidates[5].item(), c.candidates[0].item(), c.candidates[5].item(), 0])  # 0: a special token
+    u = c.utilities(logits.clone(), orig)
     e = c.embeddings
-    for i in range(3):
+    for i in range(4):
         d = (e[c.candidates] - e[orig[i]]).norm(dim=1)
         dt = torch.exp(-d / d.max())
-        lt = (logits[i].clamp(-c.logit_bound, c.logit_bound) + c.logit_bound) / (2 * c.logit_bound)
-        assert torch.allclose(u[i], lt.pow(0.5) * dt, atol=1e-4)
-    # the original token is at distance 0: the distance term is maximal there
-    assert u[0, 5] == pytest.approx((((logits[0, 5].clamp(-c.logit_bound, c.logit_bound) + c.logit_bound) / (2 * c.logit_bound)) ** 0.5).item(), abs=1e-3)
+        lt = (logits[i].clamp(-2.5, 2.5) + 2.5) / 5.0
+        want = lt.pow(lam_l) * dt.pow(lam_d) if form == "product" else lam_l * lt + lam_d * dt
+        assert torch.allclose(u[i], want, atol=1e-4)
+        ref = cu.combine(cu.logit_term(logits[i : i + 1], 2.5), cu.distance_term(d.unsqueeze(0)), lam_l, lam_d, form)
+        assert torch.allclose(u[i], ref[0], atol=1e-4)
+    assert float(u.min()) >= 0 and float(u.max()) <= c.delta_u + 1e-6
 
 
 @pytest.mark.statistical
-def test_mechanism_output_matches_closed_form(cape_causal):
-    """End to end: the token picked for one position follows the bucketized closed form of its utilities."""
+def test_mechanism_output_matches_closed_form(cape_causal, monkeypatch):
+    """The mechanism's perturb path (utilities, chunked sampling) follows the bucketized closed form of
+    one position's utilities. The context model runs once; its features are repeated n times."""
     c = cape_causal
     toks = c.tokenizer.tokenize(TEXTS[0])
     actions, _ = c.plan(toks)
@@ -523,6 +529,7 @@ def test_mechanism_output_matches_closed_form(cape_causal):
     u = c.utilities(c.lm.candidate_logits(feats), torch.as_tensor(toks.ids[pos]))
     probs = cu.closed_form(u, c.eps, c.delta_u, c.buckets)[0].numpy()
     n = 20_000
+    monkeypatch.setattr(c.lm, "features", lambda ids, positions: feats.expand(len(ids), -1))
     g = torch.Generator().manual_seed(31)
     cols, _ = c.perturb([toks.ids] * n, [pos] * n, torch.rand((n, 2), generator=g, dtype=torch.float64))
     assert chisquare_p(np.bincount(cols.numpy(), minlength=len(probs)), probs) > ALPHA
@@ -588,3 +595,21 @@ def test_smollm2_integration():
     assert " to " in out[0].text and out[0].text != texts[0]
     assert out[1].accounting.kept["stopword"] >= 3
     assert all(o.accounting.composed_eps >= o.accounting.n_perturbed * 6.0 for o in out)
+
+
+def test_bfloat16_context_model(causal):
+    """dtype='bfloat16' runs the forward and the head/distance products in bf16: utilities stay close."""
+    import copy
+
+    model, tok = causal
+    ref = Cape(3.0, model=causal, logit_bound=2.5)
+    fast = Cape(3.0, model=(copy.deepcopy(model), tok), dtype="bfloat16", logit_bound=2.5)
+    assert fast.params()["dtype"] == "bfloat16" and ref.params()["dtype"] == "float32"
+    ids = np.asarray(tok(TEXTS[0], add_special_tokens=False)["input_ids"])
+    pos = np.arange(len(ids))
+    orig = torch.as_tensor(ids)
+    u_ref = ref.utilities(ref.lm.candidate_logits(ref.lm.features([ids], [pos])), orig)
+    u_fast = fast.utilities(fast.lm.candidate_logits(fast.lm.features([ids], [pos])), orig)
+    assert (u_ref - u_fast).abs().max() < 0.05
+    out = fast.sanitize_batch(TEXTS, gens(3, len(TEXTS)))
+    assert [fast.sanitize_batch([t], gens(3, 1, start=i))[0].text for i, t in enumerate(TEXTS)] == [o.text for o in out]

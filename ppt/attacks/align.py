@@ -182,35 +182,50 @@ def align_texts(space, original: str, perturbed: str, skip_stopwords: bool = Fal
 # ------------------------------------------------------------------------------------ mechanism
 
 
-def sanitize_aligned(mech, texts: list[str], generators: list) -> tuple[list, list[Alignment | None]]:
+def sanitize_aligned(mech, texts: list[str], generators: list, space=None) -> tuple[list, list[Alignment | None]]:
     """``mech.sanitize_batch`` plus the exact (orig_row, new_row) pairs of every perturbed token.
 
     Uses a ``Sanitized.alignment`` attribute when the mechanism provides one (list of
-    ``(orig_row, new_row, start, end)``); otherwise records what ``perturb_rows`` received and returned
-    and splits it by each record's ``accounting.n_perturbed``, then locates the spans with
-    :func:`spans_by_rows`. Mechanisms that do not go through ``perturb_rows`` (or whose counts do not
-    add up) get ``None``: callers fall back to :func:`align_texts`.
+    ``(orig_row, new_row, start, end)``). Otherwise it records what the mechanism's per-token kernel
+    received and returned (``TokenMechanism.perturb_rows``, or Cape's ``perturb`` over token ids,
+    whose rows are the context model's token ids), splits it by each record's
+    ``accounting.n_perturbed`` and locates the spans with :func:`spans_by_rows` in ``mech.space``
+    (Cape: pass ``space``). Mechanisms with neither kernel, or whose counts do not add up, get
+    ``None``: callers fall back to :func:`align_texts`.
     """
     import torch
 
     captured: list[tuple[np.ndarray, np.ndarray]] = []
-    inner = getattr(mech, "perturb_rows", None)
-    hooked = inner is not None and "perturb_rows" not in vars(mech)
-    if hooked:
+    hook = None
+    if callable(getattr(mech, "perturb_rows", None)) and "perturb_rows" not in vars(mech):
+        inner = mech.perturb_rows
+        hook = "perturb_rows"
 
         def spy(rows: torch.Tensor, rand: dict):
             new, diag = inner(rows, rand)
             captured.append((rows.detach().cpu().numpy().astype(np.int64), new.detach().cpu().numpy().astype(np.int64)))
             return new, diag
 
-        mech.perturb_rows = spy
+    elif callable(getattr(mech, "perturb", None)) and hasattr(mech, "candidates") and "perturb" not in vars(mech):
+        inner = mech.perturb
+        hook = "perturb"
+
+        def spy(ids_list, positions, draws):  # Cape: token ids at positions -> candidate columns
+            cols, diag = inner(ids_list, positions, draws)
+            orig = np.concatenate([np.asarray(ids)[np.asarray(p, dtype=np.int64)] for ids, p in zip(ids_list, positions)] or [np.empty(0, np.int64)])
+            new = mech.candidates.detach().cpu()[torch.as_tensor(cols).long().cpu()].numpy()
+            captured.append((orig.astype(np.int64), new.astype(np.int64)))
+            return cols, diag
+
+    if hook:
+        setattr(mech, hook, spy)
     try:
         out = mech.sanitize_batch(texts, generators)
     finally:
-        if hooked:
-            del mech.perturb_rows
+        if hook:
+            delattr(mech, hook)
     aligns: list[Alignment | None] = []
-    if all(getattr(s, "alignment", None) is not None for s in out):
+    if out and all(getattr(s, "alignment", None) is not None for s in out):
         for s in out:
             arr = np.asarray(s.alignment, dtype=np.int64).reshape(-1, 4)
             aligns.append(Alignment(arr[:, 0].copy(), arr[:, 1].copy(), [(int(a), int(b)) for a, b in arr[:, 2:]], "mechanism"))
@@ -218,9 +233,9 @@ def sanitize_aligned(mech, texts: list[str], generators: list) -> tuple[list, li
     counts = [int(getattr(s.accounting, "n_perturbed", -1)) for s in out]
     orig = np.concatenate([c[0] for c in captured]) if captured else np.empty(0, np.int64)
     new = np.concatenate([c[1] for c in captured]) if captured else np.empty(0, np.int64)
-    if min(counts, default=0) < 0 or sum(counts) != orig.shape[0]:
+    space = space if space is not None else getattr(mech, "space", None)
+    if space is None or min(counts, default=0) < 0 or sum(counts) != orig.shape[0]:
         return out, [None] * len(out)
-    space = mech.space
     pos = 0
     for s, n in zip(out, counts):
         o, nw = orig[pos : pos + n], new[pos : pos + n]

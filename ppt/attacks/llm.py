@@ -63,19 +63,23 @@ class LocalBackend:
 
 
 class EndpointBackend:
-    """An OpenAI-compatible chat endpoint through ppt.remote (temperature 0)."""
+    """An OpenAI-compatible chat endpoint through :class:`ppt.remote.HttpBackend` (temperature 0;
+    retries, timeouts and key handling are the client's). The key comes from the environment only."""
 
-    def __init__(self, base_url: str, model: str, api_key_env: str | None = None, timeout: float = 60.0):
-        from ppt.remote import complete_chat  # noqa: F401 - fail early when the client is missing
+    def __init__(self, base_url: str, model: str, api_key_env: str | None = None, concurrency: int = 4,
+                 timeout_s: float = 120.0, client=None):
+        if client is None:
+            from ppt.remote.client import HttpBackend, resolve_api_key
 
-        self.base_url, self.model, self.api_key_env, self.timeout = base_url, model, api_key_env, timeout
-        self.name = f"{model}@{base_url}"
+            client = HttpBackend(base_url, api_key=resolve_api_key(api_key_env, base_url), concurrency=concurrency,
+                                 timeout_s=timeout_s)
+        self.client, self.model = client, model
+        self.name = model
 
     def complete(self, prompts: list[str], max_new_tokens: list[int]) -> list[str | RecordError]:
-        from ppt.remote import complete_chat
-
-        return complete_chat(self.base_url, self.model, prompts, max_new_tokens, api_key_env=self.api_key_env,
-                             timeout=self.timeout)
+        bodies = [(i, {"model": self.model, "messages": [{"role": "user", "content": p}], "max_tokens": int(m),
+                       "temperature": 0.0}) for i, (p, m) in enumerate(zip(prompts, max_new_tokens))]
+        return [r if isinstance(r, RecordError) else r.text for r in self.client.run(bodies, "chat")]
 
 
 def recovery_counts(original: str, perturbed: str, restored: str) -> tuple[int, int]:

@@ -109,23 +109,8 @@ class MtiAttack:
         return out
 
     def _masked_logits(self, input_ids, attn, rows, cols) -> torch.Tensor:
-        """Logits [n_masks, V] at the masked positions only: the output projection (the biggest
-        matrix of the head) sees just those rows, gathered by a pre-hook on it."""
-        proj = self.model.get_output_embeddings() if hasattr(self.model, "get_output_embeddings") else None
-        if proj is None:
-            return self.model(input_ids=input_ids, attention_mask=attn).logits[rows, cols]
+        """Logits [n_masks, V] at the masked positions only (the output projection, the biggest
+        matrix of the head, sees just those rows)."""
+        from ppt.metrics.lm import gathered_logits
 
-        def gather(_module, args):
-            return (args[0][rows, cols],) + tuple(args[1:])
-
-        handle = proj.register_forward_pre_hook(gather)
-        try:
-            logits = self.model(input_ids=input_ids, attention_mask=attn).logits
-        except (RuntimeError, ValueError, IndexError):  # a head that reshapes after the projection
-            handle.remove()
-            return self.model(input_ids=input_ids, attention_mask=attn).logits[rows, cols]
-        finally:
-            handle.remove()
-        if logits.dim() == 3:  # a head that did not go through the projection module
-            logits = logits[rows, cols]
-        return logits
+        return gathered_logits(self.model, input_ids, attn, rows, cols)

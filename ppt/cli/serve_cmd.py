@@ -51,16 +51,20 @@ def serve(
         from ppt.io import ExitCode, PptError, stdout_guard
         from ppt.remote.server import ModelService, make_server
 
-        with stdout_guard():
-            gen = LocalGenerator.load(model, device=device, dtype=dtype, batch_size=max_batch)
-        service = ModelService(gen, served_name or model, max_batch=max_batch, max_wait_s=batch_wait_ms / 1000,
-                               max_tokens_limit=max_tokens_limit)
-        try:
-            server = make_server(service, host, port, verbose=verbose)
+        try:  # bind first: a taken port fails at once, before seconds of model loading
+            server = make_server(None, host, port, verbose=verbose)
         except OSError as e:
-            service.close()
             raise PptError(f"cannot bind {host}:{port}: {e.strerror}", ExitCode.UNAVAILABLE,
                            hint="pick another --port, or --port 0 for a free one") from None
+        try:
+            with stdout_guard():
+                gen = LocalGenerator.load(model, device=device, dtype=dtype, batch_size=max_batch)
+        except BaseException:
+            server.server_close()
+            raise
+        service = ModelService(gen, served_name or model, max_batch=max_batch, max_wait_s=batch_wait_ms / 1000,
+                               max_tokens_limit=max_tokens_limit)
+        server.service = service
         if not (host in ("localhost", "::1") or host.startswith("127.")):
             warn(f"serving on {host}: the server has no authentication; anyone who can reach it can use the model")
         if port_file:

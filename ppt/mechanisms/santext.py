@@ -76,7 +76,7 @@ def freq_digest(freq_rank: np.ndarray) -> str:
 
 
 def build_cdf_table(
-    emb: torch.Tensor, cols: np.ndarray, eps: float, metric: str, out: np.ndarray, chunk_elems: int = 1 << 24, progress=None
+    emb: torch.Tensor, cols: np.ndarray, eps: float, metric: str, out: np.ndarray, chunk_elems: int = 1 << 22, progress=None
 ) -> None:
     """Fill ``out`` [V, |cols|] int32 with the quantized cumulative rows of SanText's distribution."""
     v = emb.shape[0]
@@ -96,10 +96,9 @@ def build_cdf_table(
         logits = d.mul_(-eps / 2.0)
         logits -= logits.max(dim=1, keepdim=True).values
         cdf = logits.exp_().cumsum_(dim=1)
-        cdf /= cdf[:, -1:].clone()
-        q = torch.round(cdf * CDF_SCALE).clamp_(0, CDF_SCALE).to(torch.int64)
+        q = cdf.mul_(CDF_SCALE / cdf[:, -1:]).round_().clamp_(0, CDF_SCALE).to(torch.int32)
         q[:, -1] = CDF_SCALE
-        out[start:stop] = q.to(torch.int32).cpu().numpy()
+        out[start:stop] = q.cpu().numpy()
         if progress:
             progress(stop - start)
 

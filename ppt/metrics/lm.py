@@ -23,6 +23,27 @@ def context_length(model) -> int:
     return 2048
 
 
+def gathered_logits(model, input_ids, attn, rows, cols) -> torch.Tensor:
+    """Logits [n, V] at positions (rows, cols) only: a pre-hook on the output projection gathers the
+    hidden states first, so the vocabulary-sized matrix product runs on n rows, not on every position."""
+    proj = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if proj is None:
+        return model(input_ids=input_ids, attention_mask=attn).logits[rows, cols]
+
+    def gather(_module, args):
+        return (args[0][rows, cols],) + tuple(args[1:])
+
+    handle = proj.register_forward_pre_hook(gather)
+    try:
+        logits = model(input_ids=input_ids, attention_mask=attn).logits
+    except (RuntimeError, ValueError, IndexError):
+        handle.remove()
+        return model(input_ids=input_ids, attention_mask=attn).logits[rows, cols]
+    finally:
+        handle.remove()
+    return logits[rows, cols] if logits.dim() == 3 else logits
+
+
 @torch.inference_mode()
 def continuation_logprobs(model, pairs: list[tuple[list[int], list[int]]], pad_id: int = 0, batch_size: int = 16) -> list[tuple[float, int]]:
     """(sum of log P(continuation | prefix), number of continuation tokens) per pair.
@@ -50,13 +71,18 @@ def continuation_logprobs(model, pairs: list[tuple[list[int], list[int]]], pad_i
         for r, j in enumerate(idx):
             ids[r, : len(seqs[j])] = torch.tensor(seqs[j])
             attn[r, : len(seqs[j])] = 1
-        logits = model(input_ids=ids.to(dev), attention_mask=attn.to(dev)).logits.float()
-        logp = torch.log_softmax(logits[:, :-1], dim=-1)
-        target = ids[:, 1:].to(dev)
-        tok_lp = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1).cpu()
+        rows, cols, owner = [], [], []
         for r, j in enumerate(idx):
             s, e = starts[j], len(seqs[j])
-            out[j] = (float(tok_lp[r, s - 1 : e - 1].sum()), int(e - s))
+            rows += [r] * (e - s)
+            cols += list(range(s - 1, e - 1))
+            owner.append((j, len(rows) - (e - s), len(rows)))
+        rows_t, cols_t = torch.tensor(rows, dtype=torch.long), torch.tensor(cols, dtype=torch.long)
+        logits = gathered_logits(model, ids.to(dev), attn.to(dev), rows_t.to(dev), cols_t.to(dev)).float()
+        target = ids[rows_t, cols_t + 1].to(dev)
+        tok_lp = (logits.gather(-1, target.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)).cpu()
+        for j, lo, hi in owner:
+            out[j] = (float(tok_lp[lo:hi].sum()), int(hi - lo))
     return out
 
 

@@ -227,7 +227,7 @@ class OpenAIServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], service: Service,
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], service: Service | None,
                  verbose: bool = False) -> None:
         super().__init__(address, handler)
         self.service, self.verbose = service, verbose
@@ -239,7 +239,7 @@ class OpenAIServer(ThreadingHTTPServer):
         return f"http://{host}:{port}/v1"
 
 
-def make_server(service: Service, host: str = "127.0.0.1", port: int = 8000,
+def make_server(service: Service | None, host: str = "127.0.0.1", port: int = 8000,
                 handler: type[BaseHTTPRequestHandler] = OpenAIHandler, verbose: bool = False) -> OpenAIServer:
     """Bind (port 0 = an ephemeral port; read it from ``server.server_address``) without serving yet."""
     import socket

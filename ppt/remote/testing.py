@@ -32,11 +32,14 @@ _CORPUS = (
 
 
 def make_tiny_causal_lm(path: str | Path, *, chat_template: bool = True, seed: int = 0, vocab_size: int = 320) -> Path:
-    """Save a random 2-layer Llama (hidden 32) with a byte-level BPE tokenizer to ``path``; return it.
+    """Save a random 2-layer Llama (hidden 32) with a byte-level BPE tokenizer to ``path``; return it
+    (an existing one is reused).
 
     Loads with ``ppt.models.load_causal_lm(str(path))``. Outputs are gibberish but real: tokenization,
     chat template, padding, attention masks and sampling all run as with a real model.
     """
+    if (Path(path) / "config.json").is_file() and (Path(path) / "tokenizer.json").is_file():
+        return Path(path)
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -58,7 +61,7 @@ def make_tiny_causal_lm(path: str | Path, *, chat_template: bool = True, seed: i
         fast.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
     cfg = LlamaConfig(vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
                       bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id)
     model = LlamaForCausalLM(cfg)
     model.generation_config.eos_token_id = [fast.eos_token_id, fast.convert_tokens_to_ids("<|im_end|>")]
@@ -72,13 +75,14 @@ def make_tiny_causal_lm(path: str | Path, *, chat_template: bool = True, seed: i
 
 
 class EchoService(Service):
-    """Answers ``echo <sha8 of the prompt>: <first words>`` after ``delay_s`` seconds; counts requests.
+    """Answers ``echo <sha8 of the prompt>: <first words>`` after ``delay_s`` seconds (plus up to
+    ``jitter_s``, fixed per prompt); records bodies and counts answers per prompt.
 
     Deterministic and instant (unless delayed), so client behaviour can be tested without a model.
     """
 
-    def __init__(self, delay_s: float = 0.0, name: str = "echo") -> None:
-        self.delay_s, self.name = delay_s, name
+    def __init__(self, delay_s: float = 0.0, jitter_s: float = 0.0, name: str = "echo") -> None:
+        self.delay_s, self.jitter_s, self.name = delay_s, jitter_s, name
         self.lock = threading.Lock()
         self.bodies: list[dict] = []
         self.answered: collections.Counter[str] = collections.Counter()
@@ -86,13 +90,14 @@ class EchoService(Service):
     def complete(self, body: dict, kind: str) -> dict:
         with self.lock:
             self.bodies.append(body)
-        if self.delay_s:
-            time.sleep(self.delay_s)
         prompt = body.get("prompt") if kind == "completions" else "\n".join(
             str(m.get("content", "")) for m in body.get("messages", []))
         if not isinstance(prompt, str):
             raise ServiceError(400, "prompt must be a string", "invalid_request_error")
         digest = hashlib.sha256(prompt.encode()).hexdigest()[:8]
+        delay = self.delay_s + self.jitter_s * (int(digest, 16) % 100) / 100
+        if delay:
+            time.sleep(delay)
         text = f"echo {digest}: " + " ".join(prompt.split()[:6])
         with self.lock:
             self.answered[digest] += 1

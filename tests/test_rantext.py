@@ -1,0 +1,420 @@
+"""RANTEXT: closed forms, limits, privacy audit, reproducibility, policies, fast path vs fallback."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from ppt.cache import Cache
+from ppt.mechanisms import calibration, get_mechanism
+from ppt.mechanisms.base import Policy, sample_from_logits_inverse_cdf
+from ppt.mechanisms.rantext import (
+    Rantext,
+    RunTable,
+    ZConstants,
+    build_runs,
+    paper_z,
+    sample_prefix_block,
+    sample_run_block,
+    sample_runs,
+)
+from ppt.rng import record_generator
+from ppt.spaces import space_from_arrays
+
+ALPHA = 1e-6
+WORDS = (
+    "the and apple banana cherry grape lemon mango melon olive peach pear plum berry kiwi lime date fig guava "
+    "papaya quince raisin orange apricot almond walnut pecan cashew carrot celery onion garlic ginger pepper "
+    "potato tomato radish turnip squash pumpkin"
+).split()
+assert len(WORDS) == 40
+
+
+@pytest.fixture
+def space(tmp_path):
+    emb = np.random.default_rng(7).normal(size=(40, 8)).astype(np.float32)
+    return space_from_arrays("tiny", WORDS, emb, cache=Cache(tmp_path / "cache"))
+
+
+@pytest.fixture
+def cluster_space(tmp_path):
+    """Six words within 0.5 of the origin, the rest >= 3 away: C_r is the cluster for 1.05 <= r < ~2.4."""
+    rng = np.random.default_rng(3)
+    inner = rng.normal(size=(6, 4))
+    inner *= (0.2 + 0.3 * rng.random((6, 1))) / np.linalg.norm(inner, axis=1, keepdims=True)
+    outer = rng.normal(size=(34, 4))
+    outer *= (3.0 + rng.random((34, 1))) / np.linalg.norm(outer, axis=1, keepdims=True)
+    emb = np.concatenate([inner, outer]).astype(np.float32)
+    return space_from_arrays("clusters", WORDS, emb, cache=Cache(tmp_path / "cache"))
+
+
+def d16_row(space, t: int) -> np.ndarray:
+    """The mechanism's metric: GEMM distances rounded to float16, in vocabulary order."""
+    sr = space.sorted_rows(quiet=True)
+    row = np.empty(space.size)
+    row[np.asarray(sr.idx[t], dtype=np.int64)] = np.asarray(sr.dist[t], dtype=np.float64)
+    return row
+
+
+def conditional_probs(space, t: int, r: float, eps: float) -> np.ndarray:
+    d = d16_row(space, t)
+    w = np.where(d < r, np.exp(eps / 2 * (1 - d / r)), 0.0)
+    return w / w.sum()
+
+
+def chisquare_p(counts: np.ndarray, probs: np.ndarray) -> float:
+    """Pearson chi-square p-value, pooling cells whose expectation is below 5."""
+    n = counts.sum()
+    exp = probs * n
+    keep = exp >= 5
+    obs = list(counts[keep])
+    ex = list(exp[keep])
+    if (~keep).any() and exp[~keep].sum() > 0:
+        obs.append(counts[~keep].sum())
+        ex.append(exp[~keep].sum())
+    if len(obs) < 2:
+        return 1.0
+    ex = np.asarray(ex) * (n / np.sum(ex))
+    return float(stats.chisquare(obs, ex).pvalue)
+
+
+def cp_bounds(k: np.ndarray, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper-Pearson (lower, upper) bounds at two-sided level alpha."""
+    lo = np.where(k > 0, stats.beta.ppf(alpha / 2, k, n - k + 1), 0.0)
+    hi = np.where(k < n, stats.beta.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
+    return lo, hi
+
+
+def sample_given_r(mech: Rantext, t: int, r: float, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    g = torch.Generator().manual_seed(seed)
+    u = torch.rand(n, generator=g, dtype=torch.float64)
+    out, size = mech.sample_given_radius(torch.full((n,), t), torch.full((n,), r, dtype=torch.float64), u)
+    return out.numpy(), size.numpy()
+
+
+# ---- Z(eps) and calibration -----------------------------------------------------------------------------
+
+
+def test_paper_z():
+    assert paper_z(1.0) == 1.0
+    assert paper_z(1.999) == 1.999
+    k = ZConstants()
+    assert paper_z(6.0) == pytest.approx(k.a * math.log(k.b * 6 + k.c) + k.d)
+    assert paper_z(6.0) == pytest.approx(9.3826, abs=1e-3)
+    assert paper_z(2.0) > 9  # the jump at eps = 2 and the flat curve above it
+    assert paper_z(6.0, ZConstants(d=1.0)) == pytest.approx(k.a * math.log(k.b * 6 + k.c) + 1.0)
+    with pytest.raises(ValueError):
+        ZConstants(b=1.0, c=-10.0).z(3.0)
+
+
+def test_target_fraction_curve():
+    for eps, f in calibration.TARGET_POINTS:
+        assert calibration.target_fraction(eps) == pytest.approx(f)
+    assert calibration.target_fraction(0.5) == pytest.approx(0.015)  # clamped
+    assert calibration.target_fraction(30) == pytest.approx(0.105)
+    # log-linear: the midpoint of two points is their geometric mean
+    assert calibration.target_fraction(4.0) == pytest.approx(math.sqrt(0.015 * 0.09))
+    grid = [calibration.target_fraction(e) for e in np.linspace(0.1, 20, 50)]
+    assert all(b >= a for a, b in zip(grid, grid[1:]))
+
+
+def test_calibration_reaches_target_and_is_cached(space):
+    mech = Rantext(6.0, space=space, target_fraction=0.25)
+    k = round(0.25 * space.size)
+    cal = mech.calibration
+    assert cal.k == k and cal.realized_median_fraction == pytest.approx(0.25)
+    p = mech.params()
+    assert p["z"] == "calibrated" and p["Z"] == cal.z and p["target_fraction"] == 0.25
+    # the realized median over fresh tokens and draws follows the target (different sample, so loosely)
+    g = torch.Generator().manual_seed(11)
+    rows = torch.randint(0, space.size, (20_000,), generator=g)
+    _, diag = mech.perturb_rows(rows, mech.draw(rows.numel(), g))
+    assert abs(float(diag["cr_size"].double().median()) - k) <= 3
+    # cached with the space: a second mechanism (same target) reads the artifact
+    assert space.cache.lookup("rantext-calibration", cal.artifact.manifest["deps"]) is not None
+    again = Rantext(6.0, space=space, target_fraction=0.25)
+    assert again.z == cal.z
+    # the default target follows the curve; larger targets mean smaller Z (larger radius)
+    assert Rantext(2.0, space=space).z > Rantext(14.0, space=space).z
+
+
+def test_z_modes_and_validation(space):
+    assert Rantext(6.0, space=space, z="paper").z == pytest.approx(paper_z(6.0))
+    assert Rantext(6.0, space=space, z="paper").params()["z_constants"]["a"] == 0.0165
+    assert Rantext(6.0, space=space, z=3.5).z == 3.5
+    for bad in [dict(z="magic"), dict(z=-1), dict(z=float("nan")), dict(target_fraction=0.0),
+                dict(target_fraction=1.5), dict(z="paper", target_fraction=0.1), dict(bogus=1)]:
+        with pytest.raises(ValueError):
+            Rantext(6.0, space=space, **bad)
+    for eps in [0, -1, float("nan"), float("inf"), "x"]:
+        with pytest.raises(ValueError):
+            Rantext(eps, space=space)
+    assert isinstance(get_mechanism("rantext", eps=2.0, space=space), Rantext)
+
+
+# ---- the sampler ---------------------------------------------------------------------------------------
+
+
+def test_build_runs_matches_unique():
+    rng = np.random.default_rng(0)
+    d = np.sort(np.round(rng.random((5, 50)) * 8) / 8, axis=1).astype(np.float16)  # many ties
+    values, ends = build_runs(torch.from_numpy(d))
+    for i in range(5):
+        u, c = np.unique(d[i], return_counts=True)
+        k = u.size
+        assert np.array_equal(values[i, :k].numpy(), u) and torch.isinf(values[i, k:]).all()
+        assert np.array_equal(ends[i, :k].numpy(), np.cumsum(c)) and (ends[i, k:] == 50).all()
+
+
+def test_run_sampler_equals_direct_and_base():
+    """Run-length sampling = per-candidate inverse CDF = base.sample_from_logits_inverse_cdf."""
+    rng = np.random.default_rng(1)
+    n, V = 4000, 60
+    d = np.sort(np.round(rng.random((n, V)) * 40) / 20, axis=1).astype(np.float16)
+    d[:, 0] = 0
+    r = rng.uniform(0.3, 2.2, n)
+    eps = 3.0
+    m = np.maximum((d.astype(np.float64) < r[:, None]).sum(1), 1)
+    u = rng.random(n)
+    a = torch.from_numpy(eps / (2 * r))
+    direct = sample_prefix_block(torch.from_numpy(d), torch.from_numpy(m), a, torch.from_numpy(u))
+    logits = torch.from_numpy(eps / 2 * (1 - d.astype(np.float64) / r[:, None]))
+    logits[torch.from_numpy(np.arange(V)[None, :] >= m[:, None])] = -math.inf
+    base = sample_from_logits_inverse_cdf(logits, torch.from_numpy(u))
+    values, ends = build_runs(torch.from_numpy(d))
+    table = RunTable(values.numpy(), ends.numpy(), np.tile(np.arange(V), (n, 1)))
+    runs, size = sample_runs(table, np.arange(n), r, u, eps)
+    assert np.array_equal(size, m)
+    assert (direct.numpy() < m).all()
+    # identical draws up to floating-point ties at run/candidate boundaries
+    assert (runs == direct.numpy()).mean() > 0.999
+    assert (base.numpy() == direct.numpy()).mean() > 0.999
+    # a single block call agrees too
+    kr = (values.double() < torch.from_numpy(r)[:, None]).sum(1)
+    blk = sample_run_block(values, ends, kr, a, torch.from_numpy(u))
+    assert (blk.numpy() == runs).all()
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_conditional_distribution_given_r(space, fast_path):
+    eps, t = 4.0, 5
+    mech = Rantext(eps, space=space, z=1.0, fast_path=fast_path)
+    d = d16_row(space, t)
+    srt = np.sort(d)
+    for j in (6, 20):  # radii halfway between neighbours, so rounding cannot move membership
+        r = float((srt[j] + srt[j + 1]) / 2)
+        out, size = sample_given_r(mech, t, r, 60_000, seed=j)
+        probs = conditional_probs(space, t, r, eps)
+        assert (size == (d < r).sum()).all()
+        assert np.all(probs[np.unique(out)] > 0)  # nothing outside C_r
+        p = chisquare_p(np.bincount(out, minlength=space.size).astype(float), probs)
+        assert p > ALPHA, p
+
+
+@pytest.mark.statistical
+def test_adjacency_list_size_distribution(space):
+    """|C_r| from the mechanism's own noise vs a direct numpy simulation of ||Laplace(Delta/Z)||."""
+    t, Z = 3, 4.0
+    mech = Rantext(2.0, space=space, z=Z)
+    n = 20_000
+    rows = torch.full((n,), t)
+    draws = [mech.draw(100, record_generator(5, i)) for i in range(n // 100)]
+    rand = {k: torch.cat([x[k] for x in draws]) for k in draws[0]}
+    _, diag = mech.perturb_rows(rows, rand)
+    ours = diag["cr_size"].numpy()
+    scale = space.sensitivity.double().numpy() / Z
+    sim_r = np.linalg.norm(np.random.default_rng(99).laplace(0.0, scale, size=(200_000, scale.size)), axis=1)
+    d = np.sort(d16_row(space, t))
+    sim = np.maximum(np.searchsorted(d, sim_r, side="left"), 1)
+    bins = np.arange(1, space.size + 2)
+    a, _ = np.histogram(ours, bins)
+    b, _ = np.histogram(sim, bins)
+    keep = (a + b) > 0
+    table = np.vstack([a[keep], b[keep]])
+    # pool sparse columns (expected < 5 in the smaller row) into one
+    exp_small = table.sum(0) * a.sum() / table.sum()
+    sparse = exp_small < 5
+    if sparse.any():
+        table = np.hstack([table[:, ~sparse], table[:, sparse].sum(1, keepdims=True)])
+    assert stats.chi2_contingency(table).pvalue > ALPHA
+
+
+@pytest.mark.statistical
+def test_eps_to_zero_is_uniform_over_candidates(space):
+    t = 9
+    mech = Rantext(1e-6, space=space, z=1.0)
+    d = d16_row(space, t)
+    srt = np.sort(d)
+    r = float((srt[14] + srt[15]) / 2)
+    out, _ = sample_given_r(mech, t, r, 30_000, seed=1)
+    cand = d < r
+    assert set(np.unique(out)) <= set(np.flatnonzero(cand))
+    probs = cand / cand.sum()
+    assert chisquare_p(np.bincount(out, minlength=space.size).astype(float), probs) > ALPHA
+
+
+def test_large_eps_concentrates_on_the_token(space):
+    mech = Rantext(1e4, space=space, z=1.0)
+    for t in (0, 17, 39):
+        d = np.sort(d16_row(space, t))
+        out, _ = sample_given_r(mech, t, float(d[-1]) + 1.0, 2000, seed=t)  # every word a candidate
+        assert (out == t).all()
+    # and through the whole pipeline, with its own radii
+    res = Rantext(1e4, space=space).sanitize_batch([" ".join(WORDS[2:])], [record_generator(0, 0)])[0]
+    assert res.text.lower() == " ".join(WORDS[2:])
+
+
+# ---- privacy audit ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.statistical
+def test_privacy_audit_given_a_fixed_candidate_set(cluster_space):
+    """What RANTEXT guarantees: for a fixed list C and radius r, the sampling step is eps-DP.
+
+    In the cluster space, every cluster word has C_r = the cluster for r in [1.05, 2.4): two different
+    inputs sample from the same list with utilities in (0, 1], so P[y|x] / P[y|x'] <= exp(eps). The
+    Clopper-Pearson lower bound of the log-ratio (200k draws per input) must never exceed eps.
+    """
+    eps, r, n = 4.0, 1.05, 200_000
+    mech = Rantext(eps, space=cluster_space, z=1.0)
+    cluster = np.arange(6)
+    dists = {int(x): d16_row(cluster_space, int(x)) for x in cluster}
+    for x in cluster:
+        assert set(np.flatnonzero(dists[int(x)] < r)) == set(cluster)
+    pairs = [(0, 1), (2, 5), (3, 4)]
+    worst_exact = 0.0
+    for x, xp in pairs:
+        ox, _ = sample_given_r(mech, x, r, n, seed=10 + x)
+        oxp, _ = sample_given_r(mech, xp, r, n, seed=20 + xp)
+        cx = np.bincount(ox, minlength=cluster_space.size)
+        cxp = np.bincount(oxp, minlength=cluster_space.size)
+        seen = np.flatnonzero((cx + cxp) > 0)
+        assert set(seen) <= set(cluster)
+        a = ALPHA / (2 * len(seen))
+        for first, second in ((cx, cxp), (cxp, cx)):
+            lo, _ = cp_bounds(first[seen], n, a)
+            _, hi = cp_bounds(second[seen], n, a)
+            with np.errstate(divide="ignore"):
+                lcb = np.log(lo / hi)
+            assert np.all(lcb <= eps), lcb.max()
+        px, pxp = conditional_probs(cluster_space, x, r, eps), conditional_probs(cluster_space, xp, r, eps)
+        worst_exact = max(worst_exact, float(np.max(np.abs(np.log(px[cluster] / pxp[cluster])))))
+    assert worst_exact <= eps
+    assert worst_exact > 0.3 * eps  # the audit is not vacuous: the pairs are far apart within the list
+
+
+@pytest.mark.statistical
+def test_whole_mechanism_is_not_eps_ldp(cluster_space):
+    """The honest caveat of the notion: with C_r random, a far-away input almost never reaches x."""
+    eps, n = 4.0, 20_000
+    mech = Rantext(eps, space=cluster_space, z=20.0)  # radii ~1: far words rarely see the cluster
+    far = 20
+    own = mech.perturb_rows(torch.full((n,), 0), mech.draw(n, record_generator(1, "a")))[0].numpy()
+    other = mech.perturb_rows(torch.full((n,), far), mech.draw(n, record_generator(1, "b")))[0].numpy()
+    lo, _ = cp_bounds(np.array([(own == 0).sum()]), n, ALPHA)
+    _, hi = cp_bounds(np.array([(other == 0).sum()]), n, ALPHA)
+    assert math.log(lo[0] / hi[0]) > eps  # P[0 | 0] / P[0 | far] > e^eps with confidence
+
+
+# ---- reproducibility -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_seeded_outputs_independent_of_batching(space, fast_path):
+    mech = Rantext(3.0, space=space, z=1.5, fast_path=fast_path)
+    rng = np.random.default_rng(0)
+    texts = [" ".join(rng.choice(WORDS, int(rng.integers(1, 25)))) for _ in range(12)]
+    ids = list(range(len(texts)))
+
+    def run(order, batch):
+        out = {}
+        for s in range(0, len(order), batch):
+            part = order[s : s + batch]
+            res = mech.sanitize_batch([texts[i] for i in part], [record_generator(42, i) for i in part])
+            out.update({i: r.text for i, r in zip(part, res)})
+        return out
+
+    together = run(ids, 12)
+    assert run(ids, 1) == together
+    assert run(ids[::-1], 5) == together
+    assert run(ids, 12) == together
+    # OS entropy: two runs differ
+    long = " ".join(WORDS * 2)
+    a = mech.sanitize_batch([long], [record_generator(None, 0)])[0].text
+    b = mech.sanitize_batch([long], [record_generator(None, 0)])[0].text
+    assert a != b
+
+
+@pytest.mark.statistical
+def test_fast_path_and_fallback_same_distribution(space, monkeypatch):
+    t, n = 12, 40_000
+    fast = Rantext(2.0, space=space, z=2.0)
+    assert fast.uses_fast_path
+    from ppt.spaces import space as space_mod
+
+    monkeypatch.setattr(space_mod, "SORTED_ROWS_MAX_VOCAB", 10)
+    slow = Rantext(2.0, space=space, z=2.0)
+    assert not slow.uses_fast_path
+    rows = torch.full((n,), t)
+    r_fast = fast.draw(n, record_generator(3, "x"))
+    o_fast, s_fast = fast.perturb_rows(rows, r_fast)
+    o_same, s_same = slow.perturb_rows(rows, r_fast)
+    # same randomness: the same lists and (all but boundary ties) the same outputs
+    assert torch.equal(s_fast["cr_size"], s_same["cr_size"])
+    assert (o_fast == o_same).double().mean() > 0.999
+    o_slow, _ = slow.perturb_rows(rows, slow.draw(n, record_generator(4, "y")))
+    table = np.vstack([np.bincount(o_fast.numpy(), minlength=space.size), np.bincount(o_slow.numpy(), minlength=space.size)])
+    table = table[:, table.sum(0) > 0]
+    assert stats.chi2_contingency(table).pvalue > ALPHA
+
+
+# ---- policies and accounting ------------------------------------------------------------------------------
+
+
+def test_policies_and_accounting(space):
+    mech = Rantext(2.5, space=space, z=1.0)
+    assert mech.policy == Policy(oov="drop", numbers="random-digits", punct="keep", stopwords="perturb")
+    text = "Apple, 2024 zorblax banana and 3.14 the pear!"
+    res = mech.sanitize_batch([text], [record_generator(1, 0)])[0]
+    acc = res.accounting
+    assert acc.notion == Rantext.notion
+    assert acc.n_tokens == 10
+    assert acc.n_perturbed == 5  # apple banana and the pear (stopwords perturbed by default)
+    assert acc.kept == {"punct": 2, "number": 2}
+    assert acc.dropped == {"oov": 1}
+    assert acc.composed_eps == pytest.approx(5 * 2.5)
+    assert acc.eps_per_token == 2.5
+    assert "zorblax" not in res.text
+    assert res.text.count(",") == 1 and res.text.endswith("!")
+    nums = [w for w in res.text.replace(",", " ").replace("!", " ").split() if any(c.isdigit() for c in w)]
+    assert len(nums) == 2
+    assert len(nums[0]) == 4 and nums[0].isdigit() and nums[0][0] != "0"
+    assert len(nums[1]) == 4 and nums[1][1] == "." and nums[1].replace(".", "").isdigit()
+    words = [w for w in res.text.replace(",", " ").replace("!", " ").split() if w.isalpha()]
+    assert len(words) == 5 and all(w.lower() in WORDS for w in words)
+    size = acc.extra["adjacency_list_size"]
+    assert 1 <= size["min"] <= size["median"] <= size["max"] <= space.size
+
+    keep = Rantext(2.5, space=space, z=1.0, policy=Policy(stopwords="keep", oov="uniform", punct="drop"))
+    acc2 = keep.sanitize_batch([text], [record_generator(1, 0)])[0].accounting
+    assert acc2.n_perturbed == 3 and acc2.kept == {"stopword": 2, "number": 2}
+    assert acc2.replaced_uniform == 1 and acc2.dropped == {"punct": 2}
+    assert acc2.composed_eps == pytest.approx(3 * 2.5)
+
+    empty = mech.sanitize_batch(["", "12 , ."], [record_generator(1, 1), record_generator(1, 2)])
+    assert empty[0].text == "" and empty[0].accounting.n_perturbed == 0
+    assert empty[1].accounting.composed_eps == 0
+
+
+def test_precompute_and_stamp(space):
+    mech = Rantext(6.0, space=space)
+    kinds = {a.kind for a in mech.precompute()}
+    assert kinds == {"sorted-rows", "rantext-runs", "rantext-calibration"}
+    st = mech.stamp()
+    assert st["mechanism"] == "rantext" and "C_r treated as fixed" in st["notion"]
+    assert st["params"]["space"]["hash"] == space.hash

@@ -1,0 +1,138 @@
+"""The loopback OpenAI-compatible server: in-process over a tiny model, and `ppt serve` as a process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+httpx = pytest.importorskip("httpx")
+torch = pytest.importorskip("torch")
+
+from ppt.generation import LocalGenerator  # noqa: E402
+from ppt.remote.server import ModelService, start_server  # noqa: E402
+from ppt.remote.testing import make_tiny_causal_lm  # noqa: E402
+
+PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
+CHAT = {"model": "anything", "messages": [{"role": "user", "content": "The quick brown fox"}], "max_tokens": 6}
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(tmp_path_factory):
+    return make_tiny_causal_lm(tmp_path_factory.getbasetemp() / "tiny-lm")
+
+
+@pytest.fixture(scope="module")
+def served(tiny_lm):
+    gen = LocalGenerator.load(str(tiny_lm), device="cpu", batch_size=8)
+    service = ModelService(gen, "tiny", max_batch=8, max_wait_s=0.05)
+    server, thread = start_server(service, "127.0.0.1", 0)
+    with httpx.Client(base_url=server.base_url, timeout=30) as client:
+        yield service, client
+    server.shutdown()
+    server.server_close()
+    service.close()
+    thread.join(timeout=5)
+
+
+def test_chat_and_completions_shapes(served):
+    _, client = served
+    r = client.post("/chat/completions", json=CHAT)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["object"] == "chat.completion" and body["model"] == "tiny"
+    choice = body["choices"][0]
+    assert choice["message"]["role"] == "assistant" and isinstance(choice["message"]["content"], str)
+    assert choice["finish_reason"] in ("stop", "length")
+    assert body["usage"]["completion_tokens"] <= 6
+    assert body["usage"]["total_tokens"] == body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"]
+    r = client.post("/completions", json={"model": "m", "prompt": "The quick", "max_tokens": 4, "temperature": 0})
+    assert r.status_code == 200 and r.json()["object"] == "text_completion"
+    assert isinstance(r.json()["choices"][0]["text"], str)
+    assert client.get("/models").json()["data"][0]["id"] == "tiny"
+    assert httpx.get(str(client.base_url).removesuffix("/v1/") + "/health").json() == {"status": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("path", "payload", "status"),
+    [
+        ("/chat/completions", b"{not json", 400),
+        ("/chat/completions", {**CHAT, "stream": True}, 400),
+        ("/chat/completions", {**CHAT, "n": 2}, 400),
+        ("/chat/completions", {"model": "m", "messages": []}, 400),
+        ("/chat/completions", {**CHAT, "temperature": 5}, 400),
+        ("/completions", {"model": "m", "prompt": "x", "max_tokens": 10**6}, 400),
+        ("/embeddings", {"model": "m", "input": "x"}, 404),
+    ],
+)
+def test_bad_requests_get_openai_errors(served, path, payload, status):
+    _, client = served
+    r = client.post(path, content=payload) if isinstance(payload, bytes) else client.post(path, json=payload)
+    assert r.status_code == status
+    assert set(r.json()["error"]) >= {"message", "type"}
+
+
+def test_concurrent_requests_are_batched_and_seeds_are_batch_independent(served):
+    service, client = served
+    seeded = {**CHAT, "temperature": 1.0, "seed": 42}
+    alone = client.post("/chat/completions", json=seeded).json()["choices"][0]["message"]["content"]
+    before = len(service.batches)
+    results: dict[int, str] = {}
+
+    def call(i: int) -> None:
+        body = seeded if i == 0 else {**CHAT, "messages": [{"role": "user", "content": f"prompt number {i}"}],
+                                      "temperature": 1.0, "seed": 42}
+        r = client.post("/chat/completions", json=body)
+        results[i] = r.json()["choices"][0]["message"]["content"]
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert len(results) == 6
+    assert max(service.batches[before:]) > 1  # requests that arrived together were generated together
+    assert results[0] == alone  # same seed, same answer, batched or not
+
+
+def test_ppt_serve_process(tiny_lm, tmp_path):
+    port_file = tmp_path / "port"
+    proc = subprocess.Popen([*PPT, "serve", "--model", str(tiny_lm), "--host", "127.0.0.1", "--port", "0",
+                             "--port-file", str(port_file), "--device", "cpu"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not port_file.exists():
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.1)
+        url = f"http://127.0.0.1:{int(port_file.read_text())}/v1"
+        r = httpx.post(url + "/chat/completions", json=CHAT, timeout=60)
+        assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] in ("stop", "length")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert out == ""  # nothing but JSONL on stdout, and a server writes none
+    assert "The quick brown fox" not in err  # bodies are never logged
+    assert "serving" in err or "on http://127.0.0.1" in err
+
+
+def test_ppt_serve_bad_port_fails_cleanly(tiny_lm):
+    with __import__("socket").socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        env = {**os.environ, "PPT_QUIET": "1"}
+        r = subprocess.run([*PPT, "serve", "--model", str(tiny_lm), "--port", str(port), "--device", "cpu"],
+                           capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 69 and "cannot bind" in r.stderr and r.stdout == ""
