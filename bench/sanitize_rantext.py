@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from ppt.mechanisms.base import PERTURB  # noqa: E402
 from ppt.mechanisms.rantext import Rantext  # noqa: E402
 from ppt.rng import record_generator  # noqa: E402
-from ppt.spaces.tokens import NUMBER, PUNCT, SPACE, WORD  # noqa: E402
+from ppt.spaces.tokens import NUMBER, PUNCT, SPACE  # noqa: E402
 
 
 # ---- inputs ------------------------------------------------------------------------------------------

@@ -172,7 +172,6 @@ class LocalGenerator:
         return [it.error if it.error is not None else it.out for it in items]  # type: ignore[misc]
 
     def _generate_chunk(self, chunk: list[_Encoded], params: SamplingParams) -> None:
-        import torch
         from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
         batch = self.tokenizer.pad({"input_ids": [it.ids for it in chunk]}, padding=True, return_tensors="pt")

@@ -92,6 +92,9 @@ def sanitize_records(
         data[text_field] = res.text
         if keep_original:
             data[keep_original] = rec.text
-        block = {**base_stamp, "eps": mech.eps, "accounting": res.accounting.to_dict(), "seed": seed_label(seed)}
+        block = {
+            **base_stamp, "eps": mech.eps, "accounting": res.accounting.to_dict(), "seed": seed_label(seed),
+            "text_field": text_field, "keep_original": keep_original,
+        }
         out.append(stamp(data, "sanitize", block))
     return out

@@ -4,6 +4,7 @@ dry runs, and a kill-and-resume run that ends with every record answered exactly
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ import pytest
 pytest.importorskip("httpx")
 
 from ppt.remote.journal import Journal  # noqa: E402
+from ppt.remote.templates import QUERY_TEMPLATE  # noqa: E402
 from ppt.remote.testing import EchoService, Fault, FaultPlan, loopback  # noqa: E402
 
 PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
@@ -73,7 +75,8 @@ def test_answers_in_order_under_concurrency_and_only_template_fields_are_sent():
     out = lines(r.stdout)
     assert [o["id"] for o in out] == [x["id"] for x in recs]
     for o, rec in zip(out, recs):
-        assert o["generation"].startswith("echo ") and "number" in o["generation"]
+        prompt = QUERY_TEMPLATE.format(text=rec["text"])
+        assert o["generation"].startswith(f"echo {hashlib.sha256(prompt.encode()).hexdigest()[:8]}: ")
         assert o["raw"] == rec["raw"] and o["note"] == rec["note"]  # kept locally, passed through
         q = o["ppt"]["query"]
         assert o["ppt"]["sanitize"] == STAMP["sanitize"]
@@ -109,14 +112,15 @@ def test_refuses_unsanitized_records_unless_allow_raw():
 
 
 @pytest.mark.parametrize(
-    ("template", "error"),
-    [("Continue: {raw}", "raw_field_in_template"), ("{text} / {note}", "unsanitized_field"),
-     ("{text} {missing}", "missing_field")],
+    ("args", "error"),
+    [(["--template", "Continue: {raw}"], "raw_field_in_template"),
+     (["--template", "{text} / {note}"], "unsanitized_field"),
+     (["--template", "{text} {missing}", "--allow-raw"], "missing_field")],
 )
-def test_templates_may_only_name_sanitized_fields(template, error):
+def test_templates_may_only_name_sanitized_fields(args, error):
     svc = EchoService()
     with loopback(svc) as (_, url):
-        r = ppt_query(url, ["--template", template, "--on-error", "skip"], records(2))
+        r = ppt_query(url, [*args, "--on-error", "skip"], records(2))
     assert r.returncode == 1 and r.stdout == ""
     assert error in r.stderr and not svc.bodies
     assert_private_text_stays_local(r)

@@ -146,6 +146,7 @@ def test_z_modes_and_validation(space):
     assert Rantext(6.0, space=space, z="paper").z == pytest.approx(paper_z(6.0))
     assert Rantext(6.0, space=space, z="paper").params()["z_constants"]["a"] == 0.0165
     assert Rantext(6.0, space=space, z=3.5).z == 3.5
+    assert Rantext(6.0, space=space, z="3.5").params()["z"] == "fixed"
     for bad in [dict(z="magic"), dict(z=-1), dict(z=float("nan")), dict(target_fraction=0.0),
                 dict(target_fraction=1.5), dict(z="paper", target_fraction=0.1), dict(bogus=1)]:
         with pytest.raises(ValueError):

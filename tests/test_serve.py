@@ -136,3 +136,47 @@ def test_ppt_serve_bad_port_fails_cleanly(tiny_lm):
         r = subprocess.run([*PPT, "serve", "--model", str(tiny_lm), "--port", str(port), "--device", "cpu"],
                            capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 69 and "cannot bind" in r.stderr and r.stdout == ""
+
+
+class _SlowGenerator:
+    """Stands in for LocalGenerator: each generate call takes 0.6 s."""
+
+    name = "slow"
+
+    def __init__(self):
+        self.calls = 0
+
+    def generate(self, prompts, params, generators):
+        from ppt.generation import Completion
+
+        self.calls += 1
+        time.sleep(0.6)
+        return [Completion("ok", 1, 1, "stop") for _ in prompts]
+
+
+def test_requests_of_clients_that_left_are_never_generated():
+    import json
+    import socket
+
+    gen = _SlowGenerator()
+    service = ModelService(gen, "slow", max_batch=1, max_wait_s=0.0)
+    server, thread = start_server(service, "127.0.0.1", 0)
+    try:
+        busy = threading.Thread(target=lambda: httpx.post(server.base_url + "/chat/completions", json=CHAT, timeout=30))
+        busy.start()
+        time.sleep(0.2)  # the worker is now generating the first request
+        body = json.dumps(CHAT).encode()
+        with socket.create_connection(server.server_address[:2]) as s:  # a client that gives up at once
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            time.sleep(0.1)
+        busy.join(timeout=30)
+        deadline = time.monotonic() + 10
+        while service.dropped < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.8)
+        assert service.dropped == 1 and gen.calls == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+        service.close()

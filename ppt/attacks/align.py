@@ -15,13 +15,16 @@ pieces, rewrite numbers and keep stopwords, so "the i-th token of each" is wrong
    entries ``[orig_row, new_row]`` are accepted (enough for ``knn``; ``mti`` then locates each
    ``new_row`` in the text, see :func:`spans_by_rows`). A dict ``{"pairs": [...]}`` is accepted too.
    The field reveals the original tokens: it belongs to evaluation data, never to what goes remote.
-3. ``text`` (fallback): tokenize original and sanitized text with the space and align the two piece
-   sequences with a longest-matching-blocks diff (:func:`align_texts`). In-vocabulary word pieces
-   become a placeholder, punctuation and other literal pieces act as anchors, numbers match numbers.
-   Word pieces pair up inside matching blocks and inside equal-length replaced blocks; other word
-   pieces (e.g. where a subword split changed) are counted as ``unaligned`` and left out of the
-   rate. Stopwords can be left out (mechanisms that keep them verbatim would otherwise count them
-   as recovered). This is a heuristic; prefer an alignment field.
+3. ``text`` (fallback): re-derive the pairs from the original and sanitized texts (:func:`align_texts`).
+   Token mechanisms rewrite a text piece by piece (each in-vocabulary piece becomes one vocabulary
+   word with the original's spacing; numbers get fresh digits; punctuation and stopwords may be kept;
+   out-of-vocabulary pieces are dropped or replaced), so :func:`align_parse` parses the sanitized text
+   as such a rewrite of the original's pieces (longest vocabulary match first, whitespace where the
+   original had it). On the InferDPT setup (BBC prefixes, RANTEXT and CusText+ at eps 6) it recovers
+   exactly the pairs the mechanism produced. When no parse exists (another tokenizer, hand-edited
+   text) the ``text-diff`` heuristic (:func:`align_diff`) pairs word pieces inside matching blocks of
+   a diff and counts the rest as ``unaligned``. Stopwords can be left out of the scored set
+   (mechanisms that keep them verbatim would otherwise count them as recovered).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ppt.io import RecordError
-from ppt.spaces.tokens import NUMBER, SPACE, WORD, Tokens
+from ppt.spaces.tokens import NUMBER, PUNCT, SPACE, WORD, Tokens
 
 ALIGNMENT_FIELD = "ppt_alignment"
 
@@ -144,8 +147,8 @@ def _keys(tokens: Tokens) -> tuple[list[str], list[int]]:
     return keys, idx
 
 
-def align_texts(space, original: str, perturbed: str, skip_stopwords: bool = False) -> Alignment:
-    """Pair the in-vocabulary word pieces of ``original`` with those of ``perturbed`` (module docstring)."""
+def align_diff(space, original: str, perturbed: str, skip_stopwords: bool = False) -> Alignment:
+    """The diff heuristic: pair in-vocabulary word pieces inside matching or equal-length blocks."""
     from ppt.mechanisms.base import stopwords_en
 
     o_tok, p_tok = space.tokenize(original), space.tokenize(perturbed)
@@ -173,10 +176,126 @@ def align_texts(space, original: str, perturbed: str, skip_stopwords: bool = Fal
         orig_rows=o_rows[oi].astype(np.int64) if oi else np.empty(0, np.int64),
         new_rows=p_rows[pj].astype(np.int64) if pj else np.empty(0, np.int64),
         spans=[p_spans[j] for j in pj],
-        source="text",
+        source="text-diff",
         orig_words=[o_tok.core[i] for i in oi],
         n_unaligned=n_unaligned,
     )
+
+
+_INDEX: dict[tuple[str, str], tuple[dict[str, int], int]] = {}
+MAX_STATES = 32  # parse positions kept per piece (bounds the cost of ambiguous segmentations)
+
+
+def _vocab_index(space) -> tuple[dict[str, int], int]:
+    key = (space.name, getattr(getattr(space, "artifact", None), "content_hash", ""))
+    if key not in _INDEX:
+        index: dict[str, int] = {}
+        for i, w in enumerate(space.vocab):
+            index.setdefault(w.lower(), i)
+        _INDEX[key] = (index, max((len(w) for w in index), default=1))
+    return _INDEX[key]
+
+
+def _same_format(core: str, s: str, a: int) -> int | None:
+    """End of a same-format number (digits may differ) starting at ``a``, else None."""
+    b = a + len(core)
+    if b > len(s):
+        return None
+    for x, y in zip(core, s[a:b]):
+        if x.isdigit() != y.isdigit() or (not x.isdigit() and x.lower() != y.lower()):
+            return None
+    return b
+
+
+def align_parse(space, original: str, perturbed: str, skip_stopwords: bool = False) -> Alignment | None:
+    """Exact-as-possible alignment: parse ``perturbed`` as the original's pieces, each replaced by one
+    vocabulary word (in-vocabulary pieces), kept verbatim, given fresh digits (numbers), replaced by a
+    vocabulary word or dropped (others), with any whitespace between pieces.
+
+    The parse runs left to right keeping up to MAX_STATES positions per piece (longest vocabulary match
+    first) and back-tracks from the end of the text; None when no parse reaches the end."""
+    from ppt.mechanisms.base import stopwords_en
+
+    toks = space.tokenize(original)
+    index, maxlen = _vocab_index(space)
+    s = perturbed
+    sl = s.lower()
+    n_chars = len(s)
+
+    def skip_ws(a: int) -> int:
+        while a < n_chars and s[a].isspace():
+            a += 1
+        return a
+
+    def options(j: int, raw: int, a: int):
+        """(end, pair or None) for piece j starting at ``a`` (``raw``: before skipping whitespace,
+        which a dropped piece leaves for the next one)."""
+        core, kind, row = toks.core[j], toks.kinds[j], int(toks.rows[j])
+        if kind == SPACE or not core:
+            yield raw, None
+            return
+        if kind == WORD and row >= 0:
+            for b in range(min(n_chars, a + maxlen), a, -1):
+                r = index.get(sl[a:b])
+                if r is not None:
+                    yield b, (j, a, b, r)
+            return
+        lit = core.lower()
+        if sl.startswith(lit, a):
+            yield a + len(lit), None
+        if kind == NUMBER:
+            b = _same_format(core, s, a)
+            if b is not None:
+                yield b, None
+        yield raw, None  # dropped
+        if kind != PUNCT:  # replaced by a uniformly drawn word, or a number perturbed as a word
+            for b in range(min(n_chars, a + maxlen), a, -1):
+                if sl[a:b] in index:
+                    yield b, None
+
+    reach: list[dict[int, tuple[int, tuple | None]]] = [{0: (-1, None)}]
+    for j in range(len(toks)):
+        nxt: dict[int, tuple[int, tuple | None]] = {}
+        needs_space = bool(toks.lead[j]) and j > 0
+        for a in reach[-1]:
+            a2 = skip_ws(a)
+            spaced = a2 > a or a == 0
+            for b, info in options(j, a, a2):
+                # a piece written with leading whitespace is preceded by whitespace in the output
+                if needs_space and not spaced and b > a:
+                    continue
+                if b not in nxt and len(nxt) < MAX_STATES:
+                    nxt[b] = (a, info)
+        if not nxt:
+            return None
+        reach.append(nxt)
+    end = next((a for a in reach[-1] if skip_ws(a) == n_chars), None)
+    if end is None:
+        return None
+    found = []
+    pos = end
+    for j in range(len(toks), 0, -1):
+        prev, info = reach[j][pos]
+        if info is not None:
+            found.append(info)
+        pos = prev
+    found.reverse()
+    stop = stopwords_en() if skip_stopwords else frozenset()
+    kept = [f for f in found if toks.core[f[0]].casefold() not in stop]
+    return Alignment(
+        orig_rows=np.asarray([int(toks.rows[j]) for j, *_ in kept], dtype=np.int64),
+        new_rows=np.asarray([r for *_, r in kept], dtype=np.int64),
+        spans=[(a, b) for _, a, b, _ in kept],
+        source="text",
+        orig_words=[toks.core[j] for j, *_ in kept],
+    )
+
+
+def align_texts(space, original: str, perturbed: str, skip_stopwords: bool = False) -> Alignment:
+    """Text alignment: :func:`align_parse` (exact when the sanitized text is a piece-by-piece
+    rewrite of the original), else the :func:`align_diff` heuristic."""
+    al = align_parse(space, original, perturbed, skip_stopwords)
+    return al if al is not None else align_diff(space, original, perturbed, skip_stopwords)
 
 
 # ------------------------------------------------------------------------------------ mechanism

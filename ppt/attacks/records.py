@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ppt.attacks.align import ALIGNMENT_FIELD, Alignment, align_texts, parse_alignment_field, spans_by_rows
 from ppt.attacks.summary import Tally, record_block
 from ppt.io import ExitCode, PptError, Record, RecordError, stamp
 
@@ -36,6 +35,8 @@ def stamped_space(data: dict) -> str | None:
             return cand
         if isinstance(cand, dict) and isinstance(cand.get("id"), str):
             return cand["id"]
+    if block.get("mechanism") == "cape" and isinstance(params.get("model"), str):
+        return params["model"]  # Cape works in its context model's input-embedding space
     return None
 
 
@@ -87,7 +88,7 @@ class TokenAligner:
     """Alignment of one record's perturbed tokens to originals, in the attack's space."""
 
     def __init__(self, spaces: SpaceCache, space: str | None, original_field: str | None,
-                 alignment_field: str = ALIGNMENT_FIELD, stopwords: str = "auto"):
+                 alignment_field: str = "ppt_alignment", stopwords: str = "auto"):
         if stopwords not in STOPWORD_MODES:
             raise PptError(f"--stopwords must be one of {', '.join(STOPWORD_MODES)}", ExitCode.USAGE)
         self.spaces, self.space_name = spaces, space
@@ -95,7 +96,9 @@ class TokenAligner:
         self.sources: Counter[str] = Counter()
         self.unaligned = 0
 
-    def __call__(self, rec: Record) -> tuple[Alignment, Any]:
+    def __call__(self, rec: Record) -> tuple[Any, Any]:
+        from ppt.attacks.align import align_texts, parse_alignment_field, spans_by_rows
+
         data = rec.data
         mech_space_name = stamped_space(data)
         target_name = self.space_name or mech_space_name

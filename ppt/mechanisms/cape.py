@@ -458,7 +458,7 @@ class Cape(Mechanism):
         self.embeddings = emb.float()  # [V_emb, d], rows for original tokens
         self.cand_emb = self.embeddings.index_select(0, self.candidates).contiguous()
         self.cand_sqnorm = self.cand_emb.pow(2).sum(1)
-        self.mm_dtype = self.lm_dtype = next(lm.parameters()).dtype
+        self.mm_dtype = next(lm.parameters()).dtype
         self.cand_emb_mm = self.cand_emb if self.mm_dtype == torch.float32 else self.cand_emb.to(self.mm_dtype)
         self.lm = ContextModel(lm, tok, kind, self.candidates)
         self.context = kind

@@ -76,35 +76,25 @@ def sensitivity(form: str, lambda_l: float, lambda_d: float) -> float:
     return 1.0 if form == "product" else float(lambda_l + lambda_d)
 
 
-def _bucket_flat(u: torch.Tensor, n_buckets: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Bucket ids offset by ``row * N_b`` ([n, V] int64), counts [n, N_b] (int64), means [n, N_b]."""
+def bucketize(u: torch.Tensor, n_buckets: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Bucket id per candidate ``[n, V]`` (int64), member count ``[n, N_b]`` (int64) and mean
+    utility ``[n, N_b]`` (float64; 0 where the bucket is empty).
+
+    Counts and sums are one ``scatter_add_`` each along the bucket dimension (no one-hot matrix).
+    """
     n, v = u.shape
     lo, hi = torch.aminmax(u, dim=1, keepdim=True)
     span = hi - lo
     scale = torch.where(span > 0, n_buckets / span.clamp_min(torch.finfo(u.dtype).tiny), torch.zeros_like(span))
     # (u - lo) * scale >= 0, so truncation is floor; clamping first puts u_max in the last bucket
-    x = (u - lo).mul_(scale).clamp_(max=n_buckets - 1)
-    flat = x.to(torch.int64).add_((torch.arange(n, device=u.device) * n_buckets).unsqueeze(1))
-    idx = flat.view(-1)
-    counts = torch.zeros(n * n_buckets, dtype=torch.int64, device=u.device)
-    counts.scatter_add_(0, idx, torch.ones(1, dtype=torch.int64, device=u.device).expand(idx.numel()))
-    sums = torch.zeros(n * n_buckets, dtype=u.dtype, device=u.device).scatter_add_(0, idx, u.reshape(-1))
-    counts = counts.view(n, n_buckets)
-    means = sums.view(n, n_buckets).double() / counts.clamp_min(1)
+    b = torch.addcmul(-lo * scale, u, scale).clamp_(0, n_buckets - 1).to(torch.int64)
+    counts = torch.zeros((n, n_buckets), dtype=torch.int64, device=u.device)
+    counts.scatter_add_(1, b, torch.ones(1, 1, dtype=torch.int64, device=u.device).expand(n, v))
+    sums = torch.zeros((n, n_buckets), dtype=u.dtype, device=u.device).scatter_add_(1, b, u)
+    means = sums.double() / counts.clamp_min(1)
     # a mean lies within the row's [u_min, u_max]; keep float rounding of the sum from stepping outside
     means = torch.where(counts > 0, torch.minimum(torch.maximum(means, lo.double()), hi.double()), torch.zeros_like(means))
-    return flat, counts, means
-
-
-def bucketize(u: torch.Tensor, n_buckets: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Bucket id per candidate ``[n, V]`` (int64), member count ``[n, N_b]`` (int64) and mean
-    utility ``[n, N_b]`` (float64; 0 where the bucket is empty).
-
-    Counts and sums are one ``scatter_add_`` each over ``bucket + row * N_b`` (no one-hot matrix).
-    """
-    flat, counts, means = _bucket_flat(u, n_buckets)
-    offsets = (torch.arange(u.shape[0], device=u.device) * n_buckets).unsqueeze(1)
-    return flat - offsets, counts, means
+    return b, counts, means
 
 
 def bucket_logits(counts: torch.Tensor, means: torch.Tensor, eps: float, delta_u: float) -> torch.Tensor:
@@ -131,14 +121,12 @@ def sample_bucketized(
     running member count reaches it, found by ``searchsorted`` on the row's cumulative mask.
     Returns the columns and diagnostics (``bucket``, ``bucket_size``, ``n_nonempty``, ``eps_prime``).
     """
-    n = u.shape[0]
-    flat, counts, means = _bucket_flat(u, n_buckets)
+    b, counts, means = bucketize(u, n_buckets)
     k = sample_from_logits_inverse_cdf(bucket_logits(counts, means, eps, delta_u), r_bucket.to(u.device))
     size = counts.gather(1, k.unsqueeze(1)).squeeze(1)
     j = (r_member.to(u.device).double().clamp(0.0, 1.0) * size.double()).floor().to(torch.int64)
     j = torch.minimum(j, size - 1)
-    target = k + torch.arange(n, device=u.device) * n_buckets
-    running = (flat == target.unsqueeze(1)).cumsum(dim=1, dtype=torch.int32)
+    running = (b == k.unsqueeze(1)).cumsum(dim=1, dtype=torch.int32)
     cols = torch.searchsorted(running, (j + 1).to(torch.int32).unsqueeze(1)).squeeze(1)
     diag = {
         "bucket": k,

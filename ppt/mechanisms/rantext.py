@@ -314,6 +314,11 @@ class Rantext(TokenMechanism):
     ):
         if params:
             raise ValueError(f"rantext: unknown parameter(s) {', '.join(sorted(params))}")
+        if isinstance(z, str) and z not in Z_MODES:
+            try:
+                z = float(z)  # a number given as text (CLI)
+            except ValueError:
+                pass
         if isinstance(z, str):
             if z not in Z_MODES:
                 raise ValueError(f"rantext: z must be one of {', '.join(Z_MODES)} or a positive number (got {z!r})")

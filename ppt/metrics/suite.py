@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ppt.io import RecordError
+from ppt.metrics import DESCRIPTIONS  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -317,19 +318,6 @@ METRICS: dict[str, type[Metric]] = {
     m.name: m for m in (Diversity, Mauve, Coherence, Alignment, Rouge, Accuracy, Perplexity, Phr, Mapping)
 }
 
-DESCRIPTIONS = {
-    "diversity": "prod over n=2..4 of unique/total word n-grams of the text",
-    "mauve": "MAUVE of texts vs --reference-field texts (corpus level)",
-    "coherence": "sentence-embedding cosine(--doc-field, text)",
-    "alignment": "sentence-embedding cosine(text, --reference-field), reference = non-private output",
-    "rouge": "Rouge-L F1 of text against --reference-field",
-    "accuracy": "zero-shot accuracy by label-word log-probability (--labels, --label-field)",
-    "perplexity": "perplexity of the text under a local causal LM (--lm)",
-    "phr": "privacy hiding rate: share of --items-field entries absent from the text",
-    "mapping": "retention ratio and N_w from the --alignment-field pairs",
-}
-
-
 def parse_metric_names(spec: list[str]) -> list[str]:
     names: list[str] = []
     for part in spec:
@@ -343,7 +331,3 @@ def parse_metric_names(spec: list[str]) -> list[str]:
     if bad:
         raise KeyError(bad[0])
     return names
-
-
-def missing_field(it_attr: str, metric: str, field_name: str) -> RecordError:
-    return RecordError("missing_field", f"field {field_name!r} (needed by {metric}) is missing or not the right type")

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import email.utils
 import os
+import queue
 import random
 import re
 import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -135,6 +136,50 @@ def parse_response(data: Any, kind: str) -> Answer | RecordError:
                   model=data.get("model") if isinstance(data.get("model"), str) else None)
 
 
+class _DaemonPool:
+    """A fixed pool of daemon worker threads. Unlike ThreadPoolExecutor's, the interpreter does not
+    wait for them at exit, so Ctrl-C ends `ppt query` at once instead of after in-flight requests."""
+
+    def __init__(self, n: int) -> None:
+        self._queue: queue.Queue = queue.Queue()
+        self._threads = [threading.Thread(target=self._work, name=f"ppt-query-{i}", daemon=True) for i in range(n)]
+        for t in self._threads:
+            t.start()
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            fut, fn, args = item
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn(*args))
+            except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
+                fut.set_exception(e)
+
+    def submit(self, fn: Any, *args: Any) -> Future:
+        fut: Future = Future()
+        self._queue.put((fut, fn, args))
+        return fut
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = True) -> None:
+        if cancel_futures:
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    item[0].cancel()
+        for _ in self._threads:
+            self._queue.put(None)
+        if wait:
+            for t in self._threads:
+                t.join()
+
+
 class HttpBackend:
     """Sends request bodies to ``{base_url}/chat/completions`` (or ``/completions``)."""
 
@@ -162,7 +207,7 @@ class HttpBackend:
             limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
             follow_redirects=False,
         )
-        self.pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="ppt-query")
+        self.pool = _DaemonPool(concurrency)
         self.stats: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._not_before = 0.0  # shared pause after a 429
@@ -197,11 +242,14 @@ class HttpBackend:
         return results
 
     def close(self, wait: bool = True) -> None:
-        """Stop: pending requests are cancelled; with ``wait`` in-flight ones finish first."""
+        """Stop: pending requests are cancelled; with ``wait`` in-flight ones finish first, without it
+        (Ctrl-C, a fatal error) their connections are closed under them so the process exits at once."""
         self._abort.set()
         self.pool.shutdown(wait=wait, cancel_futures=True)
-        if wait:
+        try:
             self.client.close()
+        except Exception:  # noqa: BLE001 - closing under in-flight requests may complain; we are leaving
+            pass
 
     # ------------------------------------------------------------------ one request
 
@@ -286,9 +334,10 @@ class HttpBackend:
             return self._set_fatal(PptError(
                 f"endpoint unavailable: cannot connect to {where} ({len(causes)} attempts, last: {last})",
                 ExitCode.UNAVAILABLE, hint="is the server running? check --base-url; `ppt serve` starts a local one"))
+        hint = ("the endpoint answers slower than --timeout: raise it" if last == "timeout" else
+                "try again later, or lower --concurrency") + "; --resume FILE keeps answers already paid for"
         return self._set_fatal(PptError(
-            f"retries exhausted: {len(causes)} attempts failed (last: {last}) at {where}",
-            ExitCode.TEMPFAIL, hint="try again later, or lower --concurrency; --resume FILE keeps answers already paid for"))
+            f"retries exhausted: {len(causes)} attempts failed (last: {last}) at {where}", ExitCode.TEMPFAIL, hint=hint))
 
 
 # ---------------------------------------------------------------------- configuration helpers

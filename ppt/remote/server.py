@@ -13,10 +13,13 @@ authentication, so bind 127.0.0.1 unless the network around it is trusted.
 from __future__ import annotations
 
 import queue
+import select
+import socket
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -38,12 +41,19 @@ class ServiceError(Exception):
         return {"error": {"message": self.message, "type": self.type, "code": self.code}}
 
 
+class ClientGone(Exception):
+    """The client disconnected before its answer was ready (nothing to send)."""
+
+
 class Service:
-    """What the HTTP layer calls: ``complete(body, kind)`` -> ``{"text", "finish_reason", "usage"}``."""
+    """What the HTTP layer calls: ``complete(body, kind, gone)`` -> ``{"text", "finish_reason", "usage"}``.
+
+    ``gone()`` tells whether the client has disconnected, so work it no longer waits for can be dropped.
+    """
 
     name = "model"
 
-    def complete(self, body: dict, kind: str) -> dict:  # pragma: no cover - interface
+    def complete(self, body: dict, kind: str, gone: Callable[[], bool] | None = None) -> dict:  # pragma: no cover
         raise NotImplementedError
 
     def close(self) -> None:
@@ -59,12 +69,14 @@ class ModelService(Service):
         self.name = name or str(generator.name)
         self.max_batch, self.max_wait_s, self.max_tokens_limit = max(1, max_batch), max(0.0, max_wait_s), max_tokens_limit
         self.batches: list[int] = []  # sizes of the batches run (for tests and benchmarks)
+        self.dropped = 0  # requests whose client left before they were generated
         self._queue: queue.Queue = queue.Queue()
         self._stop = threading.Event()
         self._worker = threading.Thread(target=self._loop, name="ppt-serve-model", daemon=True)
         self._worker.start()
 
-    def complete(self, body: dict, kind: str) -> dict:
+    def complete(self, body: dict, kind: str, gone: Callable[[], bool] | None = None) -> dict:
+        from ppt.io import RecordError
         from ppt.remote.backends import parse_request
 
         try:
@@ -73,11 +85,17 @@ class ModelService(Service):
             raise ServiceError(400, str(e)) from None
         fut: Future = Future()
         self._queue.put((req, fut))
-        try:
-            result = fut.result(timeout=REQUEST_TIMEOUT_S)
-        except TimeoutError:
-            raise ServiceError(503, "generation timed out", "server_error") from None
-        from ppt.io import RecordError
+        deadline = time.monotonic() + REQUEST_TIMEOUT_S
+        while True:
+            try:
+                result = fut.result(timeout=0.25)
+                break
+            except TimeoutError:
+                if gone is not None and gone() and fut.cancel():
+                    self.dropped += 1  # a client that timed out and left: its request is never generated
+                    raise ClientGone() from None
+                if time.monotonic() > deadline:
+                    raise ServiceError(503, "generation timed out", "server_error") from None
 
         if isinstance(result, RecordError):
             raise ServiceError(400, result.message, "invalid_request_error", result.type)
@@ -103,7 +121,7 @@ class ModelService(Service):
         from ppt.rng import derive_seed, record_generator
 
         while not self._stop.is_set():
-            batch = self._take_batch()
+            batch = [(r, f) for r, f in self._take_batch() if f.set_running_or_notify_cancel()]
             if not batch:
                 continue
             self.batches.append(len(batch))
@@ -120,9 +138,11 @@ class ModelService(Service):
             for (_, fut), res in zip(batch, results):
                 fut.set_result(res)
 
-    def close(self) -> None:
+    def close(self, timeout: float = 5.0) -> bool:
+        """Stop the worker; True when it is still busy with a batch after ``timeout`` seconds."""
         self._stop.set()
-        self._worker.join(timeout=5)
+        self._worker.join(timeout=timeout)
+        return self._worker.is_alive()
 
 
 class OpenAIHandler(BaseHTTPRequestHandler):
@@ -130,6 +150,7 @@ class OpenAIHandler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server_version = "ppt-serve"
+    disable_nagle_algorithm = True  # small keep-alive responses must not wait for delayed ACKs (~40 ms)
     server: OpenAIServer
 
     # -- plumbing
@@ -146,8 +167,8 @@ class OpenAIHandler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         if self.close_connection:
             self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
+        self._headers_buffer.append(b"\r\n" + data)  # headers and body in one write
+        self.flush_headers()
 
     def send_error_json(self, err: ServiceError) -> None:
         self.send_json(err.status, err.body())
@@ -166,6 +187,14 @@ class OpenAIHandler(BaseHTTPRequestHandler):
             self.send_error_json(ServiceError(413, f"body must be at most {MAX_BODY_BYTES} bytes"))
             return None
         return self.rfile.read(length)
+
+    def _client_gone(self) -> bool:
+        """True once the client has closed its side (it timed out or was killed)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
 
     # -- routes
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
@@ -199,7 +228,10 @@ class OpenAIHandler(BaseHTTPRequestHandler):
             return
         svc = self.server.service
         try:
-            out = svc.complete(body, kind)
+            out = svc.complete(body, kind, gone=self._client_gone)
+        except ClientGone:
+            self.close_connection = True
+            return
         except ServiceError as e:
             self.send_error_json(e)
             return
@@ -232,6 +264,13 @@ class OpenAIServer(ThreadingHTTPServer):
         super().__init__(address, handler)
         self.service, self.verbose = service, verbose
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away is routine; anything else gets one line, not a traceback."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        print(f"ppt: serve: error handling a request ({type(exc).__name__})", file=sys.stderr, flush=True)
+
     @property
     def base_url(self) -> str:
         host, port = self.server_address[:2]
@@ -242,8 +281,6 @@ class OpenAIServer(ThreadingHTTPServer):
 def make_server(service: Service | None, host: str = "127.0.0.1", port: int = 8000,
                 handler: type[BaseHTTPRequestHandler] = OpenAIHandler, verbose: bool = False) -> OpenAIServer:
     """Bind (port 0 = an ephemeral port; read it from ``server.server_address``) without serving yet."""
-    import socket
-
     cls = OpenAIServer
     if ":" in host:  # IPv6 literal
         cls = type("OpenAIServer6", (OpenAIServer,), {"address_family": socket.AF_INET6})

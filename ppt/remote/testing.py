@@ -87,7 +87,7 @@ class EchoService(Service):
         self.bodies: list[dict] = []
         self.answered: collections.Counter[str] = collections.Counter()
 
-    def complete(self, body: dict, kind: str) -> dict:
+    def complete(self, body: dict, kind: str, gone: Any = None) -> dict:
         with self.lock:
             self.bodies.append(body)
         prompt = body.get("prompt") if kind == "completions" else "\n".join(
