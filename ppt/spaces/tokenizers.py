@@ -35,16 +35,43 @@ def _tokens_from_pieces(pieces: list[str], rows: np.ndarray, ids: np.ndarray | N
 
 
 class TiktokenTokenizer:
-    """A tiktoken encoding whose token ids map to space rows through ``id_to_row`` (-1 = OOV)."""
+    """A tiktoken encoding whose token ids map to space rows through ``id_to_row`` (-1 = OOV).
+
+    Each token id's (lead, core, kind) is computed once and memoised: text is Zipfian, so after a few
+    records nearly every piece is a dictionary hit. Tokens that are not valid UTF-8 on their own
+    (pieces of a multi-byte character) send the whole text through tiktoken's offset decoder.
+    """
 
     def __init__(self, encoding, id_to_row: np.ndarray):
         self.encoding = encoding
         self.id_to_row = id_to_row
+        self._pieces: dict[int, tuple[str, str, str] | None] = {}
+
+    def _piece(self, tid: int) -> tuple[str, str, str] | None:
+        try:
+            text = self.encoding.decode_single_token_bytes(tid).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        lead, core = split_lead(text)
+        return lead, core, kind_of(core)
 
     def tokenize(self, text: str) -> Tokens:
         ids = np.asarray(self.encoding.encode(text, disallowed_special=()), dtype=np.int64)
         if ids.size == 0:
             return _tokens_from_pieces([], ids)
+        memo = self._pieces
+        pieces = []
+        for tid in ids.tolist():
+            p = memo.get(tid, False)
+            if p is False:
+                p = memo[tid] = self._piece(tid)
+            if p is None:
+                return self._tokenize_by_offsets(ids)
+            pieces.append(p)
+        lead, core, kinds = (list(x) for x in zip(*pieces))
+        return Tokens(lead=lead, core=core, rows=self.id_to_row[ids].astype(np.int64, copy=False), kinds=kinds, ids=ids)
+
+    def _tokenize_by_offsets(self, ids: np.ndarray) -> Tokens:
         decoded, offsets = self.encoding.decode_with_offsets(ids.tolist())
         bounds = list(offsets) + [len(decoded)]
         pieces = [decoded[bounds[i] : bounds[i + 1]] for i in range(len(offsets))]
