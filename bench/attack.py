@@ -80,10 +80,23 @@ def _mlm():
         return BertForMaskedLM(cfg).eval(), tok, "random tiny BERT"
 
 
-def bench_mti(records: int = 20) -> None:
+def _bert_base(tok):
+    """A BERT-base-sized masked LM with random weights (speed only) on splade-tiny's tokenizer."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    torch.manual_seed(0)
+    return BertForMaskedLM(BertConfig(vocab_size=len(tok))).eval()
+
+
+def bench_mti(records: int = 20, base_records: int = 4) -> None:
+    model, tok, name = _mlm()
+    _bench_mti_model(model, tok, name, records)
+    _bench_mti_model(_bert_base(tok), tok, "BERT-base size, random weights", base_records)
+
+
+def _bench_mti_model(model, tok, name: str, records: int) -> None:
     from ppt.attacks.mti import MtiAttack
 
-    model, tok, name = _mlm()
     text = ("The quarterly profits at the media giant jumped to record levels for the three months to December "
             "while sales of high speed internet connections and higher advert sales offset a profit dip at the studio "
             "and fewer users for the online service in the same period")

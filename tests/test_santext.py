@@ -257,7 +257,7 @@ def test_pipeline_policies_and_accounting(space):
     assert acc.n_perturbed == 2
     # zqaa (row 0) is frequent -> non-sensitive -> kept with p = 0; zqbn (row 39) is sensitive
     assert acc.extra["kept_by_mechanism"] == 1
-    assert res.text.split()[0] == "zqaa"
+    assert res.text.split()[0] == "Zqaa"  # kept word; capitalised as the start of the output sentence
     assert acc.kept.get("punct") == 1 and acc.kept.get("number") == 1
     assert acc.composed_eps == pytest.approx(2 * 2.0)
     assert mech.params()["n_sensitive"] == 20

@@ -23,10 +23,13 @@ def test_kinds_are_judged_after_stripping_the_space():
     assert kind_of(",") == PUNCT and kind_of("") == SPACE
 
 
-def test_rebuild_keeps_spacing_case_and_drops_cleanly():
-    tok = WordTokenizer(["alice", "met", "bob"]).tokenize("Alice met BOB, today.")
-    out = rebuild(tok, ["carol", "saw", "dan", ",", None, "."])
-    assert out == "Carol saw DAN,."
+def test_rebuild_keeps_spacing_and_drops_cleanly_with_each_case_mode():
+    tok = WordTokenizer(["alice", "met", "bob"]).tokenize("Alice met BOB, today. he left")
+    cores = ["carol", "saw", "dan", tok.core[3], None, tok.core[5], "she", "went"]
+    # default: capitalise from the output's own sentences only (reveals nothing about the original)
+    assert rebuild(tok, cores) == "Carol saw dan,. She went"
+    assert rebuild(tok, cores, case="original") == "Carol saw DAN,. she went"  # leaks the case pattern
+    assert rebuild(tok, cores, case="vocab") == "carol saw dan,. she went"
     assert match_case("paris", "London") == "Paris"
 
 

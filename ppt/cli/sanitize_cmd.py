@@ -65,6 +65,7 @@ def sanitize(
     numbers: Annotated[str | None, typer.Option("--numbers", help="Numbers: random-digits | perturb | drop | keep (leaks).", rich_help_panel=POLICY_PANEL)] = None,
     punct: Annotated[str | None, typer.Option("--punct", help="Punctuation: keep | drop.", rich_help_panel=POLICY_PANEL)] = None,
     stopwords: Annotated[str | None, typer.Option("--stopwords", help="NLTK stopwords: perturb | keep.", rich_help_panel=POLICY_PANEL)] = None,
+    case: Annotated[str | None, typer.Option("--case", help="Capitalisation of replacements: sentence | vocab | original (leaks case).", rich_help_panel=POLICY_PANEL)] = None,
     keep_original: Annotated[str | None, typer.Option("--keep-original", help="Also write the raw text to this field (stays local!).", rich_help_panel=MECH_PANEL)] = None,
     input: InputOpt = "-",  # noqa: A002
     output: OutputOpt = "-",
@@ -87,7 +88,7 @@ def sanitize(
         with stdout_guard():
             mechanism = build_mechanism(
                 mech, eps, space=space, model=model, params=params, device=device, quiet=quiet,
-                policy={"oov": oov, "numbers": numbers, "punct": punct, "stopwords": stopwords},
+                policy={"oov": oov, "numbers": numbers, "punct": punct, "stopwords": stopwords, "case": case},
             )
         warn_if_seeded(seed)
         opts = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet)

@@ -23,12 +23,13 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from ppt.spaces.tokens import NUMBER, OTHER, PUNCT, SPACE, WORD, Tokens, rebuild
+from ppt.spaces.tokens import CASE_MODES, NUMBER, OTHER, PUNCT, SPACE, WORD, Tokens, rebuild
 
 OOV_POLICIES = ("drop", "uniform", "keep")
 NUMBER_POLICIES = ("random-digits", "perturb", "drop", "keep")
 PUNCT_POLICIES = ("keep", "drop")
 STOPWORD_POLICIES = ("perturb", "keep")
+CASE_POLICIES = CASE_MODES
 
 
 @lru_cache(maxsize=1)
@@ -47,16 +48,19 @@ class Policy:
     numbers: random digits in the same format (leaks only the format), perturbed like words when the
          space has them, dropped, or kept verbatim (leaks).
     punct: kept (reported) or dropped.
-    stopwords: perturbed like any word, or kept (CusText+, Cape).
+    stopwords: perturbed like any word, or kept (CusText+, Cape); only whole words count.
+    case: capitalisation of replacements: from the output's sentences (reveals nothing), copied from the
+         original word (readable; leaks the case pattern), or as in the vocabulary.
     """
 
     oov: str = "drop"
     numbers: str = "random-digits"
     punct: str = "keep"
     stopwords: str = "perturb"
+    case: str = "sentence"
 
     def __post_init__(self) -> None:
-        for name, allowed in (("oov", OOV_POLICIES), ("numbers", NUMBER_POLICIES), ("punct", PUNCT_POLICIES), ("stopwords", STOPWORD_POLICIES)):
+        for name, allowed in (("oov", OOV_POLICIES), ("numbers", NUMBER_POLICIES), ("punct", PUNCT_POLICIES), ("stopwords", STOPWORD_POLICIES), ("case", CASE_POLICIES)):
             value = getattr(self, name)
             if value not in allowed:
                 raise ValueError(f"--{name} must be one of {', '.join(allowed)} (got {value!r})")
@@ -68,6 +72,8 @@ class Policy:
             out.append("out-of-vocabulary tokens are kept verbatim (--oov keep)")
         if self.numbers == "keep":
             out.append("numbers are kept verbatim (--numbers keep)")
+        if self.case == "original":
+            out.append("replacements copy the original words' capitalisation (--case original)")
         return out
 
 
@@ -122,6 +128,8 @@ class Mechanism(ABC):
     default_eps: ClassVar[float] = 6.0
 
     def __init__(self, eps: float, **params: Any):
+        if params:
+            raise TypeError(f"{self.name}: unknown parameter(s) {', '.join(sorted(params))}")
         self.eps = check_eps(eps)
 
     @abstractmethod
@@ -163,7 +171,7 @@ class TokenMechanism(Mechanism):
     default_policy: ClassVar[Policy] = Policy()
     keeps_words: ClassVar[bool] = False  # True when the mechanism itself may keep a word (SanText+ p)
 
-    def __init__(self, eps: float, space=None, policy: Policy | None = None, device: str = "auto", quiet: bool = False, **params: Any):
+    def __init__(self, eps: float, space=None, policy: Policy | None = None, device: str = "auto", quiet: bool = False):
         super().__init__(eps)
         self.policy = policy or self.default_policy
         self.quiet = quiet
@@ -211,7 +219,7 @@ class TokenMechanism(Mechanism):
                 act, why = (KEEP, "punct") if pol.punct == "keep" else (DROP, "punct")
             elif kind == NUMBER and pol.numbers != "perturb":
                 act, why = {"random-digits": (DIGITS, "number"), "drop": (DROP, "number"), "keep": (KEEP, "number")}[pol.numbers]
-            elif kind == WORD and core.lower() in stop:
+            elif kind == WORD and core.lower() in stop and TokenMechanism._whole_word(tokens, i):
                 act, why = KEEP, "stopword"
             elif row >= 0:
                 act, why = PERTURB, "perturbed"
@@ -220,6 +228,24 @@ class TokenMechanism(Mechanism):
             actions[i] = act
             reasons.append(why)
         return actions, reasons
+
+    @staticmethod
+    def _whole_word(tokens: Tokens, i: int) -> bool:
+        """Does piece i stand alone as a word (a boundary on both sides)? So the "a" of "a|lice" is
+        never kept as a stopword. Empty pieces (bare whitespace tokens) are skipped over."""
+
+        def empty(j: int) -> bool:
+            return not tokens.lead[j] and not tokens.core[j]
+
+        j = i - 1
+        while j >= 0 and empty(j):
+            j -= 1
+        before = j < 0 or bool(tokens.lead[i]) or tokens.kinds[j] == PUNCT or (tokens.kinds[j] == SPACE and bool(tokens.lead[j]))
+        j = i + 1
+        while j < len(tokens) and empty(j):
+            j += 1
+        after = j >= len(tokens) or bool(tokens.lead[j]) or tokens.kinds[j] == PUNCT
+        return before and after
 
     def sanitize_batch(self, texts: list[str], generators: list[torch.Generator]) -> list[Sanitized]:
         toks = [self.space.tokenize(t) for t in texts]
@@ -277,7 +303,7 @@ class TokenMechanism(Mechanism):
                 composed_eps=n * eps_tok,
                 extra=extra,
             )
-            out.append(Sanitized(rebuild(tok, cores), acc))
+            out.append(Sanitized(rebuild(tok, cores, case=self.policy.case), acc))
         return out
 
 

@@ -101,7 +101,7 @@ from ppt.mechanisms.base import (
     DIGITS, DROP, KEEP, PERTURB, UNIFORM, Accounting, Mechanism, Policy, Sanitized, TokenMechanism,
     random_digits,
 )
-from ppt.spaces.tokens import PUNCT, SPACE, Tokens, rebuild
+from ppt.spaces.tokens import SPACE, Tokens, rebuild
 
 CALIBRATION_PROMPTS = (
     "The committee will meet on Tuesday to review the annual budget.",
@@ -558,32 +558,12 @@ class Cape(Mechanism):
     # ---- planning ---------------------------------------------------------------------------------
 
     def plan(self, tokens: Tokens) -> tuple[np.ndarray, list[str]]:
-        """The shared policy plan, refined: stopwords only as whole words, punctuation only ASCII."""
+        """The shared policy plan (whole-word stopwords), refined: punctuation only the 32 ASCII marks."""
         actions, reasons = TokenMechanism.plan(self, tokens)  # uses only self.policy
-        n = len(tokens)
-        for i in range(n):
-            why = reasons[i]
-            if why == "stopword" and not self._whole_word(tokens, i):
-                actions[i], reasons[i] = PERTURB, "perturbed"
-            elif why == "punct" and not set(tokens.core[i]) <= ASCII_PUNCT:
+        for i, why in enumerate(reasons):
+            if why == "punct" and not set(tokens.core[i]) <= ASCII_PUNCT:
                 actions[i], reasons[i] = PERTURB, "perturbed"
         return actions, reasons
-
-    @staticmethod
-    def _whole_word(tokens: Tokens, i: int) -> bool:
-        """Does piece i stand alone as a word (a boundary on both sides)?"""
-        def empty(j: int) -> bool:
-            return not tokens.lead[j] and not tokens.core[j]
-
-        j = i - 1
-        while j >= 0 and empty(j):
-            j -= 1
-        before = j < 0 or bool(tokens.lead[i]) or tokens.kinds[j] == PUNCT or (tokens.kinds[j] == SPACE and bool(tokens.lead[j]))
-        j = i + 1
-        while j < len(tokens) and empty(j):
-            j += 1
-        after = j >= len(tokens) or bool(tokens.lead[j]) or tokens.kinds[j] == PUNCT
-        return before and after
 
     # ---- perturbation -----------------------------------------------------------------------------
 
@@ -701,7 +681,7 @@ class Cape(Mechanism):
                 composed_eps=composed,
                 extra=extra,
             )
-            out.append(Sanitized(rebuild(tok, cores, case_from_original=False), acc))
+            out.append(Sanitized(rebuild(tok, cores, case=self.policy.case), acc))
         return out
 
 

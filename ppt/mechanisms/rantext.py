@@ -485,4 +485,4 @@ class Rantext(TokenMechanism):
         return {"adjacency_list_size": {"median": float(s.median()), "min": int(s.min()), "max": int(s.max())}}
 
 
-__all__ = ["Rantext", "ZConstants", "paper_z", "prefix_lengths", "sample_prefix_block", "sample_sorted", "length_chunks"]
+__all__ = ["Rantext", "ZConstants", "paper_z", "prefix_lengths", "sample_prefix_block", "sample_runs", "sample_run_block", "length_chunks"]

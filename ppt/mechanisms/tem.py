@@ -33,7 +33,6 @@ import math
 from dataclasses import asdict
 from typing import Any, ClassVar
 
-import numpy as np
 import torch
 
 from ppt.mechanisms.base import Policy, TokenMechanism

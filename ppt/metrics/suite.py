@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from ppt.io import RecordError
 from ppt.metrics import DESCRIPTIONS  # noqa: F401 - re-exported
 
 

@@ -17,7 +17,9 @@ import numpy as np
 WORD, NUMBER, PUNCT, SPACE, OTHER = "word", "number", "punct", "space", "other"
 
 _NUMBER_RE = re.compile(r"^[+-]?(\d+([.,]\d+)*|\d*[.,]\d+)%?$")
-_PUNCT_RE = re.compile(r"^[^\w\s]+$")
+# ASCII punctuation and typographic quotes/dashes/ellipsis; emoji, currency and other symbols are
+# "other" and go through the out-of-vocabulary policy instead of being kept as punctuation.
+_PUNCT_RE = re.compile(r"^[!-/:-@\[-`{-~“”‘’–—…«»]+$")
 _WORD_RE = re.compile(r"^[^\W\d_]+(['’][^\W\d_]+)?$")
 
 
@@ -70,9 +72,17 @@ def match_case(replacement: str, original: str) -> str:
     return replacement
 
 
-def rebuild(tokens: Tokens, out_core: list[str | None], *, case_from_original: bool = True) -> str:
-    """Rebuild text from per-piece outputs (None = dropped).
+CASE_MODES = ("sentence", "original", "vocab")
+_SENTENCE_END = (".", "!", "?", "\n")
 
+
+def rebuild(tokens: Tokens, out_core: list[str | None], *, case: str = "sentence") -> str:
+    """Rebuild text from per-piece outputs (None = dropped; the original core object = kept).
+
+    Capitalisation of replacements: ``sentence`` capitalises a replacement that starts the text or
+    follows . ! ? in the output (derived from the output alone, so it reveals nothing); ``original``
+    copies the original word's case pattern (more readable, but leaks which words were capitalised);
+    ``vocab`` leaves the vocabulary's form.
     A dropped piece takes its leading whitespace with it, except that whitespace is kept when the next
     surviving piece has none and the dropped piece separated two words (so 'a , b' never glues 'ab').
     """
@@ -83,8 +93,11 @@ def rebuild(tokens: Tokens, out_core: list[str | None], *, case_from_original: b
             if lead and not pending_space:
                 pending_space = lead
             continue
-        if case_from_original and new is not core:
-            new = match_case(new, core)
+        if new is not core and new:
+            if case == "original":
+                new = match_case(new, core)
+            elif case == "sentence" and (not parts or "".join(parts[-2:]).rstrip(" ").endswith(_SENTENCE_END)):
+                new = new[0].upper() + new[1:]
         sep = lead if lead else ""
         if pending_space and parts and kind != PUNCT:
             # keep a separator between the previous output and this one if the dropped piece had one
