@@ -9,7 +9,8 @@ the ranking cost does not depend on the values):
   - a per-token loop (one distance row + topk per token), timed on a sample and extrapolated.
   Target from issue 5: under 60 s for 100k tokens.
 MTI: all masked copies of a record in one forward pass vs one forward pass per masked copy, on
-splade-tiny (the offline masked LM) or a tiny random BERT when it is not installed.
+splade-tiny (the offline masked LM; 2 layers, so per-pass overhead is all there is to save: ~1x)
+and on a BERT-base-sized random model (where batching pays: ~3x here).
 
     python bench/attack.py [--tokens 100000] [--vocab 30522] [--dim 384]
 """

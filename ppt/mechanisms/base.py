@@ -65,6 +65,10 @@ class Policy:
             if value not in allowed:
                 raise ValueError(f"--{name} must be one of {', '.join(allowed)} (got {value!r})")
 
+    def warn_leaks(self) -> None:
+        for msg in self.leaks():
+            print(f"ppt: warning: {msg}: this lets raw information through, outside the accounting", file=sys.stderr)
+
     def leaks(self) -> list[str]:
         """Which settings let raw text through (for a stderr warning and the stamp)."""
         out = []
@@ -177,8 +181,7 @@ class TokenMechanism(Mechanism):
         self.quiet = quiet
         self.space = space if space is not None else self.load_default_space(device, quiet)
         self.device = self.space.device
-        for msg in self.policy.leaks():
-            print(f"ppt: warning: {msg}: raw text will reach the output", file=sys.stderr)
+        self.policy.warn_leaks()
 
     def load_default_space(self, device: str, quiet: bool):
         from ppt.spaces import load_space

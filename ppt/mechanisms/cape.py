@@ -88,7 +88,6 @@ import dataclasses
 import math
 import re
 import string
-import sys
 import unicodedata
 from collections import Counter
 from typing import Any, ClassVar
@@ -437,8 +436,7 @@ class Cape(Mechanism):
         self.quiet = quiet
         self.chunk_elements = int(chunk_elements)
         self.delta_u = cu.sensitivity(utility, self.lambda_l, self.lambda_d)
-        for msg in self.policy.leaks():
-            print(f"ppt: warning: {msg}: raw text will reach the output", file=sys.stderr)
+        self.policy.warn_leaks()
 
         self.dtype = dtype
         lm, tok, self.model_name, kind = self._load(model, context, device, dtype)
