@@ -7,35 +7,59 @@ _ppt() {
         w="${COMP_WORDS[i]}"
         [[ "$w" == -* ]] && continue
         case "${path:+$path }$w" in
+            "attack") path="attack" ;;
+            "attack knn") path="attack knn" ;;
+            "attack llm") path="attack llm" ;;
+            "attack mti") path="attack mti" ;;
+            "attack ngram") path="attack ngram" ;;
             "cache") path="cache" ;;
             "cache ls") path="cache ls" ;;
             "cache rm") path="cache rm" ;;
             "cache verify") path="cache verify" ;;
             "env") path="env" ;;
+            "eval") path="eval" ;;
+            "eval mapping") path="eval mapping" ;;
+            "eval metrics") path="eval metrics" ;;
+            "eval sweep") path="eval sweep" ;;
+            "extract") path="extract" ;;
             "mechs") path="mechs" ;;
             "models") path="models" ;;
             "models install") path="models install" ;;
             "models ls") path="models ls" ;;
             "models verify") path="models verify" ;;
             "precompute") path="precompute" ;;
+            "query") path="query" ;;
             "sanitize") path="sanitize" ;;
+            "serve") path="serve" ;;
         esac
     done
     local opts=""
     case "$path" in
-        "") opts="cache env mechs models precompute sanitize --help --version" ;;
+        "") opts="attack cache env eval extract mechs models precompute query sanitize serve --help --version" ;;
+        "attack") opts="knn llm mti ngram --help" ;;
+        "attack knn") opts="--alignment-field --batch-size --device --help --id-field --input --k --on-error --original-field --output --quiet --result-field --space --stopwords --summary --summary-only --text-field -i -k -o -q" ;;
+        "attack llm") opts="--api-key-env --base-url --batch-size --device --help --id-field --input --max-new-tokens --model --on-error --original-field --output --prompt-file --quiet --result-field --summary --summary-only --text-field -i -o -q" ;;
+        "attack mti") opts="--alignment-field --batch-size --device --help --id-field --input --mask-length --max-copies --model --on-error --original-field --output --quiet --result-field --space --stopwords --summary --summary-only --text-field -i -o -q" ;;
+        "attack ngram") opts="--batch-size --help --id-field --input --n --on-error --original-field --output --quiet --result-field --summary --summary-only --text-field -i -n -o -q" ;;
         "cache") opts="ls rm verify --help" ;;
         "cache ls") opts="--help --json" ;;
         "cache rm") opts="--help --yes -y" ;;
         "cache verify") opts="--fix --help" ;;
         "env") opts="--help --json" ;;
+        "eval") opts="mapping metrics sweep --help" ;;
+        "eval mapping") opts="--device --draws --eps --help --mech --seed --space --tokens -e -m" ;;
+        "eval metrics") opts="--alignment-field --batch-size --device --diversity-combine --doc-field --encoder --help --id-field --input --items-field --label-field --labels --length-norm --lm --mauve-features --mauve-seed --on-error --per-record --quiet --reference-field --template --text-field -i -q" ;;
+        "eval sweep") opts="--corpus --device --eps --help --mech --mti-model --n-docs --out-dir --prefix-tokens --probe-draws --probe-tokens --seed --text-field -e -m" ;;
+        "extract") opts="--batch-size --device --dtype --generation-field --help --id-field --input --max-new-tokens --model --no-chat --on-error --output --output-field --quiet --raw-field --seed --stop --temperature --template --top-p -i -m -o -q" ;;
         "mechs") opts="--help --json" ;;
         "models") opts="install list ls verify --help" ;;
         "models install") opts="--all --dry-run --force --help -n" ;;
         "models ls") opts="--help --json" ;;
         "models verify") opts="--help" ;;
         "precompute") opts="--device --help --k --quiet --table -q -t" ;;
-        "sanitize") opts="--batch-size --device --eps --help --id-field --input --keep-original --mech --model --numbers --on-error --oov --output --param --punct --quiet --seed --space --stopwords --text-field -e -i -m -o -p -q" ;;
+        "query") opts="--allow-raw --api-key-env --backend --base-url --batch-size --concurrency --device --dry-run --dtype --endpoint --extra-body --help --id-field --input --max-retries --max-tokens --model --on-error --output --output-field --quiet --resume --retry-backoff --seed --stop --system --temperature --template --text-field --timeout --top-p -c -i -m -o -q" ;;
+        "sanitize") opts="--batch-size --case --device --eps --help --id-field --input --keep-original --mech --model --numbers --on-error --oov --output --param --punct --quiet --seed --space --stopwords --text-field -e -i -m -o -p -q" ;;
+        "serve") opts="--batch-wait-ms --device --dtype --help --host --max-batch --max-tokens-limit --model --port --port-file --quiet --served-name --verbose -m -p -q -v" ;;
     esac
     COMPREPLY=( $(compgen -W "$opts" -- "$cur") )
 }

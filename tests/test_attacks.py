@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from ppt.attacks.align import align_texts, parse_alignment_field, sanitize_aligned, spans_by_rows
+from ppt.attacks.align import (
+    align_texts,
+    parse_alignment_field,
+    sanitize_aligned,
+    spans_by_rows,
+)
 from ppt.attacks.knn import KnnAttack, nearest_rows, rows_in_space
 from ppt.attacks.llm import EndpointBackend, LlmAttack, recovery_counts
 from ppt.attacks.ngram import ngram_leakage
@@ -327,7 +332,7 @@ def test_ngram_leakage_hand_computed():
 
 
 def ppt(*args, stdin: str = "", timeout: int = 300):
-    return subprocess.run(["ppt", *args], input=stdin, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(["ppt", *args], check=False, input=stdin, capture_output=True, text=True, timeout=timeout)
 
 
 RAW = "Zanzibar secret meeting at the harbour"

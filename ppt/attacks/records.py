@@ -301,5 +301,14 @@ def summary_record(runner) -> dict:
     return {"summary": {"stage": "attack", **runner.summary(), "version": __version__}}
 
 
-__all__ = ["KnnRunner", "MtiRunner", "LlmRunner", "NgramRunner", "TokenAligner", "SpaceCache", "summary_record",
-           "stamped_space", "merge_result"]
+__all__ = [
+    "KnnRunner",
+    "LlmRunner",
+    "MtiRunner",
+    "NgramRunner",
+    "SpaceCache",
+    "TokenAligner",
+    "merge_result",
+    "stamped_space",
+    "summary_record",
+]

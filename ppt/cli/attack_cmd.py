@@ -133,7 +133,7 @@ def _aligner(space, original_field, alignment_field, stopwords, device, quiet):
 
 @attack_app.command("knn")
 def knn(
-    k: Annotated[list[int], typer.Option("--k", "-k", min=1, help="K of the top-K success (repeatable).", rich_help_panel=ATTACK_PANEL)] = [1, 10],
+    k: Annotated[list[int], typer.Option("--k", "-k", min=1, help="K of the top-K success (repeatable).", rich_help_panel=ATTACK_PANEL)] = [1, 10],  # noqa: B006 - typer reads the default
     space: SpaceOpt = None,
     original_field: OriginalOpt = None,
     alignment_field: AlignFieldOpt = "ppt_alignment",
@@ -141,7 +141,7 @@ def knn(
     summary: SummaryOpt = "stderr",
     summary_only: SummaryOnlyOpt = False,
     result_field: ResultFieldOpt = "attack",
-    input: InputOpt = "-",  # noqa: A002
+    input: InputOpt = "-",
     output: OutputOpt = "-",
     text_field: TextFieldOpt = "text",
     id_field: IdFieldOpt = "id",
@@ -182,7 +182,7 @@ def mti(
     summary: SummaryOpt = "stderr",
     summary_only: SummaryOnlyOpt = False,
     result_field: ResultFieldOpt = "attack",
-    input: InputOpt = "-",  # noqa: A002
+    input: InputOpt = "-",
     output: OutputOpt = "-",
     text_field: TextFieldOpt = "text",
     id_field: IdFieldOpt = "id",
@@ -233,7 +233,7 @@ def llm(
     summary: SummaryOpt = "stderr",
     summary_only: SummaryOnlyOpt = False,
     result_field: ResultFieldOpt = "attack",
-    input: InputOpt = "-",  # noqa: A002
+    input: InputOpt = "-",
     output: OutputOpt = "-",
     text_field: TextFieldOpt = "text",
     id_field: IdFieldOpt = "id",
@@ -288,12 +288,12 @@ def llm(
 
 @attack_app.command("ngram")
 def ngram(
-    n: Annotated[list[int], typer.Option("--n", "-n", min=1, help="n-gram orders (repeatable).", rich_help_panel=ATTACK_PANEL)] = [1, 2, 3],
+    n: Annotated[list[int], typer.Option("--n", "-n", min=1, help="n-gram orders (repeatable).", rich_help_panel=ATTACK_PANEL)] = [1, 2, 3],  # noqa: B006 - typer reads the default
     original_field: OriginalOpt = None,
     summary: SummaryOpt = "stderr",
     summary_only: SummaryOnlyOpt = False,
     result_field: ResultFieldOpt = "attack",
-    input: InputOpt = "-",  # noqa: A002
+    input: InputOpt = "-",
     output: OutputOpt = "-",
     text_field: TextFieldOpt = "text",
     id_field: IdFieldOpt = "id",

@@ -11,7 +11,6 @@ from ppt.metrics.diversity import diversity
 from ppt.metrics.phr import phr
 from ppt.metrics.rouge import rouge_l
 
-
 DESCRIPTIONS = {
     "diversity": "prod over n=2..4 of unique/total word n-grams of the text",
     "mauve": "MAUVE of texts vs --reference-field texts (corpus level)",

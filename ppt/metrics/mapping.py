@@ -36,7 +36,7 @@ def probe(mech, rows: np.ndarray, draws: int = 1000, generator: torch.Generator 
     new = new.reshape(len(rows), draws)
     n_w = [int(np.unique(r).size) for r in new]
     return {
-        "n_tokens": int(len(rows)),
+        "n_tokens": len(rows),
         "draws": int(draws),
         "n_w_mean": float(np.mean(n_w)) if n_w else None,
         "n_w_median": float(np.median(n_w)) if n_w else None,

@@ -38,12 +38,12 @@ def quantize(p_feats: np.ndarray, q_feats: np.ndarray, num_buckets: int | str = 
     p_feats, q_feats = np.asarray(p_feats, np.float64), np.asarray(q_feats, np.float64)
     if len(p_feats) == 0 or len(q_feats) == 0:
         raise ValueError("MAUVE needs at least one text on each side")
-    k = max(2, int(round(min(len(p_feats), len(q_feats)) / 10))) if num_buckets == "auto" else int(num_buckets)
+    k = max(2, round(min(len(p_feats), len(q_feats)) / 10)) if num_buckets == "auto" else int(num_buckets)
     data = normalize(np.vstack([q_feats, p_feats]), norm="l2", axis=1)
     k = min(k, len(data))
     pca = PCA(n_components=None, whiten=False, random_state=seed + 1).fit(data)
     cum = np.cumsum(pca.explained_variance_ratio_)
-    dims = int(np.argmax(cum >= explained_variance)) + 1 if cum.size else 1
+    dims = np.argmax(cum >= explained_variance).item() + 1 if cum.size else 1
     reduced = pca.transform(data)[:, :dims]
     labels = KMeans(n_clusters=k, n_init=n_init, max_iter=max_iter, random_state=seed + 2).fit_predict(reduced)
     q_lab, p_lab = labels[: len(q_feats)], labels[len(q_feats) :]

@@ -25,7 +25,7 @@ def lcs_length(a: list[str], b: list[str]) -> int:
         m = masks.get(tok, 0)
         u = v & m
         v = ((v + u) | (v - u)) & full
-    return len(a) - bin(v).count("1")
+    return len(a) - v.bit_count()
 
 
 def rouge_l_tokens(candidate: list[str], reference: list[str]) -> dict[str, float]:
