@@ -641,3 +641,21 @@ def test_bfloat16_context_model(causal):
     assert (u_ref - u_fast).abs().max() < 0.05
     out = fast.sanitize_batch(TEXTS, gens(3, len(TEXTS)))
     assert [fast.sanitize_batch([t], gens(3, 1, start=i))[0].text for i, t in enumerate(TEXTS)] == [o.text for o in out]
+
+
+def test_utilities_stay_in_the_unit_interval_at_the_clip(cape_causal):
+    """Logits clipped at -B must map to u >= 0: the in-place affine map could round to about -1e-8 and
+    the square root (lambda_L = 0.5) then gave NaN, seen as a flaky masked-path failure."""
+    c = cape_causal
+    n = int(c.candidates.numel())
+    logits = torch.full((2, n), -1e9)
+    logits[1] = torch.linspace(-3 * c.logit_bound, 3 * c.logit_bound, n)
+    u = c.utilities(logits, torch.as_tensor([int(c.candidates[0]), int(c.candidates[1])]))
+    assert torch.isfinite(u).all() and (u >= 0).all()
+
+
+def test_non_finite_utilities_fail_closed():
+    u = torch.rand(2, 10, dtype=torch.float64)
+    u[1, 3] = float("nan")
+    with pytest.raises(FloatingPointError):
+        cu.sample_bucketized(u, 1.0, 1.0, 4, torch.rand(2), torch.rand(2))

@@ -586,7 +586,9 @@ class Cape(Mechanism):
         if not torch.equal(uniq, orig_ids):  # back to row order (skipped when rows are distinct and sorted)
             dt = dt.index_select(0, inv)
         b = self.logit_bound
-        lt = logits_c.clamp_(-b, b).mul_(0.5 / b).add_(0.5)  # L~ = (clip(l) + B) / 2B
+        # L~ = (clip(l) + B) / 2B; the final clamp absorbs round-off (-B * (0.5 / B) + 0.5 can be -1e-8,
+        # whose square root is NaN)
+        lt = logits_c.clamp_(-b, b).mul_(0.5 / b).add_(0.5).clamp_(0.0, 1.0)
         if product:
             if self.lambda_l == 0.5:
                 lt.sqrt_()

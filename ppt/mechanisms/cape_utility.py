@@ -121,6 +121,8 @@ def sample_bucketized(
     running member count reaches it, found by ``searchsorted`` on the row's cumulative mask.
     Returns the columns and diagnostics (``bucket``, ``bucket_size``, ``n_nonempty``, ``eps_prime``).
     """
+    if not torch.isfinite(u).all():  # fail closed: a NaN would land in a garbage bucket
+        raise FloatingPointError("non-finite utilities")
     b, counts, means = bucketize(u, n_buckets)
     k = sample_from_logits_inverse_cdf(bucket_logits(counts, means, eps, delta_u), r_bucket.to(u.device))
     size = counts.gather(1, k.unsqueeze(1)).squeeze(1)
