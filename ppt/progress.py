@@ -16,9 +16,3 @@ def progress_enabled(quiet: bool = False) -> bool:
 
 def progress_bar(total: int | None, desc: str, quiet: bool = False, unit: str = "it") -> tqdm:
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not progress_enabled(quiet), leave=False)
-
-
-def note(message: str) -> None:
-    """A one-line status message on stderr (suppressed by PPT_QUIET)."""
-    if not os.environ.get("PPT_QUIET"):
-        print(f"ppt: {message}", file=sys.stderr, flush=True)

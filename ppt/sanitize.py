@@ -7,12 +7,12 @@ raw text), and the raw text is written out only under an explicitly named ``keep
 from __future__ import annotations
 
 import dataclasses
-import math
 import sys
 from typing import Any
 
 from ppt.io import ExitCode, PptError, Record, RecordError, stamp
 from ppt.mechanisms import Mechanism, Policy, get_mechanism, mechanism_class
+from ppt.mechanisms.base import check_eps
 from ppt.rng import record_generator, seed_label
 
 WEAK_EPS = 10.0
@@ -21,8 +21,10 @@ WEAK_EPS = 10.0
 def validate_eps(eps: float | None, mech_cls) -> float:
     if eps is None:
         eps = getattr(mech_cls, "default_eps", 6.0)
-    if not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0:
-        raise PptError(f"--eps must be positive and finite (got {eps})", exit_code=ExitCode.USAGE, hint="e.g. --eps 6")
+    try:
+        eps = check_eps(eps)
+    except ValueError as e:
+        raise PptError(f"--{e}", exit_code=ExitCode.USAGE, hint="e.g. --eps 6") from None
     if eps > WEAK_EPS:
         print(f"ppt: note: eps = {eps:g} per token gives weak protection (above {WEAK_EPS:g}).", file=sys.stderr)
     return float(eps)

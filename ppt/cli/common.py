@@ -127,7 +127,8 @@ def fail(err: PptError) -> NoReturn:
     raise typer.Exit(int(err.exit_code))
 
 
-def _silence_stdout() -> None:
+def silence_stdout() -> None:
+    """Point fd 1 at /dev/null so a closed pipe (`| head`) ends without a traceback on exit."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -144,7 +145,7 @@ def _guard() -> Iterator[None]:
         print("\nppt: interrupted", file=sys.stderr, flush=True)
         raise typer.Exit(130) from None
     except BrokenPipeError:
-        _silence_stdout()
+        silence_stdout()
         raise typer.Exit(int(ExitCode.OK)) from None
 
 

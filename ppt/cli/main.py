@@ -72,16 +72,10 @@ def run() -> None:
     try:
         app()
     except BrokenPipeError:
-        _silence_stdout()
+        from ppt.cli.common import silence_stdout
+
+        silence_stdout()
         sys.exit(0)
-
-
-def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except OSError:
-        pass
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ppt.cache import Cache
-from ppt.spaces.space import EmbeddingSpace, SortedRows
+from ppt.spaces.space import EmbeddingSpace, SortedRows, load_vocab
 from ppt.spaces.tokens import Tokens
 
 DEFAULT_SPACE = "cl100k-minilm"
@@ -81,7 +81,7 @@ def load_space(name: str = DEFAULT_SPACE, device: str = "auto", quiet: bool = Fa
         return builders.build_model_input(tmp, base)
 
     art = cache.get_or_build("space", deps, build)
-    vocab = builders.json.loads(art.file("vocab.json").read_bytes())
+    vocab = load_vocab(art.file("vocab.json"))
     emb = builders.load_embeddings(art.file("embeddings.npy"), dev)
     if base == "cl100k-minilm":
         tok = TiktokenTokenizer(get_encoding("cl100k_base"), np.load(art.file("bpe_id_to_row.npy")).astype(np.int64))
@@ -100,6 +100,7 @@ def space_from_arrays(
 ) -> EmbeddingSpace:
     """An ad-hoc space from in-memory arrays (tests, custom vocabularies); cached like any other."""
     import hashlib
+    import json
 
     import torch
 
@@ -108,8 +109,8 @@ def space_from_arrays(
 
     cache = cache or Cache()
     arr = np.ascontiguousarray(np.asarray(embeddings, dtype=np.float32))
-    digest = hashlib.sha256(arr.tobytes() + builders.json.dumps(vocab).encode()).hexdigest()
-    art = cache.get_or_build("space", {"space": "arrays", "name": name, "sha256": digest}, lambda tmp: builders._save(tmp, arr, vocab) or {})
+    digest = hashlib.sha256(arr.tobytes() + json.dumps(vocab).encode()).hexdigest()
+    art = cache.get_or_build("space", {"space": "arrays", "name": name, "sha256": digest}, lambda tmp: builders.save_arrays(tmp, arr, vocab) or {})
     return EmbeddingSpace(
         name=name, kind="custom", vocab=list(vocab), embeddings=torch.from_numpy(arr.copy()),
         freq_rank=np.arange(len(vocab), dtype=np.int64), tokenizer=tokenizer or WordTokenizer(list(vocab)),

@@ -36,7 +36,7 @@ CL100K_WORD_RE = re.compile(r"^ ?[A-Za-z]+$")
 GLOVE_WORD_RE = re.compile(r"^[a-z]+(?:'[a-z]+)?$")
 
 
-def _save(tmp: Path, embeddings: np.ndarray, vocab: list[str], **arrays: np.ndarray) -> None:
+def save_arrays(tmp: Path, embeddings: np.ndarray, vocab: list[str], **arrays: np.ndarray) -> None:
     np.save(tmp / "embeddings.npy", np.ascontiguousarray(embeddings, dtype=np.float32))
     (tmp / "vocab.json").write_bytes(json.dumps(vocab, ensure_ascii=False).encode())
     for name, arr in arrays.items():
@@ -80,7 +80,7 @@ def build_cl100k_minilm(tmp: Path, size: int, device: str, quiet: bool) -> dict:
             chunk = words[s : s + batch]
             out[s : s + len(chunk)] = encoder.encode(chunk).float().cpu().numpy()
             bar.update(len(chunk))
-    _save(tmp, out, words, bpe_id_to_row=id_to_row)
+    save_arrays(tmp, out, words, bpe_id_to_row=id_to_row)
     return {
         "rule": "cl100k_base ids in rank order; ^ ?[A-Za-z]+$; dedupe stripped lower-case; first N",
         "encoder": "minilm (all-MiniLM-L6-v2, mean pooled, L2-normalised)",
@@ -101,7 +101,7 @@ def build_glove(tmp: Path, size: int) -> dict:
     vectors = np.load(files["glove_6B_50d_emb.npy"], mmap_mode="r")
     rows = [i for i, w in enumerate(column) if isinstance(w, str) and GLOVE_WORD_RE.match(w)][:size]
     vocab = [column[i] for i in rows]
-    _save(tmp, np.asarray(vectors[rows], dtype=np.float32), vocab)
+    save_arrays(tmp, np.asarray(vectors[rows], dtype=np.float32), vocab)
     return {"rule": "GloVe 6B frequency order; ^[a-z]+('[a-z]+)?$; first N", "tokenizer": "words", "freq": "GloVe order", "size": len(vocab)}
 
 
@@ -112,7 +112,7 @@ def build_model_input(tmp: Path, model_name: str) -> dict:
     n = weight.shape[0]
     ids = list(range(n))
     vocab = [s.strip().removeprefix("##") for s in tokenizer.batch_decode([[i] for i in ids])]
-    _save(tmp, weight.detach().float().cpu().numpy(), vocab)
+    save_arrays(tmp, weight.detach().float().cpu().numpy(), vocab)
     return {"model": model_name, "tokenizer": model_name, "freq": "token id order (proxy)", "size": n}
 
 
