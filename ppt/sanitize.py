@@ -20,7 +20,7 @@ WEAK_EPS = 10.0
 
 def validate_eps(eps: float | None, mech_cls) -> float:
     if eps is None:
-        eps = getattr(mech_cls, "default_eps", 6.0)
+        eps = mech_cls.default_eps
     try:
         eps = check_eps(eps)
     except ValueError as e:

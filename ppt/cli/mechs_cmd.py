@@ -19,7 +19,7 @@ def describe(name: str) -> dict:
         "name": name,
         "notion": getattr(cls, "notion", ""),
         "summary": getattr(cls, "summary", "") or (cls.__doc__ or "").strip().splitlines()[0],
-        "default_eps": getattr(cls, "default_eps", 6.0),
+        "default_eps": cls.default_eps,
         "default_space": getattr(cls, "default_space", None),
         "defaults": getattr(cls, "defaults", {}),
         "policy": dataclasses.asdict(policy) if policy is not None else None,

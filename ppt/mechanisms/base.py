@@ -129,7 +129,12 @@ class Mechanism(ABC):
     notion: ClassVar[str]
     summary: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
-    default_eps: ClassVar[float] = 6.0
+    default_eps: ClassVar[float] = 6.0  # a subclass's defaults["eps"], when given, takes its place
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "eps" in cls.__dict__.get("defaults", {}):
+            cls.default_eps = float(cls.defaults["eps"])
 
     def __init__(self, eps: float, **params: Any):
         if params:
