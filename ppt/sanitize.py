@@ -77,6 +77,7 @@ def sanitize_records(
 ) -> list[dict | RecordError]:
     """Sanitize one batch of records; one output dict or RecordError per record, in order."""
     gens = [record_generator(seed, r.id) for r in records]
+    mech.reproducible = seed is not None
     try:
         results = mech.sanitize_batch([r.text or "" for r in records], gens)
     except PptError:

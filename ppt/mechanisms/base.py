@@ -130,6 +130,10 @@ class Mechanism(ABC):
     summary: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
     default_eps: ClassVar[float] = 6.0  # a subclass's defaults["eps"], when given, takes its place
+    # True: seeded output must be bit-identical whatever the batching (DESIGN's randomness contract).
+    # sanitize_records clears it on unseeded runs, letting a mechanism batch for speed at the cost of
+    # batch-dependent float rounding (Cape's context model).
+    reproducible: bool = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
