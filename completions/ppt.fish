@@ -237,6 +237,7 @@ complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l punct -d 'Punctuati
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l stopwords -d 'NLTK stopwords: perturb | keep.'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l case -d 'Capitalisation of replacements: sentence | vocab | original '
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l keep-original -d 'Also write the raw text to this field (stays local!).'
+complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l emit-alignment -d 'Also write [[orig_row, new_row, start, end], ...] per pertur'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l input -d 'Input JSONL file; - reads stdin.'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -s i -d 'Input JSONL file; - reads stdin.'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l output -d 'Output JSONL file (written atomically); - writes stdout.'

@@ -1,7 +1,8 @@
 """Sanitize records: the library behind `ppt sanitize`, usable from Ray/Spark batch functions too.
 
 Fails closed: when a mechanism raises on a batch, every record of it becomes a RecordError (never the
-raw text), and the raw text is written out only under an explicitly named ``keep_original`` field.
+raw text), and the raw text (or the alignment that reveals its tokens) is written out only under
+explicitly named ``keep_original`` / ``emit_alignment`` fields.
 """
 
 from __future__ import annotations
@@ -73,31 +74,57 @@ def build_mechanism(
 
 
 def sanitize_records(
-    mech: Mechanism, records: list[Record], *, text_field: str, seed: int | None, keep_original: str | None = None
+    mech: Mechanism,
+    records: list[Record],
+    *,
+    text_field: str,
+    seed: int | None,
+    keep_original: str | None = None,
+    emit_alignment: str | None = None,
 ) -> list[dict | RecordError]:
-    """Sanitize one batch of records; one output dict or RecordError per record, in order."""
+    """Sanitize one batch of records; one output dict or RecordError per record, in order.
+
+    ``emit_alignment`` names a field for the exact (orig_row, new_row, start, end) of every perturbed
+    token (:mod:`ppt.attacks.align`), for attacks and mapping metrics; like ``keep_original`` it
+    reveals the original tokens and stays local."""
     gens = [record_generator(seed, r.id) for r in records]
     mech.reproducible = seed is not None
+    texts = [r.text or "" for r in records]
+    aligns: list = [None] * len(records)
     try:
-        results = mech.sanitize_batch([r.text or "" for r in records], gens)
+        if emit_alignment:
+            from ppt.attacks.align import sanitize_aligned
+
+            results, aligns = sanitize_aligned(mech, texts, gens)
+        else:
+            results = mech.sanitize_batch(texts, gens)
     except PptError:
         raise
     except Exception as e:  # fail closed: never emit the raw text of a batch we could not privatize
         err = RecordError("sanitize_failed", f"{mech.name} failed on this batch ({type(e).__name__})")
         return [err] * len(records)
     base_stamp = mech.stamp()
+    extra_fields = [(f, opt) for f, opt in ((keep_original, "--keep-original"), (emit_alignment, "--emit-alignment")) if f and f != text_field]
     out: list[dict | RecordError] = []
-    for rec, res in zip(records, results):
-        if keep_original and keep_original in rec.data and keep_original != text_field:
-            out.append(RecordError("field_conflict", f"field {keep_original!r} already exists; choose another --keep-original"))
+    for rec, res, al in zip(records, results, aligns):
+        conflict = next(((field, opt) for field, opt in extra_fields if field in rec.data), None)
+        if conflict:
+            out.append(RecordError("field_conflict", f"field {conflict[0]!r} already exists; choose another {conflict[1]}"))
+            continue
+        if emit_alignment and al is None:  # every built-in mechanism aligns; a plug-in may not
+            out.append(RecordError("no_alignment", f"{mech.name} did not report which tokens it perturbed; drop --emit-alignment"))
             continue
         data = dict(rec.data)
         data[text_field] = res.text
         if keep_original:
             data[keep_original] = rec.text
+        if emit_alignment:
+            from ppt.attacks.align import alignment_entries
+
+            data[emit_alignment] = alignment_entries(al)
         block = {
             **base_stamp, "eps": mech.eps, "accounting": res.accounting.to_dict(), "seed": seed_label(seed),
-            "text_field": text_field, "keep_original": keep_original,
+            "text_field": text_field, "keep_original": keep_original, "alignment_field": emit_alignment,
         }
         out.append(stamp(data, "sanitize", block))
     return out

@@ -707,5 +707,10 @@ def test_sanitize_records_marks_seeded_runs(causal):
     recs = [Record(line_no=0, id="a", text=TEXTS[0], data={"id": "a", "text": TEXTS[0]})]
     sanitize_records(mech, recs, text_field="text", seed=None)
     assert not mech.reproducible and mech.mix_records
-    sanitize_records(mech, recs, text_field="text", seed=3)
+    [rec] = sanitize_records(mech, recs, text_field="text", seed=3, emit_alignment="al")
     assert mech.reproducible and not mech.mix_records
+    # Cape aligns by the context model's token ids (no space to locate spans in: pairs only)
+    pairs = rec["al"]
+    assert len(pairs) == rec["ppt"]["sanitize"]["accounting"]["n_perturbed"] > 0
+    assert all(len(p) == 2 for p in pairs)
+    assert {n for _, n in pairs} <= set(mech.candidates.tolist())

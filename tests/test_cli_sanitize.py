@@ -38,6 +38,44 @@ def test_keep_original_is_explicit():
     assert SECRET in rec["raw"] and SECRET not in rec["text"]
 
 
+def test_emit_alignment_pairs_every_perturbed_token():
+    r = ppt("sanitize", "--eps", "6", "--seed", "2", "--emit-alignment", "al", "--keep-original", "raw", "--quiet", stdin=records(3))
+    assert r.returncode == 0, r.stderr
+    from ppt.spaces import load_space
+
+    vocab = load_space("cl100k-minilm", quiet=True).vocab
+    for line in r.stdout.splitlines():
+        rec = json.loads(line)
+        st = rec["ppt"]["sanitize"]
+        assert st["alignment_field"] == "al" and len(rec["al"]) == st["accounting"]["n_perturbed"] > 0
+        spans = [e for e in rec["al"] if len(e) == 4]
+        assert len(spans) >= len(rec["al"]) // 2
+        for orig, new, start, end in spans:  # the span holds the replacement word (case policy aside)
+            assert rec["text"][start:end].lower() == vocab[new].strip().lower()
+    # the attack reads the field; it agrees with re-aligning the texts
+    field = subprocess.run(["ppt", "attack", "knn", "--original-field", "raw", "--alignment-field", "al", "--summary-only"],
+                           input=r.stdout, capture_output=True, text=True, timeout=600)
+    text = subprocess.run(["ppt", "attack", "knn", "--original-field", "raw", "--alignment-field", "none", "--summary-only"],
+                          input=r.stdout, capture_output=True, text=True, timeout=600)
+    a, b = json.loads(field.stdout)["summary"], json.loads(text.stdout)["summary"]
+    assert a["alignment"] == {"field": 3} and b["alignment"] == {"text": 3}
+    assert a["top1"]["trials"] == b["top1"]["trials"]
+
+
+@pytest.mark.parametrize(
+    "args,code,needle",
+    [
+        (["--emit-alignment", "text"], 2, "--emit-alignment"),
+        (["--emit-alignment", "raw", "--keep-original", "raw"], 2, "two different fields"),
+    ],
+)
+def test_emit_alignment_field_checks(args, code, needle):
+    r = ppt("sanitize", *args, stdin=records(1))
+    assert r.returncode == code and needle in r.stderr and r.stdout == ""
+    clash = ppt("sanitize", "--emit-alignment", "extra", "--on-error", "record", "--quiet", stdin=records(1))
+    assert "field_conflict" in clash.stdout and SECRET not in clash.stdout
+
+
 def test_seed_reproduces_across_batch_sizes_and_warns():
     a = ppt("sanitize", "--eps", "3", "--seed", "11", "--batch-size", "1", stdin=records())
     b = ppt("sanitize", "--eps", "3", "--seed", "11", "--batch-size", "64", stdin=records())

@@ -26,7 +26,7 @@ from ppt.remote.testing import EchoService, Fault, FaultPlan, loopback  # noqa: 
 PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
 SECRET_RAW = "RAW-SECRET-Emma-Springfield"
 SECRET_OTHER = "OTHER-SECRET-account-4417"
-STAMP = {"sanitize": {"mechanism": "rantext", "eps": 6.0, "keep_original": "raw"}}
+STAMP = {"sanitize": {"mechanism": "rantext", "eps": 6.0, "keep_original": "raw", "alignment_field": "ppt_alignment"}}
 
 
 def records(n: int, stamped: bool = True, **extra) -> list[dict]:
@@ -114,6 +114,7 @@ def test_refuses_unsanitized_records_unless_allow_raw():
 @pytest.mark.parametrize(
     ("args", "error"),
     [(["--template", "Continue: {raw}"], "raw_field_in_template"),
+     (["--template", "Continue: {text} {ppt_alignment}"], "raw_field_in_template"),
      (["--template", "{text} / {note}"], "unsanitized_field"),
      (["--template", "{text} {missing}", "--allow-raw"], "missing_field")],
 )

@@ -309,8 +309,8 @@ def sanitize_aligned(mech, texts: list[str], generators: list, space=None) -> tu
     received and returned (``TokenMechanism.perturb_rows``, or Cape's ``perturb`` over token ids,
     whose rows are the context model's token ids), splits it by each record's
     ``accounting.n_perturbed`` and locates the spans with :func:`spans_by_rows` in ``mech.space``
-    (Cape: pass ``space``). Mechanisms with neither kernel, or whose counts do not add up, get
-    ``None``: callers fall back to :func:`align_texts`.
+    (Cape: pass ``space``; without one the spans are None). Mechanisms with neither kernel, or whose
+    counts do not add up, get ``None``: callers fall back to :func:`align_texts`.
     """
     import torch
 
@@ -353,11 +353,21 @@ def sanitize_aligned(mech, texts: list[str], generators: list, space=None) -> tu
     orig = np.concatenate([c[0] for c in captured]) if captured else np.empty(0, np.int64)
     new = np.concatenate([c[1] for c in captured]) if captured else np.empty(0, np.int64)
     space = space if space is not None else getattr(mech, "space", None)
-    if space is None or min(counts, default=0) < 0 or sum(counts) != orig.shape[0]:
+    if not hook or min(counts, default=0) < 0 or sum(counts) != orig.shape[0]:
         return out, [None] * len(out)
     pos = 0
     for s, n in zip(out, counts):
         o, nw = orig[pos : pos + n], new[pos : pos + n]
         pos += n
-        aligns.append(Alignment(o, nw, spans_by_rows(space, s.text, nw), "mechanism"))
+        spans = spans_by_rows(space, s.text, nw) if space is not None else [None] * n  # no space: rows only
+        aligns.append(Alignment(o, nw, spans, "mechanism"))
     return out, aligns
+
+
+def alignment_entries(al: Alignment) -> list[list[int]]:
+    """The ``ppt_alignment`` field value: [orig_row, new_row, start, end] per perturbed token, or
+    [orig_row, new_row] where the span is unknown (see the module docstring)."""
+    out = []
+    for o, n, span in zip(al.orig_rows.tolist(), al.new_rows.tolist(), al.spans):
+        out.append([o, n] if span is None else [o, n, int(span[0]), int(span[1])])
+    return out

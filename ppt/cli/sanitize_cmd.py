@@ -35,6 +35,8 @@ A record that cannot be privatized is never emitted with its raw text.
   ppt sanitize -m santext+ -e 3 --param w=0.9 --param p=0.3 -i docs.jsonl -o private.jsonl
   ppt sanitize -m custext+ -e 1 --keep-original raw --on-error record < docs.jsonl
   ppt sanitize -m cape -e 6 --model smollm2 < docs.jsonl
+  ppt sanitize -m rantext -e 6 --keep-original raw --emit-alignment ppt_alignment < docs.jsonl \\
+    | ppt attack knn --original-field raw
 """
 
 
@@ -67,6 +69,7 @@ def sanitize(
     stopwords: Annotated[str | None, typer.Option("--stopwords", help="NLTK stopwords: perturb | keep.", rich_help_panel=POLICY_PANEL)] = None,
     case: Annotated[str | None, typer.Option("--case", help="Capitalisation of replacements: sentence | vocab | original (leaks case).", rich_help_panel=POLICY_PANEL)] = None,
     keep_original: Annotated[str | None, typer.Option("--keep-original", help="Also write the raw text to this field (stays local!).", rich_help_panel=MECH_PANEL)] = None,
+    emit_alignment: Annotated[str | None, typer.Option("--emit-alignment", help="Also write [[orig_row, new_row, start, end], ...] per perturbed token to this field, for `ppt attack` / `ppt eval` (reveals the original tokens: stays local!).", rich_help_panel=MECH_PANEL)] = None,
     input: InputOpt = "-",  # noqa: A002
     output: OutputOpt = "-",
     text_field: TextFieldOpt = "text",
@@ -82,8 +85,11 @@ def sanitize(
         from ppt.rng import warn_if_seeded
         from ppt.sanitize import build_mechanism, sanitize_records
 
-        if keep_original is not None and keep_original in ("", text_field):
-            raise PptError("--keep-original must name a field other than the text field", exit_code=ExitCode.USAGE)
+        for opt, field in (("--keep-original", keep_original), ("--emit-alignment", emit_alignment)):
+            if field is not None and field in ("", text_field, "ppt"):
+                raise PptError(f"{opt} must name a field other than the text field and 'ppt'", exit_code=ExitCode.USAGE)
+        if keep_original is not None and keep_original == emit_alignment:
+            raise PptError("--keep-original and --emit-alignment need two different fields", exit_code=ExitCode.USAGE)
         params = _parse_params(param)
         with stdout_guard():
             mechanism = build_mechanism(
@@ -94,7 +100,8 @@ def sanitize(
         opts = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet)
 
         def process(batch):
-            return sanitize_records(mechanism, batch, text_field=text_field, seed=seed, keep_original=keep_original)
+            return sanitize_records(mechanism, batch, text_field=text_field, seed=seed, keep_original=keep_original,
+                                    emit_alignment=emit_alignment)
 
         raise typer.Exit(run_stream(opts, process, desc="sanitize"))
 

@@ -80,11 +80,11 @@ def check_sanitized(data: dict, spec: QuerySpec) -> RecordError | None:
         return RecordError("not_sanitized", "record has no ppt.sanitize stamp; run `ppt sanitize` first "
                                             "(or pass --allow-raw to send unsanitized text)")
     sanitized = block.get("text_field") or spec.text_field
-    raw_field = block.get("keep_original")
+    local = {block.get("keep_original"): "the raw text kept by `ppt sanitize --keep-original`",
+             block.get("alignment_field"): "the token alignment of `ppt sanitize --emit-alignment`"}
     for name in spec.template.fields:
-        if raw_field and name == raw_field:
-            return RecordError("raw_field_in_template", f"template field '{name}' holds the raw text kept by "
-                                                        "`ppt sanitize --keep-original`; it is never sent")
+        if name and name in local:
+            return RecordError("raw_field_in_template", f"template field '{name}' holds {local[name]}; it is never sent")
         if name != sanitized:
             return RecordError("unsanitized_field", f"template field '{name}' was not sanitized (ppt.sanitize covers "
                                                     f"'{sanitized}'); pass --allow-raw to send it anyway")
