@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import sys
 from abc import ABC, abstractmethod
-from collections import Counter
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -23,7 +22,22 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from ppt.spaces.tokens import CASE_MODES, NUMBER, OTHER, PUNCT, SPACE, WORD, Tokens, rebuild
+from ppt.spaces.tokens import (  # noqa: F401  (the kind names are re-exported)
+    CASE_MODES,
+    NUMBER,
+    NUMBER_CODE,
+    OTHER,
+    PUNCT,
+    PUNCT_CODE,
+    SPACE,
+    SPACE_CODE,
+    WORD,
+    WORD_CODE,
+    TokenBatch,
+    Tokens,
+    rebuild,
+    rebuild_pieces,
+)
 
 OOV_POLICIES = ("drop", "uniform", "keep")
 NUMBER_POLICIES = ("random-digits", "perturb", "drop", "keep")
@@ -83,6 +97,11 @@ class Policy:
 
 # actions for each piece
 PERTURB, KEEP, DROP, UNIFORM, DIGITS = 0, 1, 2, 3, 4
+# why a piece gets its action (``plan`` names them; the accounting counts kept and dropped pieces by them)
+REASONS = ("whitespace", "punct", "number", "stopword", "perturbed", "oov")
+R_WHITESPACE, R_PUNCT, R_NUMBER, R_STOPWORD, R_PERTURBED, R_OOV = range(len(REASONS))
+_REASON_NAMES = np.array(REASONS, dtype=object)
+_POLICY_ACTION = {"drop": DROP, "uniform": UNIFORM, "keep": KEEP, "random-digits": DIGITS}
 
 
 @dataclass
@@ -219,104 +238,166 @@ class TokenMechanism(Mechanism):
     # ---- shared pipeline ----------------------------------------------------------------------------
 
     def plan(self, tokens: Tokens) -> tuple[np.ndarray, list[str]]:
-        """Action per piece and the reason for it."""
+        """Action per piece and the reason for it (uses only ``self.policy``: Cape borrows it)."""
+        actions, why = TokenMechanism.plan_codes(self, tokens.kind_codes(), tokens.rows, tokens.lead, tokens.core)
+        return actions, _REASON_NAMES[why].tolist()
+
+    def plan_codes(
+        self, codes: np.ndarray, rows: np.ndarray, lead: list[str], core: list[str], starts: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``plan`` on arrays: actions and reason codes (``REASONS``), both int8 [n].
+
+        The pieces of several texts can be planned at once, concatenated, with ``starts`` the index of
+        each text's first piece (whole-word stopword checks never look across texts).
+        """
         pol = self.policy
-        stop = stopwords_en() if pol.stopwords == "keep" else frozenset()
-        actions = np.empty(len(tokens), dtype=np.int8)
-        reasons: list[str] = []
-        for i, (core, kind, row) in enumerate(zip(tokens.core, tokens.kinds, tokens.rows)):
-            if kind == SPACE:
-                act, why = KEEP, "whitespace"
-            elif kind == PUNCT:
-                act, why = (KEEP, "punct") if pol.punct == "keep" else (DROP, "punct")
-            elif kind == NUMBER and pol.numbers != "perturb":
-                act, why = {"random-digits": (DIGITS, "number"), "drop": (DROP, "number"), "keep": (KEEP, "number")}[pol.numbers]
-            elif kind == WORD and core.lower() in stop and TokenMechanism._whole_word(tokens, i):
-                act, why = KEEP, "stopword"
-            elif row >= 0:
-                act, why = PERTURB, "perturbed"
-            else:
-                act, why = {"drop": (DROP, "oov"), "uniform": (UNIFORM, "oov"), "keep": (KEEP, "oov")}[pol.oov]
-            actions[i] = act
-            reasons.append(why)
-        return actions, reasons
+        in_vocab = np.asarray(rows) >= 0
+        actions = np.where(in_vocab, PERTURB, _POLICY_ACTION[pol.oov]).astype(np.int8)
+        why = np.where(in_vocab, R_PERTURBED, R_OOV).astype(np.int8)
+        # kinds are exclusive; the stopword rule applies to words only: the order of these is the rules' priority
+        if pol.stopwords == "keep":
+            stop = TokenMechanism._stopwords(codes, lead, core, starts)
+            actions[stop], why[stop] = KEEP, R_STOPWORD
+        if pol.numbers != "perturb":
+            num = codes == NUMBER_CODE
+            actions[num], why[num] = _POLICY_ACTION[pol.numbers], R_NUMBER
+        punct = codes == PUNCT_CODE
+        actions[punct], why[punct] = (KEEP if pol.punct == "keep" else DROP), R_PUNCT
+        space = codes == SPACE_CODE
+        actions[space], why[space] = KEEP, R_WHITESPACE
+        return actions, why
 
     @staticmethod
-    def _whole_word(tokens: Tokens, i: int) -> bool:
-        """Does piece i stand alone as a word (a boundary on both sides)? So the "a" of "a|lice" is
-        never kept as a stopword. Empty pieces (bare whitespace tokens) are skipped over."""
+    def _stopwords(codes: np.ndarray, lead: list[str], core: list[str], starts: np.ndarray | None) -> np.ndarray:
+        """Word pieces that are English stopwords standing alone as words (a boundary on both sides),
+        so the "a" of "a|lice" is never kept as a stopword. Empty pieces (bare whitespace tokens) are
+        skipped over; the start and end of each text are boundaries."""
+        n = len(codes)
+        out = np.zeros(n, dtype=bool)
+        stop = stopwords_en()
+        cand = np.flatnonzero(codes == WORD_CODE)
+        cand = cand[np.fromiter((core[i].lower() in stop for i in cand.tolist()), dtype=bool, count=cand.size)]
+        if not cand.size:
+            return out
+        has_lead = np.fromiter(map(bool, lead), dtype=bool, count=n)
+        nonempty = has_lead | np.fromiter(map(bool, core), dtype=bool, count=n)
+        pos = np.arange(n)
+        starts = np.zeros(1, dtype=np.int64) if starts is None else np.asarray(starts, dtype=np.int64)
+        text = np.searchsorted(starts, cand, side="right") - 1
+        first = starts[text]
+        end = np.append(starts, n)[text + 1]
+        # nearest non-empty piece before / after each candidate (-1 / n when none)
+        before_idx = np.maximum.accumulate(np.where(nonempty, pos, -1))
+        after_idx = np.minimum.accumulate(np.where(nonempty, pos, n)[::-1])[::-1]
+        prev = np.where(cand > 0, before_idx[np.maximum(cand - 1, 0)], -1)
+        nxt = np.where(cand + 1 < n, after_idx[np.minimum(cand + 1, n - 1)], n)
+        has_prev, has_next = prev >= first, nxt < end
+        p, q = np.where(has_prev, prev, 0), np.where(has_next, nxt, 0)
+        before = ~has_prev | has_lead[cand] | (codes[p] == PUNCT_CODE) | ((codes[p] == SPACE_CODE) & has_lead[p])
+        after = ~has_next | has_lead[q] | (codes[q] == PUNCT_CODE)
+        out[cand[before & after]] = True
+        return out
 
-        def empty(j: int) -> bool:
-            return not tokens.lead[j] and not tokens.core[j]
+    def draw_batch(self, counts: list[int], generators: list[torch.Generator]) -> dict[str, torch.Tensor]:
+        """Every record's randomness (``draw``, from that record's generator), concatenated."""
+        draws = [self.draw(n, g) for n, g in zip(counts, generators)]
+        return {k: torch.cat([d[k] for d in draws]) for k in draws[0]} if draws else {}
 
-        j = i - 1
-        while j >= 0 and empty(j):
-            j -= 1
-        before = j < 0 or bool(tokens.lead[i]) or tokens.kinds[j] == PUNCT or (tokens.kinds[j] == SPACE and bool(tokens.lead[j]))
-        j = i + 1
-        while j < len(tokens) and empty(j):
-            j += 1
-        after = j >= len(tokens) or bool(tokens.lead[j]) or tokens.kinds[j] == PUNCT
-        return before and after
+    def draw_and_perturb(
+        self, rows: np.ndarray, counts: list[int], generators: list[torch.Generator]
+    ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
+        """Draw every record's randomness (``draw_batch``; also for records with nothing to perturb),
+        then perturb the batch's positions ``rows`` (records' positions in order): new rows and
+        diagnostics, on the CPU."""
+        rand = self.draw_batch(counts, generators)
+        if not rows.size:
+            return np.empty(0, np.int64), {}
+        new_rows, diag = self.perturb_rows(torch.from_numpy(rows).to(self.device), {k: v.to(self.device) for k, v in rand.items()})
+        return new_rows.cpu().numpy(), {k: v.cpu() for k, v in diag.items()}
+
+    def record_extras(self, diag: dict[str, torch.Tensor], counts: list[int]) -> list[dict[str, Any]]:
+        """``record_extra`` of each record, from the batch's diagnostics (records' positions in order)."""
+        out, offset = [], 0
+        for n in counts:
+            out.append(self.record_extra({k: v[offset : offset + n] for k, v in diag.items()}) if n else {})
+            offset += n
+        return out
+
+    def tokenize_batch(self, texts: list[str]) -> TokenBatch:
+        """The batch's pieces, concatenated (the space's batch tokenizer when it has one)."""
+        batch = getattr(self.space, "tokenize_batch", None)
+        return batch(texts) if batch is not None else TokenBatch.concat([self.space.tokenize(t) for t in texts])
 
     def sanitize_batch(self, texts: list[str], generators: list[torch.Generator]) -> list[Sanitized]:
-        toks = [self.space.tokenize(t) for t in texts]
-        plans = [self.plan(t) for t in toks]
-        counts = [int((a == PERTURB).sum()) for a, _ in plans]
+        # the batch's pieces, concatenated: every per-piece step below is an array operation
+        tb = self.tokenize_batch(texts)
+        n_texts, bounds, core, codes, rows = len(tb), tb.bounds.tolist(), tb.core, tb.codes, tb.rows
+        rec = tb.text_index
+        actions, why = self.plan_codes(codes, rows, tb.lead, core, tb.bounds[:-1])
+        perturb = actions == PERTURB
+        counts = np.bincount(rec[perturb], minlength=n_texts).tolist()
         # each record's randomness from its own generator, in a fixed order: perturbation first
-        draws = [self.draw(n, g) for n, g in zip(counts, generators)]
-        rows = torch.from_numpy(np.concatenate([t.rows[a == PERTURB] for t, (a, _) in zip(toks, plans)] or [np.empty(0, np.int64)]))
-        rand = {k: torch.cat([d[k] for d in draws]) for k in draws[0]} if draws else {}
-        if rows.numel():
-            new_rows, diag = self.perturb_rows(rows.to(self.device), {k: v.to(self.device) for k, v in rand.items()})
-            new_rows = new_rows.cpu().numpy()
-            diag = {k: v.cpu() for k, v in diag.items()}
-        else:
-            new_rows, diag = np.empty(0, np.int64), {}
-        out, offset = [], 0
-        vocab = self.space.vocab
-        for tok, (actions, reasons), n, g in zip(toks, plans, counts, generators):
-            mine = new_rows[offset : offset + n]
-            my_diag = {k: v[offset : offset + n] for k, v in diag.items()}
-            offset += n
-            cores: list[str | None] = []
-            it = iter(mine.tolist())
-            n_uniform = int((actions == UNIFORM).sum())
-            uniform_rows = iter(torch.randint(0, self.space.size, (n_uniform,), generator=g).tolist())
-            for core, act in zip(tok.core, actions):
-                if act == PERTURB:
-                    cores.append(vocab[next(it)])
-                elif act == KEEP:
-                    cores.append(core)
-                elif act == DIGITS:
-                    cores.append(random_digits(core, g))
-                elif act == UNIFORM:
-                    cores.append(vocab[next(uniform_rows)])
-                else:
-                    cores.append(None)
-            kept = Counter(r for a, r in zip(actions, reasons) if a in (KEEP,) and r != "whitespace")
-            kept.update(r for a, r in zip(actions, reasons) if a == DIGITS)
-            dropped = Counter(r for a, r in zip(actions, reasons) if a == DROP)
-            extra = self.record_extra(my_diag) if n else {}
-            if self.keeps_words:
-                # always reported (0 when the record, or the whole batch, had nothing to perturb), so
-                # a record's accounting does not depend on what else is in its batch
-                unchanged = my_diag.get("unchanged")
-                extra.setdefault("kept_by_mechanism", int(unchanged.sum()) if unchanged is not None else 0)
-            eps_tok = self.eps_per_token()
+        new_rows, diag = self.draw_and_perturb(rows[perturb], counts, generators)
+        # per piece: its output text (the original object when kept, None when dropped)
+        vocab = self.space.vocab_array
+        out_core = np.empty(len(core), dtype=object)
+        out_core[:] = core
+        out_core[perturb] = vocab[new_rows]
+        out_core[actions == DROP] = None
+        # then, per record: uniformly random replacements, then random digits (front to back)
+        uniform = np.flatnonzero(actions == UNIFORM)
+        n_uniform = np.bincount(rec[uniform], minlength=n_texts).tolist()
+        for b in np.flatnonzero(n_uniform).tolist():
+            draws = torch.randint(0, self.space.size, (n_uniform[b],), generator=generators[b]).numpy()
+            out_core[uniform[rec[uniform] == b]] = vocab[draws]
+        for i in np.flatnonzero(actions == DIGITS).tolist():
+            out_core[i] = random_digits(core[i], generators[rec[i]])
+        kept = _reason_counts(rec, why, (actions == KEEP) & (why != R_WHITESPACE), n_texts)
+        for k, more in zip(kept, _reason_counts(rec, why, actions == DIGITS, n_texts)):
+            for r, c in more.items():
+                k[r] = k.get(r, 0) + c
+        dropped = _reason_counts(rec, why, actions == DROP, n_texts)
+        n_tokens = np.bincount(rec[codes != SPACE_CODE], minlength=n_texts).tolist()
+        extras = self.record_extras(diag, counts)
+        if self.keeps_words:
+            # always reported (0 when the record, or the whole batch, had nothing to perturb), so
+            # a record's accounting does not depend on what else is in its batch
+            unchanged = diag.get("unchanged")
+            kept_by = np.zeros(n_texts, np.int64) if unchanged is None else np.bincount(
+                rec[perturb], weights=unchanged.numpy().astype(np.float64), minlength=n_texts).astype(np.int64)
+            for extra, k in zip(extras, kept_by.tolist()):
+                extra.setdefault("kept_by_mechanism", k)
+        eps_tok = self.eps_per_token()
+        out_list = out_core.tolist()
+        out = []
+        for b in range(n_texts):
+            n, lo, hi = counts[b], bounds[b], bounds[b + 1]
             acc = Accounting(
                 notion=self.notion,
                 eps_per_token=eps_tok,
-                n_tokens=int(sum(1 for k in tok.kinds if k != SPACE)),
+                n_tokens=n_tokens[b],
                 n_perturbed=n,
-                kept=dict(kept),
-                dropped=dict(dropped),
-                replaced_uniform=n_uniform,
+                kept=kept[b],
+                dropped=dropped[b],
+                replaced_uniform=n_uniform[b],
                 composed_eps=n * eps_tok,
-                extra=extra,
+                extra=extras[b],
             )
-            out.append(Sanitized(rebuild(tok, cores, case=self.policy.case), acc))
+            text = rebuild_pieces(tb.lead[lo:hi], core[lo:hi], tb.kinds[lo:hi], out_list[lo:hi], case=self.policy.case)
+            out.append(Sanitized(text, acc))
         return out
+
+
+def _reason_counts(rec: np.ndarray, why: np.ndarray, mask: np.ndarray, n_records: int) -> list[dict[str, int]]:
+    """Per record, how many of its pieces under ``mask`` have each reason (in order of first occurrence)."""
+    out: list[dict[str, int]] = [{} for _ in range(n_records)]
+    idx = np.flatnonzero(mask)
+    if idx.size:
+        keys, first, count = np.unique(rec[idx] * len(REASONS) + why[idx], return_index=True, return_counts=True)
+        for j in np.argsort(first, kind="stable").tolist():
+            b, r = divmod(int(keys[j]), len(REASONS))
+            out[b][REASONS[r]] = int(count[j])
+    return out
 
 
 def gumbel_from_uniform(u: torch.Tensor) -> torch.Tensor:

@@ -89,14 +89,26 @@ def laplace_norms(n: int, scale: torch.Tensor, g: torch.Generator, chunk: int = 
     exponentials come from numpy's ziggurat sampler (several times faster than torch's on CPU), in a
     PCG64 stream seeded by one 63-bit draw from ``g``: the record's generator stays the only source.
     """
-    seed = int(torch.randint(0, 2**63 - 1, (1,), generator=g, dtype=torch.int64))
+    seed = laplace_seed(g)
+    return torch.from_numpy(laplace_norms_seeded(n, scale.double().cpu().numpy() ** 2, seed, chunk))
+
+
+def laplace_seed(g: torch.Generator) -> int:
+    """The one draw :func:`laplace_norms` takes from the record's generator."""
+    return int(torch.randint(0, 2**63 - 1, (1,), generator=g, dtype=torch.int64))
+
+
+def laplace_norms_seeded(n: int, b2: np.ndarray, seed: int, chunk: int = 8192) -> np.ndarray:
+    """The numpy part of :func:`laplace_norms`: n norms with squared scales ``b2`` from the stream ``seed``.
+
+    It touches no torch generator and releases the GIL while drawing, so it may run on another thread.
+    """
     rng = np.random.Generator(np.random.PCG64(seed))
-    b2 = scale.double().cpu().numpy() ** 2
     out = np.empty(n, dtype=np.float64)
     for s in range(0, n, chunk):
         e = rng.standard_exponential((min(chunk, n - s), b2.size))
         out[s : s + e.shape[0]] = np.sqrt(np.einsum("ij,ij,j->i", e, e, b2))
-    return torch.from_numpy(out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -184,4 +196,4 @@ def calibrated_z(space, target: float, tokens: int = 256, draws: int = 4, seed: 
     return cal
 
 
-__all__ = ["TARGET_POINTS", "Calibration", "calibrated_z", "distance_rows", "laplace_norms", "fit_z", "target_fraction"]
+__all__ = ["TARGET_POINTS", "Calibration", "calibrated_z", "distance_rows", "laplace_norms", "laplace_norms_seeded", "laplace_seed", "fit_z", "target_fraction"]

@@ -32,9 +32,10 @@ sorted rows, ~30 MB for 11k tokens). Candidates of one run share one weight, so 
 cumulative weight count * exp(-eps/2 * d / r) and then the candidate inside the run uniformly, from
 the same uniform: exactly the per-candidate inverse CDF with ~10x fewer terms. A vectorized binary
 search over the memory-mapped runs gives every position's number of runs below r; positions are
-bucketed by that length (powers of two: padding stays under half a block) and processed in
-cache-sized chunks (``chunk_entries``), single-threaded (see :func:`single_threaded`). The draw is
-mapped back to a token through the sorted row's indices. Larger spaces fall back to distance rows for
+sorted by that length and cut into consecutive blocks of at most ``chunk_entries`` run entries
+(little padding), processed single-threaded (see :func:`single_threaded`). A position's draw does
+not depend on the block it lands in (float32 exp is element-wise; sums run along each row). The draw
+is mapped back to a token through the sorted row's indices. Larger spaces fall back to distance rows for
 the batch's unique tokens (one matrix product per fixed-size block), sorted and run-length encoded on
 the fly, then the same sampler.
 
@@ -45,7 +46,8 @@ position's result depends only on its token, its radius and its uniform, never o
 of a batch or the padding. Weights are computed in float32 (relative error ~1e-7) and summed in float64.
 Randomness per record (``draw``): a Laplace vector per position, of which only the norm r is kept
 (|Laplace| = scale * Exp(1), drawn by numpy in a stream seeded from the record's generator), then one
-uniform per position.
+uniform per position. In a batch (``draw_batch``) the records' norms are drawn on two threads when torch
+may use more than one (:mod:`ppt.parallel`); each record's stream is drawn whole by one of them.
 
 Calibration caveat: the calibrated median is over vocabulary tokens drawn uniformly. Text is dominated
 by frequent tokens, which sit in denser regions of MiniLM space, so the lists on real text are larger
@@ -64,12 +66,14 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from ppt import parallel
 from ppt.mechanisms import calibration
 from ppt.mechanisms.base import Policy, TokenMechanism
 
 DEFAULT_CHUNK_ENTRIES = 1 << 18 # run-length entries per sampling block (work arrays stay in cache)
 FALLBACK_CHUNK_ENTRIES = 4_000_000  # distance entries per block of unique tokens on the fallback path
 RUN_TABLE_VERSION = 1
+MIN_SHARED_DRAWS = 1 << 16  # Laplace coordinates in a batch below which one thread draws them all
 Z_MODES = ("calibrated", "paper")
 
 
@@ -102,21 +106,22 @@ def paper_z(eps: float, constants: ZConstants | None = None) -> float:
 def prefix_lengths(dist: np.ndarray, rows: np.ndarray, r: np.ndarray) -> np.ndarray:
     """For each position i, #{j : dist[rows[i], j] < r[i]} over rows sorted ascending.
 
-    A vectorized binary search: ~log2(V) rounds, each one gather of one entry per still-active
-    position (so the cost is O(n log V), whatever the prefix lengths are). float16 entries are compared
-    with the float64 radius exactly.
+    A vectorized binary search: ceil(log2(V + 1)) rounds, each one gather of one entry per position
+    (so the cost is O(n log V), whatever the prefix lengths are). float16 entries are compared with the
+    float64 radius exactly.
     """
-    n = rows.size
+    rows = np.asarray(rows, dtype=np.int64)
     V = dist.shape[1]
-    lo = np.zeros(n, dtype=np.int64)
-    hi = np.full(n, V, dtype=np.int64)
-    active = np.arange(n)
-    while active.size:
-        mid = (lo[active] + hi[active]) >> 1
-        below = dist[rows[active], mid] < r[active]
-        lo[active[below]] = mid[below] + 1
-        hi[active[~below]] = mid[~below]
-        active = active[lo[active] < hi[active]]
+    flat = np.ascontiguousarray(dist).reshape(-1)
+    base = rows * V
+    lo = np.zeros(rows.size, dtype=np.int64)
+    hi = np.full(rows.size, V, dtype=np.int64)
+    for _ in range(int(V).bit_length()):
+        active = lo < hi
+        mid = (lo + hi) >> 1
+        below = flat.take(base + np.minimum(mid, V - 1)) < r
+        lo = np.where(active & below, mid + 1, lo)
+        hi = np.where(active & ~below, mid, hi)
     return lo
 
 
@@ -171,23 +176,55 @@ def sample_run_block(values: torch.Tensor, ends: torch.Tensor, kr: torch.Tensor,
     """
     counts = ends.clone()
     counts[:, 1:] -= ends[:, :-1]
+    kr_np = kr.cpu().numpy().astype(np.int64)
+    run, frac = pick_runs(values.cpu(), counts.cpu(), kr_np, _neg_a(a.cpu()), _clamp_u(u.cpu()))
+    row = np.arange(kr_np.size)
+    end = ends.cpu().numpy()[row, run].astype(np.int64)
+    return torch.from_numpy(candidate_in_run(end, counts.cpu().numpy()[row, run].astype(np.int64), frac)).to(values.device)
+
+
+def _neg_a(a: torch.Tensor) -> np.ndarray:
+    """-a in float32, as the weights use it (float32 [k])."""
+    return a.to(torch.float32).clamp(max=1e30).neg().numpy()
+
+
+def _clamp_u(u: torch.Tensor) -> np.ndarray:
+    """Uniforms clamped below 1, as the inverse CDF uses them (float64 [k])."""
+    return u.to(torch.float64).clamp(0.0, 1.0 - 1e-16).numpy()
+
+
+def pick_runs(values: torch.Tensor, counts: torch.Tensor, kr: np.ndarray, neg_a: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The run each row's uniform falls in, and where inside that run (a fraction in [0, 1]).
+
+    ``values`` [k, Kp] float16 run distances and ``counts`` [k, Kp] run lengths (columns >= kr ignored),
+    ``neg_a`` [k] = -eps / (2 r) in float32, ``u`` [k] clamped uniforms. Weights count * exp(-a * value)
+    in float32, summed in float64 along each row: a row's result never depends on the other rows or
+    on the padding.
+    """
     w = values.float()
-    w.mul_(a.to(torch.float32).clamp(max=1e30).neg().unsqueeze(1))
+    w.mul_(torch.from_numpy(neg_a).unsqueeze(1))
     w.exp_()
     w.mul_(counts)
-    cdf = torch.cumsum(w.double(), dim=1)
-    last = (kr - 1).unsqueeze(1)
-    target = u.to(torch.float64).clamp(0.0, 1.0 - 1e-16).unsqueeze(1) * cdf.gather(1, last)
-    k = torch.minimum(torch.searchsorted(cdf, target, right=True), last)
-    hi = cdf.gather(1, k)
-    prev = (k - 1).clamp(min=0)
-    has_prev = k > 0
-    lo = torch.where(has_prev, cdf.gather(1, prev), 0.0)
-    start = torch.where(has_prev, ends.gather(1, prev), 0).to(torch.int64)
-    end = ends.gather(1, k).to(torch.int64)
-    frac = ((target - lo) / (hi - lo)).clamp_(0.0, 1.0)
-    j = start + torch.floor(frac * (end - start).to(torch.float64)).to(torch.int64)
-    return torch.minimum(j, end - 1).squeeze(1)
+    cdf_t = torch.cumsum(w, dim=1, dtype=torch.float64)
+    cdf = cdf_t.numpy()
+    row = np.arange(kr.size)
+    last = kr - 1
+    target = u * cdf[row, last]
+    run = torch.searchsorted(cdf_t, torch.from_numpy(target).unsqueeze(1), right=True).squeeze(1).numpy()
+    run = np.minimum(run, last)
+    hi = cdf[row, run]
+    lo = np.where(run > 0, cdf[row, np.maximum(run - 1, 0)], 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.clip((target - lo) / (hi - lo), 0.0, 1.0)
+    return run, frac
+
+
+def candidate_in_run(end: np.ndarray, count: np.ndarray, frac: np.ndarray) -> np.ndarray:
+    """Position in the sorted row of the candidate at ``frac`` of a run of ``count`` ending at ``end``."""
+    start = end - count
+    with np.errstate(invalid="ignore"):
+        j = start + np.floor(frac * count.astype(np.float64)).astype(np.int64)
+    return np.minimum(j, end - 1)
 
 
 @contextmanager
@@ -209,16 +246,16 @@ def single_threaded():
 
 
 def length_chunks(m: np.ndarray, budget: int) -> list[np.ndarray]:
-    """Positions grouped by length (powers of two) and split so rows * max length <= budget."""
+    """Positions sorted by length, cut into consecutive groups with rows * (longest in group) <= budget."""
     order = np.argsort(m, kind="stable")
-    ms = m[order]
-    bucket = np.floor(np.log2(np.maximum(ms, 1))).astype(np.int64)
-    cuts = np.flatnonzero(np.diff(bucket)) + 1
-    out = []
-    for part_idx, part_m in zip(np.split(order, cuts), np.split(ms, cuts)):
-        rows_per = max(1, budget // int(part_m[-1]))
-        for s in range(0, part_idx.size, rows_per):
-            out.append(part_idx[s : s + rows_per])
+    ms = np.maximum(m[order], 1)
+    out, s = [], 0
+    while s < order.size:
+        # rows s..j fit while (j - s + 1) * ms[j] <= budget (non-decreasing in j); at least one row
+        cost = np.arange(1, order.size - s + 1) * ms[s:]
+        e = s + max(1, int(np.searchsorted(cost, budget, side="right")))
+        out.append(order[s:e])
+        s = e
     return out
 
 
@@ -236,6 +273,16 @@ class RunTable:
     idx: np.ndarray
     artifact: Any = None
 
+    @cached_property
+    def counts(self) -> np.ndarray:
+        """Run lengths [R, K] (int16 when they fit), computed once from ``ends``."""
+        ends = _plain(self.ends)
+        dtype = np.int16 if ends.size == 0 or int(ends[:, -1].max()) <= np.iinfo(np.int16).max else np.int32
+        out = np.empty(ends.shape, dtype=dtype)
+        out[:, :1] = ends[:, :1]
+        np.subtract(ends[:, 1:], ends[:, :-1], out=out[:, 1:], casting="unsafe")
+        return out
+
 
 def sample_runs(
     table: RunTable, rows: np.ndarray, r: np.ndarray, u: np.ndarray, eps: float, budget: int = DEFAULT_CHUNK_ENTRIES
@@ -246,22 +293,21 @@ def sample_runs(
     """
     rows = np.asarray(rows, dtype=np.int64)
     r = np.maximum(np.asarray(r, dtype=np.float64), np.finfo(np.float64).tiny)  # r > 0: distance-0 tokens stay in
-    u = np.asarray(u, dtype=np.float64)
-    kr = np.maximum(prefix_lengths(_plain(table.values), rows, r), 1)  # runs below r (run 0 is distance 0)
-    size = np.asarray(_plain(table.ends)[rows, kr - 1], dtype=np.int64)
-    a = torch.from_numpy(eps / (2.0 * r))
-    u_t = torch.from_numpy(u)
-    kr_t = torch.from_numpy(kr)
-    values, ends = _plain(table.values), _plain(table.ends)
-    col = np.empty(rows.size, dtype=np.int64)
+    values, ends, counts = _plain(table.values), _plain(table.ends), table.counts
+    kr = np.maximum(prefix_lengths(values, rows, r), 1)  # runs below r (run 0 is distance 0)
+    size = np.asarray(ends[rows, kr - 1], dtype=np.int64)
+    neg_a = _neg_a(torch.from_numpy(eps / (2.0 * r)))
+    u = _clamp_u(torch.from_numpy(np.asarray(u, dtype=np.float64)))
+    run = np.empty(rows.size, dtype=np.int64)
+    frac = np.empty(rows.size, dtype=np.float64)
     with single_threaded():
         for sel in length_chunks(kr, budget):
             Kp = int(kr[sel].max())
             rsel = rows[sel]
-            sel_t = torch.from_numpy(sel)
             v = torch.from_numpy(values[rsel, :Kp])
-            e = torch.from_numpy(ends[rsel, :Kp])
-            col[sel] = sample_run_block(v, e, kr_t[sel_t], a[sel_t], u_t[sel_t]).numpy()
+            c = torch.from_numpy(counts[rsel, :Kp])
+            run[sel], frac[sel] = pick_runs(v, c, kr[sel], neg_a[sel], u[sel])
+    col = candidate_in_run(ends[rows, run].astype(np.int64), counts[rows, run].astype(np.int64), frac)
     out = np.asarray(_plain(table.idx)[rows, col], dtype=np.int64)
     return out, size
 
@@ -440,6 +486,48 @@ class Rantext(TokenMechanism):
         u = torch.rand(n, generator=g, dtype=torch.float64)
         return {"r": r, "u": u}
 
+    @cached_property
+    def _scale2(self) -> np.ndarray:
+        """Squared per-dimension Laplace scales (what :func:`calibration.laplace_norms` uses)."""
+        return self.noise_scale.double().cpu().numpy() ** 2
+
+    def _seeds_and_uniforms(self, counts: list[int], generators: list[torch.Generator]) -> tuple[list[int], np.ndarray]:
+        """Each record's draws from its generator, in ``draw``'s order: its Laplace stream seed, then its uniforms."""
+        seeds, us = [], []
+        for n, g in zip(counts, generators):
+            seeds.append(calibration.laplace_seed(g))
+            us.append(torch.rand(n, generator=g, dtype=torch.float64))
+        return seeds, torch.cat(us).numpy() if us else np.empty(0)
+
+    def _laplace_norms(self, counts: list[int], seeds: list[int]) -> np.ndarray:
+        """Every record's Laplace norms from its seed (numpy only; records shared with the helper thread,
+        each drawn whole by one thread, so the result is the same as on one thread)."""
+        starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        r = np.empty(int(starts[-1]), dtype=np.float64)
+        scale2 = self._scale2
+
+        def draw(i: int) -> None:
+            r[starts[i] : starts[i + 1]] = calibration.laplace_norms_seeded(counts[i], scale2, seeds[i])
+
+        parallel.for_each(draw, len(counts), share=r.size * scale2.size >= MIN_SHARED_DRAWS)
+        return r
+
+    def draw_batch(self, counts: list[int], generators: list[torch.Generator]) -> dict[str, torch.Tensor]:
+        """``draw`` for every record. The record's generator gives its stream seed and then its uniforms,
+        as in ``draw``; the Laplace norms come from the seeds alone, after all generator draws."""
+        seeds, u = self._seeds_and_uniforms(counts, generators)
+        if not counts:
+            return {}
+        return {"r": torch.from_numpy(self._laplace_norms(counts, seeds)), "u": torch.from_numpy(u)}
+
+    def _sample(self, rows: np.ndarray, r: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Steps 2-3 for positions with given radii and uniforms (numpy): (output rows, |C_r|)."""
+        if rows.size == 0:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        if self.uses_fast_path:
+            return sample_runs(self.run_table, rows, r, u, self.eps, self.chunk_entries)
+        return self._sample_fallback(rows, r, u)
+
     def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         out, size = self.sample_given_radius(rows, rand["r"], rand["u"])
         return out, {"cr_size": size}
@@ -449,12 +537,7 @@ class Rantext(TokenMechanism):
         rows_np = torch.as_tensor(rows).cpu().numpy().astype(np.int64, copy=False)
         r_np = torch.as_tensor(r).double().cpu().numpy()
         u_np = torch.as_tensor(u).double().cpu().numpy()
-        if rows_np.size == 0:
-            return torch.empty(0, dtype=torch.int64), torch.empty(0, dtype=torch.int64)
-        if self.uses_fast_path:
-            out, size = sample_runs(self.run_table, rows_np, r_np, u_np, self.eps, self.chunk_entries)
-        else:
-            out, size = self._sample_fallback(rows_np, r_np, u_np)
+        out, size = self._sample(rows_np, r_np, u_np)
         return torch.from_numpy(out), torch.from_numpy(size)
 
     def _sample_fallback(self, rows: np.ndarray, r: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -484,5 +567,27 @@ class Rantext(TokenMechanism):
         s = s.double()
         return {"adjacency_list_size": {"median": float(s.median()), "min": int(s.min()), "max": int(s.max())}}
 
+    def record_extras(self, diag: dict[str, torch.Tensor], counts: list[int]) -> list[dict[str, Any]]:
+        """``record_extra`` for all records at once: each record's sizes sorted, the median being the
+        lower middle one (as torch.median)."""
+        s = diag.get("cr_size")
+        if s is None:
+            return [{} for _ in counts]
+        sizes = s.numpy()
+        rec = np.repeat(np.arange(len(counts)), counts)
+        srt = sizes[np.lexsort((sizes, rec))].tolist()
+        out, lo = [], 0
+        for n in counts:
+            if n:
+                mid = float(srt[lo + (n - 1) // 2])
+                out.append({"adjacency_list_size": {"median": mid, "min": int(srt[lo]), "max": int(srt[lo + n - 1])}})
+            else:
+                out.append({})
+            lo += n
+        return out
 
-__all__ = ["Rantext", "ZConstants", "paper_z", "prefix_lengths", "sample_prefix_block", "sample_runs", "sample_run_block", "length_chunks"]
+
+__all__ = [
+    "Rantext", "ZConstants", "paper_z", "prefix_lengths", "sample_prefix_block", "sample_runs", "sample_run_block", "length_chunks",
+    "pick_runs", "candidate_in_run",
+]

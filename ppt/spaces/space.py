@@ -18,8 +18,8 @@ import torch
 from ppt.cache import Artifact, Cache
 from ppt.progress import progress_bar
 from ppt.spaces import distances
-from ppt.spaces.tokenizers import SpaceTokenizer
-from ppt.spaces.tokens import Tokens
+from ppt.spaces.tokenizers import SpaceTokenizer, tokenize_batch
+from ppt.spaces.tokens import TokenBatch, Tokens
 
 SORTED_ROWS_MAX_VOCAB = 20_000  # 20k x 20k x (2 + 2 bytes) = 1.6 GB on disk; above that use top-k
 
@@ -75,8 +75,19 @@ class EmbeddingSpace:
         e = self.embeddings
         return e.max(0).values - e.min(0).values
 
+    @cached_property
+    def vocab_array(self) -> np.ndarray:
+        """``vocab`` as an object array (the same string objects), for gathering many rows at once."""
+        arr = np.empty(len(self.vocab), dtype=object)
+        arr[:] = self.vocab
+        return arr
+
     def tokenize(self, text: str) -> Tokens:
         return self.tokenizer.tokenize(text)
+
+    def tokenize_batch(self, texts: list[str]) -> TokenBatch:
+        """The pieces of several texts, concatenated (what ``tokenize`` gives each, in order)."""
+        return tokenize_batch(self.tokenizer, texts)
 
     def stamp(self) -> dict:
         """What output records cite about the space."""

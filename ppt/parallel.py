@@ -1,0 +1,86 @@
+"""A helper thread for batch work that releases the interpreter lock (numpy's samplers, the BPE encoder).
+
+Work comes in items (a record, a text), claimed one at a time: from the front by the calling thread
+and from the back by the helper. Each item is computed whole by one thread, so results are the same
+as on one thread, whatever the split. The helper is used only where torch may use more than one
+thread: ``torch.set_num_threads(1)`` keeps ppt on one core.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_NAME = "ppt-helper"
+
+
+def _forget_pool() -> None:
+    """In a forked child the helper thread does not exist: start a new one when needed."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def helper() -> ThreadPoolExecutor | None:
+    """The helper thread, or None where this process should stay on one thread (or this is the helper)."""
+    global _pool
+    if torch.get_num_threads() < 2 or threading.current_thread().name.startswith(_NAME):
+        return None
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(1, thread_name_prefix=_NAME)
+    return _pool
+
+
+class Claims:
+    """Items 0..n-1 handed out one at a time: from the front to one thread, from the back to another."""
+
+    def __init__(self, n: int):
+        self.front, self.back = 0, n
+        self._lock = threading.Lock()
+
+    def take(self, from_back: bool) -> int | None:
+        """The next unclaimed item from that end, or None when every item is claimed."""
+        with self._lock:
+            if self.front >= self.back:
+                return None
+            if from_back:
+                self.back -= 1
+                return self.back
+            self.front += 1
+            return self.front - 1
+
+
+def for_each(fn: Callable[[int], None], n: int, share: bool = True) -> None:
+    """``fn(i)`` for every i in range(n), shared with the helper thread when ``share`` and one is available.
+
+    ``fn`` must handle each item on its own (writing only that item's results).
+    """
+    pool = helper() if share and n > 1 else None
+    if pool is None:
+        for i in range(n):
+            fn(i)
+        return
+    claims = Claims(n)
+
+    def work(from_back: bool) -> None:
+        while (i := claims.take(from_back)) is not None:
+            fn(i)
+
+    later = pool.submit(work, True)
+    try:
+        work(False)
+    finally:
+        later.result()
+
+
+__all__ = ["Claims", "for_each", "helper"]
