@@ -33,7 +33,6 @@ from ppt.spaces.tokens import (  # noqa: F401  (the kind names are re-exported)
     SPACE_CODE,
     WORD,
     WORD_CODE,
-    TokenBatch,
     Tokens,
     rebuild,
     rebuild_pieces,
@@ -323,14 +322,9 @@ class TokenMechanism(Mechanism):
             offset += n
         return out
 
-    def tokenize_batch(self, texts: list[str]) -> TokenBatch:
-        """The batch's pieces, concatenated (the space's batch tokenizer when it has one)."""
-        batch = getattr(self.space, "tokenize_batch", None)
-        return batch(texts) if batch is not None else TokenBatch.concat([self.space.tokenize(t) for t in texts])
-
     def sanitize_batch(self, texts: list[str], generators: list[torch.Generator]) -> list[Sanitized]:
         # the batch's pieces, concatenated: every per-piece step below is an array operation
-        tb = self.tokenize_batch(texts)
+        tb = self.space.tokenize_batch(texts)
         n_texts, bounds, core, codes, rows = len(tb), tb.bounds.tolist(), tb.core, tb.codes, tb.rows
         rec = tb.text_index
         actions, why = self.plan_codes(codes, rows, tb.lead, core, tb.bounds[:-1])

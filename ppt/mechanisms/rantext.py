@@ -560,16 +560,9 @@ class Rantext(TokenMechanism):
             size[pos] = m
         return out, size
 
-    def record_extra(self, diag: dict[str, torch.Tensor]) -> dict[str, Any]:
-        s = diag.get("cr_size")
-        if s is None or s.numel() == 0:
-            return {}
-        s = s.double()
-        return {"adjacency_list_size": {"median": float(s.median()), "min": int(s.min()), "max": int(s.max())}}
-
     def record_extras(self, diag: dict[str, torch.Tensor], counts: list[int]) -> list[dict[str, Any]]:
-        """``record_extra`` for all records at once: each record's sizes sorted, the median being the
-        lower middle one (as torch.median)."""
+        """Each record's adjacency-list sizes (median, min, max), for all records at once: sizes sorted
+        per record, the median being the lower middle one (as torch.median)."""
         s = diag.get("cr_size")
         if s is None:
             return [{} for _ in counts]
