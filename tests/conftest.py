@@ -17,3 +17,11 @@ def tmp_cache(tmp_path, monkeypatch):
     cache.mkdir()
     monkeypatch.setenv("PPT_CACHE", str(cache))
     return cache
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(tmp_path_factory):
+    """A tiny random causal LM saved as a model directory (generation, extract, serve), built once."""
+    from ppt.remote.testing import make_tiny_causal_lm
+
+    return make_tiny_causal_lm(tmp_path_factory.getbasetemp() / "tiny-lm")

@@ -18,7 +18,6 @@ from ppt.extract import Extractor  # noqa: E402
 from ppt.generation import LocalGenerator, SamplingParams  # noqa: E402
 from ppt.io import Record, RecordError  # noqa: E402
 from ppt.remote.templates import EXTRACT_TEMPLATE  # noqa: E402
-from ppt.remote.testing import make_tiny_causal_lm  # noqa: E402
 
 PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,11 +27,6 @@ def rec(i: int, **data) -> Record:
     data = {"id": f"d{i}", "text": f"perturbed {i}", "raw": f"The clinic is open on day {i}.",
             "generation": f"A patient reports pain after running {i} times.", **data}
     return Record(line_no=i + 1, id=data["id"], data=data, text=data["text"])
-
-
-@pytest.fixture(scope="session")
-def tiny_lm(tmp_path_factory):
-    return make_tiny_causal_lm(tmp_path_factory.getbasetemp() / "tiny-lm")
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ torch = pytest.importorskip("torch")
 
 from ppt.generation import Completion, LocalGenerator, SamplingParams  # noqa: E402
 from ppt.io import RecordError  # noqa: E402
-from ppt.remote.testing import make_tiny_causal_lm  # noqa: E402
 from ppt.rng import record_generator  # noqa: E402
 
 PROMPTS = [
@@ -18,11 +17,6 @@ PROMPTS = [
     "Your task is to extend the Prefix Text. Use the Perturbed Generation as your primary material.",
     [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "The clinic is open."}],
 ]
-
-
-@pytest.fixture(scope="session")
-def tiny_lm(tmp_path_factory):
-    return make_tiny_causal_lm(tmp_path_factory.getbasetemp() / "tiny-lm")
 
 
 @pytest.fixture(scope="module")

@@ -17,15 +17,9 @@ torch = pytest.importorskip("torch")
 
 from ppt.generation import LocalGenerator  # noqa: E402
 from ppt.remote.server import ModelService, start_server  # noqa: E402
-from ppt.remote.testing import make_tiny_causal_lm  # noqa: E402
 
 PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
 CHAT = {"model": "anything", "messages": [{"role": "user", "content": "The quick brown fox"}], "max_tokens": 6}
-
-
-@pytest.fixture(scope="session")
-def tiny_lm(tmp_path_factory):
-    return make_tiny_causal_lm(tmp_path_factory.getbasetemp() / "tiny-lm")
 
 
 @pytest.fixture(scope="module")
