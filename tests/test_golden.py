@@ -1,0 +1,26 @@
+"""Seeded output of every mechanism, policy and case mode is byte-identical to the committed golden files.
+
+A change that alters seeded output on purpose regenerates them (``python -m tests.golden --write``) and
+says why in CHANGELOG.md."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import golden
+
+
+@pytest.fixture(scope="module")
+def tiny_lm_path(tmp_path_factory):
+    return golden.make_tiny_lm(tmp_path_factory.mktemp("golden") / "tiny-lm")
+
+
+@pytest.mark.parametrize("index", range(len(golden.CONFIGS)), ids=[name for name, _ in golden.CONFIGS])
+def test_seeded_output_matches_golden(index, tiny_lm_path):
+    name, config = golden.CONFIGS[index]
+    rc, out, err = golden.run(config, golden.seed_of(index), tiny_lm_path)
+    assert rc in (0, 1), err
+    expected = (golden.GOLDEN / f"{name}.jsonl").read_text()
+    assert out.count("\n") == expected.count("\n") == 3 * len(golden.TEXTS)
+    for got, want in zip(out.splitlines(), expected.splitlines()):
+        assert golden.comparable(got) == golden.comparable(want)
