@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from ppt.extract import Extractor
-from ppt.generation import LocalGenerator, SamplingParams
 from ppt.io import Record
+from ppt.lm.generate import LocalGenerator, SamplingParams
 
 GENERATIONS = [
     "The symptoms started early in the week. A doctor should check them soon, especially if they get worse.",

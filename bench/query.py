@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 
-from ppt.remote.testing import EchoService, loopback
+from ppt.testing import EchoService, loopback
 
 PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
 
@@ -84,7 +84,7 @@ def main() -> None:
     settings = [] if args.model_only else [(f"echo, {args.latency_ms:g} ms latency", lambda: EchoService(delay_s=args.latency_ms / 1000), args.n),
                 ("echo, no latency", lambda: EchoService(), args.n)]
     if args.model:
-        from ppt.generation import LocalGenerator
+        from ppt.lm.generate import LocalGenerator
         from ppt.remote.server import ModelService
 
         gen = LocalGenerator.load(args.model, device=args.device, batch_size=max(levels))

@@ -2,9 +2,9 @@
 remote model's perturbed generation and writes a continuation aligned with the raw document.
 
 The raw document never leaves the machine: this runs on a local model only. The prompt is the paper's
-(``ppt.remote.templates.EXTRACT_TEMPLATE``, overridable), filled from the raw-document field and the
+(``ppt.lm.templates.EXTRACT_TEMPLATE``, overridable), filled from the raw-document field and the
 perturbed-generation field, wrapped in the model's chat template when it has one, and generated in
-left-padded batches (``ppt.generation``).
+left-padded batches (``ppt.lm.generate``).
 
     ex = Extractor(LocalGenerator.load("smollm2"), raw_field="raw", generation_field="generation")
     out = ex.process(records)        # one dict (record + "extracted" + ppt.extract stamp) or RecordError each
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppt.generation import Completion, LocalGenerator, SamplingParams
 from ppt.io import Record, RecordError, stamp
-from ppt.remote.templates import EXTRACT_TEMPLATE, Template, load_template
+from ppt.lm.generate import Completion, LocalGenerator, SamplingParams
+from ppt.lm.templates import EXTRACT_TEMPLATE, Template, load_template
 
 
 class Extractor:

@@ -22,6 +22,6 @@ def tmp_cache(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def tiny_lm(tmp_path_factory):
     """A tiny random causal LM saved as a model directory (generation, extract, serve), built once."""
-    from ppt.remote.testing import make_tiny_causal_lm
+    from ppt.testing import make_tiny_causal_lm
 
     return make_tiny_causal_lm(tmp_path_factory.getbasetemp() / "tiny-lm")

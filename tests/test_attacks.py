@@ -17,12 +17,13 @@ from ppt.attacks.align import (
     spans_by_rows,
 )
 from ppt.attacks.knn import KnnAttack, nearest_rows, rows_in_space
-from ppt.attacks.llm import EndpointBackend, LlmAttack, recovery_counts
+from ppt.attacks.llm import LlmAttack, recovery_counts
 from ppt.attacks.ngram import ngram_leakage
 from ppt.attacks.summary import Tally, wilson
 from ppt.io import RecordError
 from ppt.mechanisms.base import Policy, TokenMechanism
 from ppt.spaces import space_from_arrays
+from ppt.testing import FakeLM, bert_tokenizer, tiny_bert
 
 WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "far", "red", "big", "a", "blue", "sky", "tree", "house", "car"]
 
@@ -206,17 +207,11 @@ def test_sanitize_aligned_recovers_exact_pairs(space):
 
 
 @pytest.fixture
-def tiny_mlm(tmp_path):
+def tiny_mlm():
     """A 1-layer BERT whose head always predicts 'cat' (bias), with a real WordPiece tokenizer."""
-    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
-
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "dog", "sat", "on", "mat", "blue", "##s", ",", "."]
-    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    tok = BertTokenizerFast.from_pretrained(str(tmp_path))
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=32, max_position_embeddings=64)
-    model = BertForMaskedLM(cfg).eval()
+    tok = bert_tokenizer(vocab)
+    model = tiny_bert(len(vocab), hidden_size=16, num_hidden_layers=1, intermediate_size=32)
     with torch.no_grad():
         head = model.get_output_embeddings()
         head.weight.zero_()
@@ -274,37 +269,30 @@ def test_recovery_counts_hand_computed():
     assert recovery_counts("a b", "a b", "x") == (0, 0)
 
 
-class _Fake:
-    name = "fake"
-
-    def __init__(self, fn):
-        self.fn = fn
-        self.budgets = None
-
-    def complete(self, prompts, budgets):
-        self.budgets = budgets
-        return [self.fn(p) for p in prompts]
-
-
-def test_llm_attack_with_oracle_and_copying_backends():
+def test_llm_attack_with_oracle_and_copying_models():
     originals = ["my name is alice smith", "call bob at noon"]
     perturbed = ["my name is carol jones", "call dan at dawn"]
     table = dict(zip(perturbed, originals))
-    oracle = LlmAttack(_Fake(lambda p: table[p.rsplit("Text: ", 1)[1]]))
+    oracle_lm = FakeLM(lambda p: table[p.rsplit("Text: ", 1)[1]])
+    oracle = LlmAttack(oracle_lm)
     for r in oracle.run(perturbed, originals):
         assert r["rate"] == 1.0 and r["rouge_l"] == pytest.approx(1.0)
-    copier = LlmAttack(_Fake(lambda p: p.rsplit("Text: ", 1)[1]))
+    assert [p.max_new_tokens for p in oracle_lm.params] == [oracle.budget(p) for p in perturbed]
+    assert all(p.temperature == 0.0 for p in oracle_lm.params)
+    copier = LlmAttack(FakeLM(lambda p: p.rsplit("Text: ", 1)[1]))
     res = copier.run(perturbed, originals)
     assert all(r["rate"] == 0.0 for r in res)
     assert res[0]["rouge_l"] == pytest.approx(res[0]["rouge_l_perturbed"])
-    failing = LlmAttack(_Fake(lambda p: RecordError("refused", "no")))
+    failing = LlmAttack(FakeLM(lambda p: RecordError("refused", "no")))
     assert isinstance(failing.run(["x"], ["y"])[0], RecordError)
     with pytest.raises(ValueError):
-        LlmAttack(_Fake(str), prompt="no placeholder")
+        LlmAttack(FakeLM(str), prompt="no placeholder")
 
 
-def test_endpoint_backend_builds_chat_bodies():
+def test_endpoint_lm_builds_chat_bodies():
+    from ppt.lm.generate import SamplingParams
     from ppt.remote.backends import Answer
+    from ppt.remote.endpoint import EndpointLM
 
     class Client:
         def run(self, items, kind):
@@ -312,10 +300,13 @@ def test_endpoint_backend_builds_chat_bodies():
             return [Answer(text="restored", finish_reason="stop"), RecordError("bad_response", "x")]
 
     c = Client()
-    out = EndpointBackend("http://127.0.0.1:1/v1", "m", client=c).complete(["p1", "p2"], [10, 20])
-    assert out[0] == "restored" and isinstance(out[1], RecordError)
+    msgs = [[{"role": "user", "content": "p1"}], [{"role": "user", "content": "p2"}]]
+    params = [SamplingParams(max_new_tokens=10), SamplingParams(max_new_tokens=20)]
+    out = EndpointLM("http://127.0.0.1:1/v1", "m", client=c).generate(msgs, params)
+    assert out[0].text == "restored" and isinstance(out[1], RecordError)
     assert c.kind == "chat" and c.items[1][1]["max_tokens"] == 20 and c.items[0][1]["temperature"] == 0.0
-    assert c.items[0][1]["messages"] == [{"role": "user", "content": "p1"}]
+    assert c.items[0][1] == {"model": "m", "messages": [{"role": "user", "content": "p1"}], "max_tokens": 10,
+                             "temperature": 0.0}
 
 
 def test_ngram_leakage_hand_computed():

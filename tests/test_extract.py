@@ -15,9 +15,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ppt.extract import Extractor  # noqa: E402
-from ppt.generation import LocalGenerator, SamplingParams  # noqa: E402
 from ppt.io import Record, RecordError  # noqa: E402
-from ppt.remote.templates import EXTRACT_TEMPLATE  # noqa: E402
+from ppt.lm.generate import LocalGenerator, SamplingParams  # noqa: E402
+from ppt.lm.templates import EXTRACT_TEMPLATE  # noqa: E402
 
 PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
 ROOT = Path(__file__).resolve().parent.parent

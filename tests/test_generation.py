@@ -1,4 +1,4 @@
-"""ppt.generation: batched generation on a tiny random Llama (left padding, masks, seeds, stops)."""
+"""ppt.lm.generate: batched generation on a tiny random Llama (left padding, masks, seeds, stops)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ppt.generation import Completion, LocalGenerator, SamplingParams  # noqa: E402
 from ppt.io import RecordError  # noqa: E402
+from ppt.lm.generate import Completion, LocalGenerator, SamplingParams  # noqa: E402
 from ppt.rng import record_generator  # noqa: E402
 
 PROMPTS = [

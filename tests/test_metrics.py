@@ -132,21 +132,15 @@ def test_probe_identity_and_uniform():
 
 @pytest.fixture(scope="module")
 def tiny_lm():
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from ppt.testing import tiny_llama, word_tokenizer
 
-    vocab = {w: i for i, w in enumerate(["<pad>", "<s>", "</s>", "the", "cat", "dog", "sat", "business", "sport", "a", "on", "Answer", ":"])}
-    tk = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
-    tk.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", bos_token="<s>", eos_token="</s>")
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64)
-    return LlamaForCausalLM(cfg).eval(), tok
+    words = ["<pad>", "<s>", "</s>", "the", "cat", "dog", "sat", "business", "sport", "a", "on", "Answer", ":"]
+    tok = word_tokenizer(words, "<pad>", pad_token="<pad>", bos_token="<s>", eos_token="</s>")
+    return tiny_llama(len(words), hidden_size=16, intermediate_size=32, num_hidden_layers=1), tok
 
 
 def test_continuation_logprobs_match_full_forward(tiny_lm):
-    from ppt.metrics.lm import continuation_logprobs
+    from ppt.lm.score import continuation_logprobs
 
     model, _tok = tiny_lm
     pairs = [([1, 3, 4], [6, 10]), ([1], [3, 5, 6, 9]), ([1, 3, 4, 6, 10, 3], [7])]

@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -406,48 +405,28 @@ def test_tiktoken_unknown_encoding_offline(no_network, fresh_tiktoken):
 WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "a", "private", "text", "hello", "world", "paris", "alice"]
 
 
-def _bert_tokenizer(directory: Path):
-    from transformers import BertTokenizerFast
-
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    vocab = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *[f"##{c}" for c in letters], *letters, ".", ","]))
-    directory.mkdir(parents=True, exist_ok=True)
-    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)})
-    assert len(tok) == len(vocab)
-    return tok, len(vocab)
-
-
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory):
-    import torch
-    from transformers import BertConfig, BertForMaskedLM
+    from ppt.testing import bert_tokenizer, tiny_bert
 
     d = tmp_path_factory.mktemp("tiny-bert")
-    tok, v = _bert_tokenizer(d)
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=v, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                     max_position_embeddings=64)
-    BertForMaskedLM(cfg).save_pretrained(d)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *[f"##{c}" for c in letters], *letters, ".", ","]))
+    tok = bert_tokenizer(vocab)
+    assert len(tok) == len(vocab)
+    tiny_bert(len(vocab)).save_pretrained(d)
     tok.save_pretrained(d)
     return d
 
 
 @pytest.fixture(scope="module")
 def tiny_causal(tmp_path_factory):
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from ppt.testing import tiny_llama, word_tokenizer
 
     d = tmp_path_factory.mktemp("tiny-llama")
-    vocab = {w: i for i, w in enumerate(["<unk>", "<s>", "</s>", *WORDS])}
-    t = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    t.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok = PreTrainedTokenizerFast(tokenizer_object=t, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
-                      bos_token_id=1, eos_token_id=2)
-    LlamaForCausalLM(cfg).save_pretrained(d)
+    words = ["<unk>", "<s>", "</s>", *WORDS]
+    tok = word_tokenizer(words, "<unk>", unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+    tiny_llama(len(words), bos_token_id=1, eos_token_id=2).save_pretrained(d)
     tok.save_pretrained(d)
     return d
 

@@ -19,9 +19,9 @@ import pytest
 
 pytest.importorskip("httpx")
 
+from ppt.lm.templates import QUERY_TEMPLATE  # noqa: E402
 from ppt.remote.journal import Journal  # noqa: E402
-from ppt.remote.templates import QUERY_TEMPLATE  # noqa: E402
-from ppt.remote.testing import EchoService, Fault, FaultPlan, loopback  # noqa: E402
+from ppt.testing import EchoService, Fault, FaultPlan, loopback  # noqa: E402
 
 PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
 SECRET_RAW = "RAW-SECRET-Emma-Springfield"
@@ -327,7 +327,7 @@ def test_journal_drops_a_torn_tail_and_ignores_errors(tmp_path):
 
 
 def test_local_backend_batched_and_seeded(tmp_path_factory):
-    from ppt.remote.testing import make_tiny_causal_lm
+    from ppt.testing import make_tiny_causal_lm
 
     tiny = make_tiny_causal_lm(tmp_path_factory.getbasetemp() / "tiny-lm")
     recs = records(3)

@@ -15,7 +15,7 @@ import pytest
 httpx = pytest.importorskip("httpx")
 torch = pytest.importorskip("torch")
 
-from ppt.generation import LocalGenerator  # noqa: E402
+from ppt.lm.generate import LocalGenerator  # noqa: E402
 from ppt.remote.server import ModelService, start_server  # noqa: E402
 
 PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
@@ -141,7 +141,7 @@ class _SlowGenerator:
         self.calls = 0
 
     def generate(self, prompts, params, generators):
-        from ppt.generation import Completion
+        from ppt.lm.generate import Completion
 
         self.calls += 1
         time.sleep(0.6)

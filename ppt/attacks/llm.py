@@ -1,8 +1,9 @@
 """LLM inference attack (InferDPT Sec. VI-D "GPT inference attack", adapted): a generative model is
 asked to restore the original text from the perturbed one.
 
-Backends: a local causal LM (default ``smollm2``; chat template when it has one, greedy decoding) or
-an OpenAI-compatible endpoint through :mod:`ppt.remote` (imported only when used).
+The model is any :class:`ppt.lm.base.LanguageModel` (greedy decoding, one chat turn): a local causal
+LM (``ppt.lm.get_lm``, default ``smollm2``; chat template when it has one) or an OpenAI-compatible
+endpoint (:class:`ppt.remote.endpoint.EndpointLM`).
 
 Scores per record (word tokens of :func:`ppt.metrics.text.words`, multisets):
 - ``hidden``: original words the perturbed text does not show, ``max(0, #orig(t) - #pert(t))``;
@@ -16,9 +17,10 @@ Scores per record (word tokens of :func:`ppt.metrics.text.words`, multisets):
 from __future__ import annotations
 
 from collections import Counter
-from typing import Protocol
 
 from ppt.io import RecordError
+from ppt.lm.base import LanguageModel
+from ppt.lm.generate import SamplingParams
 from ppt.metrics.rouge import rouge_l_tokens
 from ppt.metrics.text import words
 
@@ -27,59 +29,6 @@ PROMPT = (
     "Reconstruct the original text as faithfully as you can. Reply with the reconstructed text only.\n\n"
     "Text: {perturbed}"
 )
-
-
-class Backend(Protocol):
-    name: str
-
-    def complete(self, prompts: list[str], max_new_tokens: list[int]) -> list[str | RecordError]: ...
-
-
-class LocalBackend:
-    """A local causal LM through :class:`ppt.generation.LocalGenerator` (greedy)."""
-
-    def __init__(self, model: str = "smollm2", device: str = "auto", batch_size: int = 8, generator=None):
-        if generator is None:
-            from ppt.generation import LocalGenerator
-
-            generator = LocalGenerator.load(model, device=device, batch_size=batch_size)
-        self.gen = generator
-        self.name = model
-
-    def complete(self, prompts: list[str], max_new_tokens: list[int]) -> list[str | RecordError]:
-        from ppt.generation import SamplingParams
-
-        # one call per distinct budget keeps each record's output independent of its batch
-        out: list[str | RecordError] = [""] * len(prompts)
-        by_budget: dict[int, list[int]] = {}
-        for i, m in enumerate(max_new_tokens):
-            by_budget.setdefault(m, []).append(i)
-        for m, idx in by_budget.items():
-            msgs = [[{"role": "user", "content": prompts[i]}] for i in idx]
-            res = self.gen.generate(msgs, SamplingParams(max_new_tokens=m, temperature=0.0))
-            for i, r in zip(idx, res):
-                out[i] = r if isinstance(r, RecordError) else r.text
-        return out
-
-
-class EndpointBackend:
-    """An OpenAI-compatible chat endpoint through :class:`ppt.remote.HttpBackend` (temperature 0;
-    retries, timeouts and key handling are the client's). The key comes from the environment only."""
-
-    def __init__(self, base_url: str, model: str, api_key_env: str | None = None, concurrency: int = 4,
-                 timeout_s: float = 120.0, client=None):
-        if client is None:
-            from ppt.remote.client import HttpBackend, resolve_api_key
-
-            client = HttpBackend(base_url, api_key=resolve_api_key(api_key_env, base_url), concurrency=concurrency,
-                                 timeout_s=timeout_s)
-        self.client, self.model = client, model
-        self.name = model
-
-    def complete(self, prompts: list[str], max_new_tokens: list[int]) -> list[str | RecordError]:
-        bodies = [(i, {"model": self.model, "messages": [{"role": "user", "content": p}], "max_tokens": int(m),
-                       "temperature": 0.0}) for i, (p, m) in enumerate(zip(prompts, max_new_tokens))]
-        return [r if isinstance(r, RecordError) else r.text for r in self.client.run(bodies, "chat")]
 
 
 def recovery_counts(original: str, perturbed: str, restored: str) -> tuple[int, int]:
@@ -109,10 +58,10 @@ def score(original: str, perturbed: str, restored: str) -> dict:
 class LlmAttack:
     name = "llm"
 
-    def __init__(self, backend: Backend, prompt: str = PROMPT, max_new_tokens: int | None = None, tokens_per_word: float = 2.0):
+    def __init__(self, lm: LanguageModel, prompt: str = PROMPT, max_new_tokens: int | None = None, tokens_per_word: float = 2.0):
         if "{perturbed}" not in prompt:
             raise ValueError("the prompt template must contain {perturbed}")
-        self.backend = backend
+        self.lm = lm
         self.prompt = prompt
         self.max_new_tokens = max_new_tokens
         self.tokens_per_word = tokens_per_word
@@ -124,12 +73,14 @@ class LlmAttack:
         return int(min(1024, max(16, round(self.tokens_per_word * n) + 16)))
 
     def run(self, perturbed: list[str], originals: list[str]) -> list[dict | RecordError]:
-        prompts = [self.prompt.replace("{perturbed}", p) for p in perturbed]
-        outs = self.backend.complete(prompts, [self.budget(p) for p in perturbed])
+        chats = [[{"role": "user", "content": self.prompt.replace("{perturbed}", p)}] for p in perturbed]
+        # one SamplingParams per record: a local model runs one pass per distinct budget, so a record's
+        # output does not depend on its batch
+        params = [SamplingParams(max_new_tokens=self.budget(p), temperature=0.0) for p in perturbed]
         res: list[dict | RecordError] = []
-        for o, p, r in zip(originals, perturbed, outs):
+        for o, p, r in zip(originals, perturbed, self.lm.generate(chats, params)):
             if isinstance(r, RecordError):
                 res.append(r)
                 continue
-            res.append({"restored": r.strip(), **score(o, p, r)})
+            res.append({"restored": r.text.strip(), **score(o, p, r.text)})
         return res

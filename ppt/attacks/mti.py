@@ -14,13 +14,16 @@ conservative (attacker-favouring) choice; ``one`` inserts a single mask, so orig
 LM splits into several pieces can never be recovered.
 
 Efficiency: all masked copies of a record go through the model in one padded forward pass (split only
-above ``max_copies``), and the LM head's final projection runs only on masked positions.
+above ``max_copies``), and the LM head's final projection runs only on masked positions
+(:func:`ppt.lm.masked.masked_argmax`).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
+
+from ppt.lm.base import context_length, model_device, pad_id
+from ppt.lm.masked import masked_argmax
 
 MASK_LENGTHS = ("original", "one")
 
@@ -37,12 +40,12 @@ class MtiAttack:
         self.tok = tokenizer
         self.mask_length = mask_length
         self.max_copies = max(1, int(max_copies))
-        limit = getattr(model.config, "max_position_embeddings", 512) or 512
+        limit = context_length(model, 512)
         self.max_length = int(min(max_length or limit, limit, getattr(tokenizer, "model_max_length", limit) or limit))
         self.prefix = [tokenizer.cls_token_id] if tokenizer.cls_token_id is not None else []
         self.suffix = [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else []
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self.device = next(model.parameters()).device
+        self.pad_id = pad_id(tokenizer)
+        self.device = model_device(model)
         self.forward_passes = 0
 
     def _n_masks(self, word: str) -> int:
@@ -89,28 +92,7 @@ class MtiAttack:
                 results[t] = (self._normalise(pred) == self._normalise(originals[t]), pred.strip())
         return results
 
-    @torch.inference_mode()
     def _forward(self, copies: list[list[int]], mask_at: list[tuple[int, int]]) -> list[list[int]]:
-        n, width = len(copies), max(len(c) for c in copies)
-        input_ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        attn = torch.zeros((n, width), dtype=torch.long)
-        for i, c in enumerate(copies):
-            input_ids[i, : len(c)] = torch.tensor(c, dtype=torch.long)
-            attn[i, : len(c)] = 1
-        rows = torch.tensor([i for i, (_, k) in enumerate(mask_at) for _ in range(k)], dtype=torch.long)
-        cols = torch.tensor([p + j for p, k in mask_at for j in range(k)], dtype=torch.long)
-        logits = self._masked_logits(input_ids.to(self.device), attn.to(self.device), rows.to(self.device), cols.to(self.device))
+        preds = masked_argmax(self.model, copies, mask_at, self.pad_id, self.device)
         self.forward_passes += 1
-        best = logits.argmax(-1).cpu().tolist()
-        out, pos = [], 0
-        for _, k in mask_at:
-            out.append(best[pos : pos + k])
-            pos += k
-        return out
-
-    def _masked_logits(self, input_ids, attn, rows, cols) -> torch.Tensor:
-        """Logits [n_masks, V] at the masked positions only (the output projection, the biggest
-        matrix of the head, sees just those rows)."""
-        from ppt.metrics.lm import gathered_logits
-
-        return gathered_logits(self.model, input_ids, attn, rows, cols)
+        return preds

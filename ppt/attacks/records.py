@@ -251,12 +251,12 @@ class LlmRunner:
             self.rouge_perturbed.append(r["rouge_l_perturbed"])
             self.n_records += 1
             out[i] = merge_result(batch[i].data, self.result_field, self.name, r,
-                                  {"model": self.attack.backend.name, "prompt": self.attack.prompt})
+                                  {"model": self.attack.lm.name, "prompt": self.attack.prompt})
         return out
 
     def summary(self) -> dict:
         mean = (lambda xs: sum(xs) / len(xs) if xs else None)
-        return {"attack": self.name, "model": self.attack.backend.name, "n_records": self.n_records, **self.tally.block(),
+        return {"attack": self.name, "model": self.attack.lm.name, "n_records": self.n_records, **self.tally.block(),
                 "rouge_l": mean(self.rouge), "rouge_l_perturbed": mean(self.rouge_perturbed)}
 
 

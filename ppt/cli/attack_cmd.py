@@ -255,9 +255,10 @@ def llm(
     with handle_errors():
         from pathlib import Path
 
-        from ppt.attacks.llm import PROMPT, EndpointBackend, LlmAttack, LocalBackend
+        from ppt.attacks.llm import PROMPT, LlmAttack
         from ppt.attacks.records import LlmRunner
         from ppt.io import ExitCode, PptError, stdout_guard
+        from ppt.lm.base import get_lm
 
         if not original_field:
             raise PptError("ppt attack llm needs --original-field (the raw text to score against)", ExitCode.USAGE)
@@ -271,12 +272,14 @@ def llm(
         with stdout_guard():
             if base_url:
                 try:
-                    backend = EndpointBackend(base_url, model, api_key_env=api_key_env)
+                    from ppt.remote.endpoint import EndpointLM
+
+                    backend = EndpointLM(base_url, model, api_key_env=api_key_env)
                 except ImportError as e:
                     raise PptError(f"the endpoint client is not available ({e})", ExitCode.CONFIG,
                                    hint="install the remote extra: pip install 'ppt[remote]'") from None
             else:
-                backend = LocalBackend(model, device=device, batch_size=batch_size)
+                backend = get_lm(model, device=device, batch_size=batch_size)
         try:
             attack = LlmAttack(backend, prompt=prompt, max_new_tokens=max_new_tokens)
         except ValueError as e:

@@ -63,9 +63,9 @@ def extract(
 ) -> None:
     with handle_errors():
         from ppt.extract import Extractor
-        from ppt.generation import LocalGenerator, SamplingParams
         from ppt.io import ExitCode, PptError, run_stream, stdout_guard
-        from ppt.remote.templates import EXTRACT_TEMPLATE, load_template
+        from ppt.lm.generate import LocalGenerator, SamplingParams
+        from ppt.lm.templates import EXTRACT_TEMPLATE, load_template
 
         tpl = load_template(template, EXTRACT_TEMPLATE, "paper-extraction",
                             {"raw": raw_field, "generation": generation_field})

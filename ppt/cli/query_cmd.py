@@ -87,8 +87,8 @@ def query(
 
         from ppt.cli.common import warn
         from ppt.io import ExitCode, PptError, run_stream, stdout_guard
+        from ppt.lm.templates import QUERY_TEMPLATE, load_template
         from ppt.remote.query import PROTECTED_BODY_KEYS, QueryRunner, QuerySpec
-        from ppt.remote.templates import QUERY_TEMPLATE, load_template
 
         tpl = load_template(template, QUERY_TEMPLATE, "paper-continuation", {"text": text_field})
         if len(stop) > 4:
@@ -105,12 +105,12 @@ def query(
         if backend == "local":
             if base_url is not None or api_key_env is not None:
                 raise PptError("--base-url and --api-key-env do not apply to --backend local", ExitCode.USAGE)
-            from ppt.generation import LocalGenerator
-            from ppt.remote.backends import LocalBackend
+            from ppt.lm.generate import LocalGenerator
+            from ppt.remote.backends import LocalQueryBackend
 
             with stdout_guard():
                 gen = LocalGenerator.load(model, device=device, dtype=dtype, batch_size=min(batch_size, 16))
-            impl = LocalBackend(gen, seed=seed)
+            impl = LocalQueryBackend(gen, seed=seed)
         else:
             if seed is not None:
                 raise PptError("--seed applies to --backend local only (a seed is never sent to a remote party)",

@@ -47,8 +47,8 @@ def serve(
         import threading
 
         from ppt.cli.common import warn
-        from ppt.generation import LocalGenerator
         from ppt.io import ExitCode, PptError, stdout_guard
+        from ppt.lm.generate import LocalGenerator
         from ppt.remote.server import ModelService, make_server
 
         try:  # bind first: a taken port fails at once, before seconds of model loading

@@ -8,7 +8,8 @@ with ``length_norm``); the prediction is the best-scoring label. The prompt is a
 
 from __future__ import annotations
 
-from ppt.metrics.lm import continuation_logprobs
+from ppt.lm.base import pad_id
+from ppt.lm.score import continuation_logprobs
 
 DEFAULT_TEMPLATE = "{text}\n\nQuestion: which of these topics is the text above about: {labels}?\nAnswer:"
 
@@ -26,7 +27,7 @@ class ZeroShotClassifier:
         self.label_ids = [tokenizer(" " + w.strip(), add_special_tokens=False)["input_ids"] for w in labels]
         if any(not ids for ids in self.label_ids):
             raise ValueError("a label word encodes to no tokens")
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self.pad_id = pad_id(tokenizer)
 
     def prompt(self, text: str) -> str:
         return self.template.replace("{labels}", ", ".join(self.labels)).replace("{text}", text)

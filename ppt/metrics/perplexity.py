@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import math
 
-from ppt.metrics.lm import bos_prefix, continuation_logprobs
+from ppt.lm.base import bos_prefix, pad_id
+from ppt.lm.score import continuation_logprobs
 
 
 def perplexities(model, tokenizer, texts: list[str], batch_size: int = 16) -> list[tuple[float, int]]:
     """(total NLL, token count) per text."""
     pre = bos_prefix(tokenizer)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     pairs = [(pre, tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
-    return [(-lp, n) for lp, n in continuation_logprobs(model, pairs, pad_id=pad, batch_size=batch_size)]
+    return [(-lp, n) for lp, n in continuation_logprobs(model, pairs, pad_id=pad_id(tokenizer), batch_size=batch_size)]
 
 
 def ppl(nll: float, n: int) -> float | None:

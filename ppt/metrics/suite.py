@@ -175,7 +175,7 @@ class Mauve(Metric):
     def _features(self, texts: list[str]) -> np.ndarray:
         if self.res.s.mauve_features == "encoder":
             return self.res.encoder.encode(texts).numpy()
-        from ppt.metrics.lm import last_token_features
+        from ppt.lm.score import last_token_features
 
         model, tok = self.res.lm
         return last_token_features(model, tok, texts, batch_size=self.res.s.batch_size)

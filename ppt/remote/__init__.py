@@ -1,14 +1,13 @@
 """Talking to black-box LLMs: the OpenAI-compatible client and local backend behind `ppt query`, and
 the loopback server behind `ppt serve`.
 
-    from ppt.remote import HttpBackend, LocalBackend, QueryRunner, QuerySpec, Template
+    from ppt.remote import HttpBackend, LocalQueryBackend, QueryRunner, QuerySpec, EndpointLM
     client.py     HttpBackend: concurrency, timeouts, retries with backoff, key handling
-    backends.py   request bodies <-> generation requests; LocalBackend (a local causal LM)
+    backends.py   request bodies <-> generation requests; LocalQueryBackend (a local causal LM)
+    endpoint.py   EndpointLM: an OpenAI-compatible endpoint as a ppt.lm LanguageModel
     query.py      QuerySpec / QueryRunner: sanitize-stamp checks, templates, stamps, usage
     journal.py    the --resume journal
-    templates.py  the paper's prompts and {field} templates
     server.py     `ppt serve`: OpenAI-compatible HTTP server with dynamic batching
-    testing.py    tiny models, an echo service and fault injection for tests and benchmarks
 
 Importing this package does not import torch or httpx; the submodules do what they need lazily.
 """
@@ -20,15 +19,13 @@ from typing import Any
 _EXPORTS = {
     "HttpBackend": "ppt.remote.client",
     "RetryPolicy": "ppt.remote.client",
-    "LocalBackend": "ppt.remote.backends",
+    "LocalQueryBackend": "ppt.remote.backends",
     "Answer": "ppt.remote.backends",
     "parse_request": "ppt.remote.backends",
     "QueryRunner": "ppt.remote.query",
     "QuerySpec": "ppt.remote.query",
     "Journal": "ppt.remote.journal",
-    "Template": "ppt.remote.templates",
-    "QUERY_TEMPLATE": "ppt.remote.templates",
-    "EXTRACT_TEMPLATE": "ppt.remote.templates",
+    "EndpointLM": "ppt.remote.endpoint",
     "ModelService": "ppt.remote.server",
     "start_server": "ppt.remote.server",
 }

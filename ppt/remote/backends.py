@@ -1,5 +1,6 @@
 """What both sides of the wire share: OpenAI request bodies <-> generation requests, answers, and the
-local backend that runs `ppt query`'s requests on a local causal LM (``--backend local``).
+local backend that runs `ppt query`'s requests on a local causal LM (``--backend local``,
+:class:`LocalQueryBackend`).
 
 The local backend and ``ppt serve`` read the very same request bodies the HTTP client sends, so a
 pipeline tested offline behaves like one talking to a remote endpoint.
@@ -39,13 +40,13 @@ class GenRequest:
     """A request body parsed into what a local generator needs."""
 
     prompt: Any  # str (completions) or list of chat messages
-    params: Any  # ppt.generation.SamplingParams
+    params: Any  # ppt.lm.generate.SamplingParams
     seed: int | None
 
 
 def parse_request(body: Any, kind: str, *, max_tokens_limit: int | None = None) -> GenRequest:
     """Validate an OpenAI chat/completions body; ValueError (a message safe to show) when it is bad."""
-    from ppt.generation import SamplingParams
+    from ppt.lm.generate import SamplingParams
 
     if not isinstance(body, dict):
         raise ValueError("request body must be a JSON object")
@@ -102,20 +103,12 @@ def run_local(
     requests: Sequence[GenRequest],
     generators: Sequence[Any],
 ) -> list[Any]:
-    """Run parsed requests on a LocalGenerator, one ``generate`` call per distinct SamplingParams;
+    """Run parsed requests on a local LanguageModel (one batched pass per distinct SamplingParams);
     returns Completion or RecordError per request, in order."""
-    out: list[Any] = [None] * len(requests)
-    groups: dict[Any, list[int]] = {}
-    for i, req in enumerate(requests):
-        groups.setdefault(req.params, []).append(i)
-    for params, idx in groups.items():
-        res = generator.generate([requests[i].prompt for i in idx], params, [generators[i] for i in idx])
-        for i, r in zip(idx, res):
-            out[i] = r
-    return out
+    return generator.generate([r.prompt for r in requests], [r.params for r in requests], generators)
 
 
-class LocalBackend:
+class LocalQueryBackend:
     """``ppt query --backend local``: the same request bodies, answered by a local causal LM in batches.
 
     With ``seed`` each record samples from a generator derived from (seed, record id), so answers do not

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ppt.io import Record, RecordError, stamp
+from ppt.lm.templates import Template
 from ppt.remote.backends import Answer
 from ppt.remote.journal import Journal
-from ppt.remote.templates import Template
 
 
 @dataclass

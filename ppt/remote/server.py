@@ -61,7 +61,7 @@ class Service:
 
 
 class ModelService(Service):
-    """Serve a ppt.generation.LocalGenerator with dynamic batching (one worker thread owns the model)."""
+    """Serve a ppt.lm.generate.LocalGenerator with dynamic batching (one worker thread owns the model)."""
 
     def __init__(self, generator: Any, name: str | None = None, *, max_batch: int = 8, max_wait_s: float = 0.01,
                  max_tokens_limit: int = 2048) -> None:

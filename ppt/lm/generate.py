@@ -1,5 +1,5 @@
-"""Batched text generation on a local causal LM, shared by `ppt extract`, `ppt query --backend local`
-and `ppt serve`.
+"""Batched text generation on a local causal LM (the local LanguageModel), shared by `ppt extract`,
+`ppt query --backend local`, `ppt serve` and the LLM attack.
 
 What it gets right, so callers do not have to:
 - chat template when the tokenizer has one (else the plain prompt; several chat turns fall back to
@@ -11,7 +11,8 @@ What it gets right, so callers do not have to:
   is greedy decoding;
 - stop strings (cut before the stop, OpenAI-style), EOS ids from the model and tokenizer, a
   ``finish_reason`` ("stop" or "length") and token usage per completion;
-- prompts longer than the model's context come back as RecordError, not as a crash.
+- prompts longer than the model's context come back as RecordError, not as a crash;
+- one SamplingParams per prompt: one batched ``generate`` pass per distinct params.
 
     gen = LocalGenerator.load("smollm2")
     outs = gen.generate([[{"role": "user", "content": "Hi"}]], SamplingParams(max_new_tokens=20))
@@ -24,6 +25,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ppt.io import RecordError
+from ppt.lm.base import (
+    context_length,
+    ensure_pad_token,
+    eos_ids,
+    gathered_logits,
+    length_batches,
+    model_device,
+    pad_id,
+)
 
 Messages = list[dict[str, Any]]
 Prompt = str | Messages  # a plain prompt (completions) or chat messages
@@ -84,12 +94,9 @@ class LocalGenerator:
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
         self.name = name or getattr(getattr(model, "config", None), "_name_or_path", None) or type(model).__name__
         tokenizer.padding_side = "left"
-        if tokenizer.pad_token_id is None:
-            if tokenizer.eos_token is None:
-                raise ValueError("tokenizer has neither a pad nor an eos token")
-            tokenizer.pad_token = tokenizer.eos_token
-        self.eos_ids = _eos_ids(model, tokenizer)
-        self.context_length = _context_length(model)
+        ensure_pad_token(tokenizer)
+        self.eos_ids = eos_ids(model, tokenizer)
+        self.context_length = context_length(model)
 
     @classmethod
     def load(cls, name: str, device: Any = "auto", dtype: Any = None, batch_size: int = 8) -> LocalGenerator:
@@ -101,7 +108,7 @@ class LocalGenerator:
 
     @property
     def device(self) -> Any:
-        return next(self.model.parameters()).device
+        return model_device(self.model)
 
     @property
     def has_chat_template(self) -> bool:
@@ -119,7 +126,7 @@ class LocalGenerator:
         """The text fed to the model and whether the tokenizer should add special tokens."""
         if isinstance(prompt, str):
             return prompt, True
-        messages = [{"role": str(m.get("role", "user")), "content": _content_text(m.get("content"))} for m in prompt]
+        messages = [{"role": str(m.get("role", "user")), "content": content_text(m.get("content"))} for m in prompt]
         if self.has_chat_template:
             text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             return text, False
@@ -137,14 +144,44 @@ class LocalGenerator:
     def generate(
         self,
         prompts: Sequence[Prompt],
-        params: SamplingParams,
+        params: SamplingParams | Sequence[SamplingParams],
         generators: Sequence[Any] | None = None,
     ) -> list[Completion | RecordError]:
         """One Completion (or RecordError for a prompt that does not fit) per prompt, in order.
 
+        ``params``: one SamplingParams for every prompt, or one per prompt (each distinct value is
+        one ``generate`` call, so a record's output never depends on its neighbours' params).
         ``generators``: one CPU ``torch.Generator`` per prompt (sampling only); None draws fresh ones
         from OS entropy.
         """
+        if isinstance(params, SamplingParams):
+            return self._generate(prompts, params, generators)
+        out: list[Any] = [None] * len(prompts)
+        groups: dict[SamplingParams, list[int]] = {}
+        for i, p in enumerate(params):
+            groups.setdefault(p, []).append(i)
+        for p, idx in groups.items():
+            res = self._generate([prompts[i] for i in idx], p, None if generators is None else [generators[i] for i in idx])
+            for i, r in zip(idx, res):
+                out[i] = r
+        return out
+
+    def score(self, pairs: list[tuple[list[int], list[int]]], batch_size: int = 16) -> list[tuple[float, int]]:
+        """(sum log P(continuation | prefix), tokens scored) per token-id pair (ppt.lm.score)."""
+        from ppt.lm.score import continuation_logprobs
+
+        return continuation_logprobs(self.model, pairs, pad_id=pad_id(self.tokenizer), batch_size=batch_size)
+
+    def logits_at(self, input_ids: Any, attn: Any, rows: Any, cols: Any) -> Any:
+        """Logits [n, V] at positions (rows, cols) of a padded batch."""
+        return gathered_logits(self.model, input_ids, attn, rows, cols)
+
+    def _generate(
+        self,
+        prompts: Sequence[Prompt],
+        params: SamplingParams,
+        generators: Sequence[Any] | None,
+    ) -> list[Completion | RecordError]:
         import torch
 
         from ppt.rng import record_generator
@@ -165,10 +202,10 @@ class LocalGenerator:
             if params.temperature > 0:
                 item.generator = generators[i] if generators is not None else record_generator(None, i)
             items.append(item)
-        todo = sorted((it for it in items if it.error is None), key=lambda it: len(it.ids))
+        todo = [it for it in items if it.error is None]
         with torch.inference_mode():
-            for start in range(0, len(todo), self.batch_size):
-                self._generate_chunk(todo[start : start + self.batch_size], params)
+            for batch in length_batches([len(it.ids) for it in todo], self.batch_size):
+                self._generate_chunk([todo[j] for j in batch], params)
         return [it.error if it.error is not None else it.out for it in items]  # type: ignore[misc]
 
     def _generate_chunk(self, chunk: list[_Encoded], params: SamplingParams) -> None:
@@ -219,7 +256,7 @@ class LocalGenerator:
 # ---------------------------------------------------------------------- helpers
 
 
-def _content_text(content: Any) -> str:
+def content_text(content: Any) -> str:
     """Chat content: a string, or OpenAI's list of parts (text parts are joined)."""
     if content is None:
         return ""
@@ -228,25 +265,6 @@ def _content_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type", "text") == "text")
     return str(content)
-
-
-def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
-    ids: list[int] = []
-    cfg = getattr(model, "generation_config", None)
-    for value in (getattr(cfg, "eos_token_id", None), getattr(tokenizer, "eos_token_id", None)):
-        for v in value if isinstance(value, (list, tuple)) else [value]:
-            if isinstance(v, int) and v not in ids:
-                ids.append(v)
-    return ids
-
-
-def _context_length(model: Any) -> int | None:
-    cfg = getattr(model, "config", None)
-    for attr in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
-        value = getattr(cfg, attr, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
 
 
 def _first_stop(text: str, stops: Sequence[str]) -> int | None:
