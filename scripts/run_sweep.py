@@ -24,7 +24,7 @@ def main() -> int:
     ap.add_argument("--n-docs", type=int, default=100)
     args = ap.parse_args()
 
-    from ppt.sweep import SweepConfig, read_csv, run_sweep, write_outputs
+    from ppt.experiments.sweep import SweepConfig, read_csv, run_sweep, write_outputs
 
     out = Path(args.out_dir)
     if args.plot_only:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from ppt import sweep
+from ppt.experiments import sweep
 from ppt.mechanisms.base import Policy, TokenMechanism
 from ppt.spaces import space_from_arrays
 

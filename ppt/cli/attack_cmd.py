@@ -112,7 +112,7 @@ def _check_summary(target: str) -> None:
 
 
 def _run(runner, opts, desc: str, summary: str, summary_only: bool) -> int:
-    from ppt.attacks.records import summary_record
+    from ppt.stages.attack import summary_record
     from ppt.io import run_stream
 
     code = run_stream(opts, runner, desc=desc, _stdout=_Discard() if summary_only else None)
@@ -121,7 +121,7 @@ def _run(runner, opts, desc: str, summary: str, summary_only: bool) -> int:
 
 
 def _aligner(space, original_field, alignment_field, stopwords, device, quiet):
-    from ppt.attacks.records import SpaceCache, TokenAligner
+    from ppt.stages.attack import SpaceCache, TokenAligner
     from ppt.io import stdout_guard
 
     spaces = SpaceCache(device=device, quiet=quiet)
@@ -161,7 +161,7 @@ def knn(
       ppt attack knn --original-field raw --space glove-6b-50d -k 1 -k 5 --summary-only < private.jsonl
     """
     with handle_errors():
-        from ppt.attacks.records import KnnRunner
+        from ppt.stages.attack import KnnRunner
 
         _check_summary(summary)
         aligner = _aligner(space, original_field, alignment_field, stopwords, device, quiet)
@@ -203,7 +203,7 @@ def mti(
     """
     with handle_errors():
         from ppt.attacks.mti import MASK_LENGTHS, MtiAttack
-        from ppt.attacks.records import MtiRunner
+        from ppt.stages.attack import MtiRunner
         from ppt.io import ExitCode, PptError, stdout_guard
         from ppt.models import load_masked_lm
 
@@ -256,7 +256,7 @@ def llm(
         from pathlib import Path
 
         from ppt.attacks.llm import PROMPT, EndpointBackend, LlmAttack, LocalBackend
-        from ppt.attacks.records import LlmRunner
+        from ppt.stages.attack import LlmRunner
         from ppt.io import ExitCode, PptError, stdout_guard
 
         if not original_field:
@@ -309,7 +309,7 @@ def ngram(
       ppt attack ngram --original-field raw --text-field completion -n 1 -n 2 --summary-only < remote.jsonl
     """
     with handle_errors():
-        from ppt.attacks.records import NgramRunner
+        from ppt.stages.attack import NgramRunner
         from ppt.io import ExitCode, PptError
 
         if not original_field:

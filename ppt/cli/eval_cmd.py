@@ -92,7 +92,7 @@ def metrics(
     with handle_errors():
         from ppt.cli.attack_cmd import _Discard, emit_summary
         from ppt.io import ExitCode, PptError, RecordError, run_stream, stamp
-        from ppt.metrics.suite import (
+        from ppt.stages.eval import (
             METRICS,
             EvalSettings,
             Item,
@@ -205,7 +205,7 @@ def sweep(
 
         from ppt.io import ExitCode, PptError, stdout_guard
         from ppt.mechanisms import MECHANISMS
-        from ppt.sweep import SweepConfig, run_sweep
+        from ppt.experiments.sweep import SweepConfig, run_sweep
 
         bad = [m for m in mech if m not in MECHANISMS]
         if bad:
@@ -244,7 +244,7 @@ def mapping(
 
         from ppt.io import ExitCode, PptError, real_stdout, stdout_guard
         from ppt.metrics.mapping import probe
-        from ppt.sanitize import build_mechanism
+        from ppt.stages.sanitize import build_mechanism
 
         with stdout_guard():
             m = build_mechanism(mech, eps, space=space, device=device, quiet=True)

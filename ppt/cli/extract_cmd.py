@@ -62,7 +62,7 @@ def extract(
     quiet: QuietOpt = False,
 ) -> None:
     with handle_errors():
-        from ppt.extract import Extractor
+        from ppt.stages.extract import Extractor
         from ppt.generation import LocalGenerator, SamplingParams
         from ppt.io import ExitCode, PptError, run_stream, stdout_guard
         from ppt.remote.templates import EXTRACT_TEMPLATE, load_template

@@ -87,7 +87,7 @@ def query(
 
         from ppt.cli.common import warn
         from ppt.io import ExitCode, PptError, run_stream, stdout_guard
-        from ppt.remote.query import PROTECTED_BODY_KEYS, QueryRunner, QuerySpec
+        from ppt.stages.query import PROTECTED_BODY_KEYS, QueryRunner, QuerySpec
         from ppt.remote.templates import QUERY_TEMPLATE, load_template
 
         tpl = load_template(template, QUERY_TEMPLATE, "paper-continuation", {"text": text_field})

@@ -83,7 +83,7 @@ def sanitize(
     with handle_errors():
         from ppt.io import ExitCode, PptError, run_stream, stdout_guard
         from ppt.rng import warn_if_seeded
-        from ppt.sanitize import build_mechanism, sanitize_records
+        from ppt.stages.sanitize import build_mechanism, sanitize_records
 
         for opt, field in (("--keep-original", keep_original), ("--emit-alignment", emit_alignment)):
             if field is not None and field in ("", text_field, "ppt"):

@@ -1,10 +1,9 @@
 """Talking to black-box LLMs: the OpenAI-compatible client and local backend behind `ppt query`, and
 the loopback server behind `ppt serve`.
 
-    from ppt.remote import HttpBackend, LocalBackend, QueryRunner, QuerySpec, Template
+    from ppt.remote import HttpBackend, LocalBackend, Template
     client.py     HttpBackend: concurrency, timeouts, retries with backoff, key handling
     backends.py   request bodies <-> generation requests; LocalBackend (a local causal LM)
-    query.py      QuerySpec / QueryRunner: sanitize-stamp checks, templates, stamps, usage
     journal.py    the --resume journal
     templates.py  the paper's prompts and {field} templates
     server.py     `ppt serve`: OpenAI-compatible HTTP server with dynamic batching
@@ -23,8 +22,6 @@ _EXPORTS = {
     "LocalBackend": "ppt.remote.backends",
     "Answer": "ppt.remote.backends",
     "parse_request": "ppt.remote.backends",
-    "QueryRunner": "ppt.remote.query",
-    "QuerySpec": "ppt.remote.query",
     "Journal": "ppt.remote.journal",
     "Template": "ppt.remote.templates",
     "QUERY_TEMPLATE": "ppt.remote.templates",
