@@ -16,7 +16,7 @@ from ppt.cli.common import (
     QuietOpt,
     TextFieldOpt,
     handle_errors,
-    stream_options,
+    stream_args,
 )
 
 ATTACK_PANEL = "Attack"
@@ -111,11 +111,11 @@ def _check_summary(target: str) -> None:
         raise PptError(f"summary directory does not exist: {d}", ExitCode.IOERR, hint="create it first")
 
 
-def _run(runner, opts, desc: str, summary: str, summary_only: bool) -> int:
+def _run(runner, args, desc: str, summary: str, summary_only: bool) -> int:
     from ppt.stages.attack import summary_record
     from ppt.io import run_stream
 
-    code = run_stream(opts, runner, desc=desc, _stdout=_Discard() if summary_only else None)
+    code = run_stream(args, runner, desc=desc, _stdout=_Discard() if summary_only else None)
     emit_summary(summary_record(runner), "stdout" if summary_only else summary)
     return code
 
@@ -124,11 +124,10 @@ def _aligner(space, original_field, alignment_field, stopwords, device, quiet):
     from ppt.stages.attack import SpaceCache, TokenAligner
     from ppt.io import stdout_guard
 
-    spaces = SpaceCache(device=device, quiet=quiet)
-    if space:
-        with stdout_guard():
-            spaces.get(space)  # fail before reading input
-    return TokenAligner(spaces, space, original_field, alignment_field, stopwords)
+    aligner = TokenAligner(SpaceCache(device=device, quiet=quiet), space, original_field, alignment_field, stopwords)
+    with stdout_guard():
+        aligner.prepare()  # a bad --space fails before input is opened
+    return aligner
 
 
 @attack_app.command("knn")
@@ -166,8 +165,8 @@ def knn(
         _check_summary(summary)
         aligner = _aligner(space, original_field, alignment_field, stopwords, device, quiet)
         runner = KnnRunner(aligner, tuple(k), result_field)
-        opts = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet)
-        raise typer.Exit(_run(runner, opts, "attack knn", summary, summary_only))
+        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, device=device)
+        raise typer.Exit(_run(runner, args, "attack knn", summary, summary_only))
 
 
 @attack_app.command("mti")
@@ -218,8 +217,8 @@ def mti(
         except ValueError as e:
             raise PptError(f"{model}: {e}", ExitCode.CONFIG) from None
         runner = MtiRunner(aligner, attack, model, result_field)
-        opts = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet)
-        raise typer.Exit(_run(runner, opts, "attack mti", summary, summary_only))
+        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, device=device)
+        raise typer.Exit(_run(runner, args, "attack mti", summary, summary_only))
 
 
 @attack_app.command("llm")
@@ -282,8 +281,8 @@ def llm(
         except ValueError as e:
             raise PptError(str(e), ExitCode.USAGE) from None
         runner = LlmRunner(attack, original_field, result_field)
-        opts = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet)
-        raise typer.Exit(_run(runner, opts, "attack llm", summary, summary_only))
+        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, device=device)
+        raise typer.Exit(_run(runner, args, "attack llm", summary, summary_only))
 
 
 @attack_app.command("ngram")
@@ -316,8 +315,8 @@ def ngram(
             raise PptError("ppt attack ngram needs --original-field (the raw document)", ExitCode.USAGE)
         _check_summary(summary)
         runner = NgramRunner(original_field, tuple(n), result_field)
-        opts = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet)
-        raise typer.Exit(_run(runner, opts, "attack ngram", summary, summary_only))
+        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet)
+        raise typer.Exit(_run(runner, args, "attack ngram", summary, summary_only))
 
 
 def register(app: typer.Typer) -> None:

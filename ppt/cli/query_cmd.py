@@ -17,7 +17,7 @@ from ppt.cli.common import (
     SeedOpt,
     TextFieldOpt,
     handle_errors,
-    stream_options,
+    stream_args,
 )
 
 ENDPOINT_PANEL = "Endpoint"
@@ -140,18 +140,18 @@ def query(
                 print(f"ppt: query: resuming: {len(journal)} answered record(s) in {resume}", file=sys.stderr)
         runner = QueryRunner(spec, impl, journal=journal, dry_run=dry_run, id_field=id_field)
         # a batch is the unit that runs in parallel: never smaller than the number of workers
-        opts = stream_options(input, output, text_field, id_field, on_error, max(batch_size, concurrency), quiet,
-                              require_text=text_field in tpl.fields)
+        args = stream_args(input, output, text_field, id_field, on_error, max(batch_size, concurrency), quiet,
+                           seed=seed, device=device, require_text=text_field in tpl.fields)
         clean = False
         try:
-            code = run_stream(opts, runner.process, desc="query")
+            code = run_stream(args, runner, desc="query")
             clean = True
         finally:
             impl.close(wait=clean)
             if journal is not None:
                 journal.close()
             if not quiet:
-                print(runner.summary(), file=sys.stderr, flush=True)
+                print(runner.summary_line(), file=sys.stderr, flush=True)
         raise typer.Exit(code)
 
 
