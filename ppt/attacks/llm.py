@@ -69,7 +69,8 @@ class EndpointBackend:
     def __init__(self, base_url: str, model: str, api_key_env: str | None = None, concurrency: int = 4,
                  timeout_s: float = 120.0, client=None):
         if client is None:
-            from ppt.remote.client import HttpBackend, resolve_api_key
+            from ppt.remote.auth import resolve_api_key
+            from ppt.remote.client import HttpBackend
 
             client = HttpBackend(base_url, api_key=resolve_api_key(api_key_env, base_url), concurrency=concurrency,
                                  timeout_s=timeout_s)

@@ -115,14 +115,8 @@ def query(
             if seed is not None:
                 raise PptError("--seed applies to --backend local only (a seed is never sent to a remote party)",
                                ExitCode.USAGE)
-            from ppt.remote.client import (
-                HttpBackend,
-                RetryPolicy,
-                check_base_url,
-                default_base_url,
-                is_loopback,
-                resolve_api_key,
-            )
+            from ppt.remote.auth import check_base_url, default_base_url, is_loopback, resolve_api_key
+            from ppt.remote.client import HttpBackend, RetryPolicy
 
             url = check_base_url(base_url or default_base_url())
             key = resolve_api_key(api_key_env, url, required=not dry_run)

@@ -2,7 +2,9 @@
 the loopback server behind `ppt serve`.
 
     from ppt.remote import HttpBackend, LocalBackend, Template
-    client.py     HttpBackend: concurrency, timeouts, retries with backoff, key handling
+    client.py     HttpBackend: concurrency, timeouts, retries with backoff
+    auth.py       base URLs and the API key (from the environment only)
+    wire.py       reading OpenAI-format responses, error bodies, Retry-After
     backends.py   request bodies <-> generation requests; LocalBackend (a local causal LM)
     journal.py    the --resume journal
     templates.py  the paper's prompts and {field} templates
