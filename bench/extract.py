@@ -16,7 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from ppt.extract import Extractor
+from ppt.stages.extract import Extractor
 from ppt.io import Record
 from ppt.lm.generate import LocalGenerator, SamplingParams
 

@@ -24,7 +24,11 @@ def main() -> int:
     ap.add_argument("--n-docs", type=int, default=100)
     args = ap.parse_args()
 
-    from ppt.sweep import SweepConfig, read_csv, run_sweep, write_outputs
+    from ppt.experiments.plot import read_csv
+    from ppt.experiments.sweep import SweepConfig, run_sweep, write_outputs
+    from ppt.log import install_cli_handlers
+
+    install_cli_handlers()  # progress notes as `ppt: note: sweep: ...` on stderr
 
     out = Path(args.out_dir)
     if args.plot_only:

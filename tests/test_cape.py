@@ -709,7 +709,7 @@ def test_batching_modes(causal):
 
 def test_sanitize_records_marks_seeded_runs(causal):
     from ppt.io import Record
-    from ppt.sanitize import sanitize_records
+    from ppt.stages.sanitize import sanitize_records
 
     mech = Cape(3.0, model=causal)
     recs = [Record(line_no=0, id="a", text=TEXTS[0], data={"id": "a", "text": TEXTS[0]})]

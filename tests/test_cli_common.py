@@ -17,9 +17,9 @@ from ppt.cli.common import (
     SeedOpt,
     TextFieldOpt,
     handle_errors,
-    stream_options,
+    stream_args,
 )
-from ppt.io import ExitCode, PptError, StreamOptions
+from ppt.io import ExitCode, PptError, StreamArgs
 
 runner = CliRunner()
 
@@ -41,8 +41,7 @@ def make_app(behaviour: str = "ok") -> tuple[typer.Typer, dict]:
         quiet: QuietOpt = False,
         device: DeviceOpt = "auto",
     ) -> None:
-        seen["opts"] = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet)
-        seen["seed"], seen["device"] = seed, device
+        seen["opts"] = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device)
         if behaviour == "config":
             raise PptError("eps must be > 0", ExitCode.CONFIG, hint="pass --eps 6")
         if behaviour == "interrupt":
@@ -55,8 +54,8 @@ def test_defaults_and_parsing():
     app, seen = make_app()
     r = runner.invoke(app, [])
     assert r.exit_code == 0, r.output
-    assert seen["opts"] == StreamOptions()
-    assert seen["seed"] is None and seen["device"] == "auto"
+    assert seen["opts"] == StreamArgs()
+    assert seen["opts"].seed is None and seen["opts"].device == "auto"
 
     r = runner.invoke(
         app,
@@ -64,8 +63,7 @@ def test_defaults_and_parsing():
          "--batch-size", "8", "--seed", "3", "-q", "--device", "cuda:1"],
     )
     assert r.exit_code == 0, r.output
-    assert seen["opts"] == StreamOptions("a.jsonl", "b.jsonl", "body", "uid", "record", 8, True)
-    assert seen["seed"] == 3 and seen["device"] == "cuda:1"
+    assert seen["opts"] == StreamArgs("a.jsonl", "b.jsonl", "body", "uid", "record", 8, True, seed=3, device="cuda:1")
 
 
 @pytest.mark.parametrize(

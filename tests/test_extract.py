@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ppt.extract import Extractor  # noqa: E402
+from ppt.stages.extract import Extractor  # noqa: E402
 from ppt.io import Record, RecordError  # noqa: E402
 from ppt.lm.generate import LocalGenerator, SamplingParams  # noqa: E402
 from ppt.lm.templates import EXTRACT_TEMPLATE  # noqa: E402

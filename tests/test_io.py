@@ -21,7 +21,7 @@ from ppt.io import (
     PptError,
     Record,
     RecordError,
-    StreamOptions,
+    StreamArgs,
     jsonable,
     run_stream,
     stamp,
@@ -39,7 +39,7 @@ def upper(batch: list[Record]) -> list[dict]:
 def run(data: bytes, fn=upper, **kw) -> tuple[int, list[dict], str]:
     """Run run_stream over in-memory streams; return (exit code, parsed output lines, stderr)."""
     out, err = io.BytesIO(), io.StringIO()
-    opts = StreamOptions(**kw)
+    opts = StreamArgs(**kw)
     code = run_stream(opts, fn, desc="test", _stdin=io.BytesIO(data), _stdout=out, _stderr=err)
     lines = out.getvalue().splitlines()
     return code, [orjson.loads(x) for x in lines], err.getvalue()
@@ -248,7 +248,7 @@ def test_file_input_and_atomic_output(tmp_path):
     src.write_bytes(jl({"text": "a"}, {"text": "b"}))
     dst = tmp_path / "out.jsonl"
     dst.write_text("old\n")
-    code = run_stream(StreamOptions(input=str(src), output=str(dst), quiet=True), upper)
+    code = run_stream(StreamArgs(input=str(src), output=str(dst), quiet=True), upper)
     assert code == 0
     assert [orjson.loads(x)["text"] for x in dst.read_bytes().splitlines()] == ["A", "B"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
@@ -264,7 +264,7 @@ def test_output_untouched_on_exception(tmp_path):
         raise PptError("model missing")
 
     with pytest.raises(PptError):
-        run_stream(StreamOptions(input=str(src), output=str(dst), quiet=True), boom)
+        run_stream(StreamArgs(input=str(src), output=str(dst), quiet=True), boom)
     assert dst.read_text() == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
 
@@ -272,14 +272,14 @@ def test_output_untouched_on_exception(tmp_path):
 def test_in_place_rewrite(tmp_path):
     f = tmp_path / "data.jsonl"
     f.write_bytes(jl(*({"text": f"r{i}"} for i in range(200))))
-    assert run_stream(StreamOptions(input=str(f), output=str(f), quiet=True, batch_size=7), upper) == 0
+    assert run_stream(StreamArgs(input=str(f), output=str(f), quiet=True, batch_size=7), upper) == 0
     assert len(f.read_bytes().splitlines()) == 200
 
 
 def test_missing_input_file(tmp_path):
     called = []
     with pytest.raises(PptError) as ei:
-        run_stream(StreamOptions(input=str(tmp_path / "nope.jsonl")), lambda b: called.append(1) or [])
+        run_stream(StreamArgs(input=str(tmp_path / "nope.jsonl")), lambda b: called.append(1) or [])
     assert ei.value.exit_code == ExitCode.NOINPUT == 66
     assert ei.value.hint and not called
 
@@ -288,7 +288,7 @@ def test_missing_output_dir(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_bytes(jl({"text": "a"}))
     with pytest.raises(PptError) as ei:
-        run_stream(StreamOptions(input=str(src), output=str(tmp_path / "no" / "o.jsonl")), upper)
+        run_stream(StreamArgs(input=str(src), output=str(tmp_path / "no" / "o.jsonl")), upper)
     assert ei.value.exit_code == ExitCode.IOERR
 
 
@@ -351,7 +351,7 @@ def test_stdout_guard_keeps_jsonl_on_stdout(capsys):
         print("loading weights...")
         return [{"ok": True} for _ in batch]
 
-    code = run_stream(StreamOptions(quiet=True), chatty, _stdin=io.BytesIO(jl({"text": "a"})))
+    code = run_stream(StreamArgs(quiet=True), chatty, _stdin=io.BytesIO(jl({"text": "a"})))
     cap = capsys.readouterr()
     assert code == 0
     assert cap.out == '{"ok":true}\n'
@@ -365,7 +365,7 @@ def test_stdout_guard_keeps_jsonl_on_stdout(capsys):
 
 def test_run_stream_inside_guard_still_writes_stdout(capsys):
     with stdout_guard():
-        run_stream(StreamOptions(quiet=True), upper, _stdin=io.BytesIO(jl({"text": "a"})))
+        run_stream(StreamArgs(quiet=True), upper, _stdin=io.BytesIO(jl({"text": "a"})))
     cap = capsys.readouterr()
     assert orjson.loads(cap.out) == {"text": "A", "rid": 0}
 
@@ -373,8 +373,8 @@ def test_run_stream_inside_guard_still_writes_stdout(capsys):
 SCRIPT = textwrap.dedent(
     """
     import sys
-    from ppt.io import StreamOptions, run_stream
-    sys.exit(run_stream(StreamOptions(batch_size=2), lambda b: [dict(r.data) for r in b]))
+    from ppt.io import StreamArgs, run_stream
+    sys.exit(run_stream(StreamArgs(batch_size=2), lambda b: [dict(r.data) for r in b]))
     """
 )
 

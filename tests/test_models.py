@@ -21,7 +21,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from ppt.io import ExitCode, PptError  # noqa: E402
 from ppt.models import registry  # noqa: E402
-from ppt.models.registry import KINDS, OFFLINE, Asset  # noqa: E402
+from ppt.models.catalog import KINDS, OFFLINE, Asset  # noqa: E402
 from ppt.models.resolve import resolve  # noqa: E402
 
 

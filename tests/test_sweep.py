@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from ppt import sweep
+from ppt.experiments import corpora, plot, sweep
 from ppt.mechanisms.base import Policy, TokenMechanism
 from ppt.spaces import space_from_arrays
 
@@ -67,13 +67,13 @@ def test_csv_roundtrip_and_plot(tmp_path):
     rows = [{"mechanism": m, "eps": e, "knn_top1_privacy": p, "knn_top10_privacy": p * 0.9, "cosine": c}
             for m, pts in {"rantext": [(1.0, 0.99, 0.1), (6.0, 0.95, 0.2)], "tem": [(1.0, 0.5, 0.6), (6.0, 0.1, 0.9)]}.items()
             for e, p, c in pts]
-    sweep.write_csv(rows, tmp_path / "r.csv")
-    back = sweep.read_csv(tmp_path / "r.csv")
+    plot.write_csv(rows, tmp_path / "r.csv")
+    back = plot.read_csv(tmp_path / "r.csv")
     assert [r["mechanism"] for r in back] == ["rantext", "rantext", "tem", "tem"]
     assert float(back[1]["knn_top1_privacy"]) == pytest.approx(0.95)
     if importlib.util.find_spec("matplotlib") is None:
         pytest.skip("matplotlib not installed")
-    sweep.plot(back, tmp_path / "p.png")
+    plot.plot(back, tmp_path / "p.png")
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -85,10 +85,10 @@ def test_bbc_prefixes_are_balanced_and_short():
         enc = get_encoding("gpt2")
     except Exception as e:  # noqa: BLE001 - the GPT-2 BPE carrier may be missing
         pytest.skip(f"gpt2 encoding unavailable: {e}")
-    docs = sweep.bbc_prefixes(10, 50)
+    docs = corpora.bbc_prefixes(10, 50)
     assert len(docs) == 10 and len({d["label"] for d in docs}) == 5
     assert all(len(enc.encode(d["text"])) <= 51 for d in docs)
-    assert docs == sweep.bbc_prefixes(10, 50)
+    assert docs == corpora.bbc_prefixes(10, 50)
 
 
 def test_cli_sweep_rejects_bad_options(tmp_path):

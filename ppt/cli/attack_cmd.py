@@ -16,7 +16,7 @@ from ppt.cli.common import (
     QuietOpt,
     TextFieldOpt,
     handle_errors,
-    stream_options,
+    stream_args,
 )
 
 ATTACK_PANEL = "Attack"
@@ -111,24 +111,23 @@ def _check_summary(target: str) -> None:
         raise PptError(f"summary directory does not exist: {d}", ExitCode.IOERR, hint="create it first")
 
 
-def _run(runner, opts, desc: str, summary: str, summary_only: bool) -> int:
-    from ppt.attacks.records import summary_record
+def _run(runner, args, desc: str, summary: str, summary_only: bool) -> int:
+    from ppt.stages.attack import summary_record
     from ppt.io import run_stream
 
-    code = run_stream(opts, runner, desc=desc, _stdout=_Discard() if summary_only else None)
+    code = run_stream(args, runner, desc=desc, _stdout=_Discard() if summary_only else None)
     emit_summary(summary_record(runner), "stdout" if summary_only else summary)
     return code
 
 
 def _aligner(space, original_field, alignment_field, stopwords, device, quiet):
-    from ppt.attacks.records import SpaceCache, TokenAligner
+    from ppt.stages.attack import SpaceCache, TokenAligner
     from ppt.io import stdout_guard
 
-    spaces = SpaceCache(device=device, quiet=quiet)
-    if space:
-        with stdout_guard():
-            spaces.get(space)  # fail before reading input
-    return TokenAligner(spaces, space, original_field, alignment_field, stopwords)
+    aligner = TokenAligner(SpaceCache(device=device, quiet=quiet), space, original_field, alignment_field, stopwords)
+    with stdout_guard():
+        aligner.prepare()  # a bad --space fails before input is opened
+    return aligner
 
 
 @attack_app.command("knn")
@@ -161,13 +160,13 @@ def knn(
       ppt attack knn --original-field raw --space glove-6b-50d -k 1 -k 5 --summary-only < private.jsonl
     """
     with handle_errors():
-        from ppt.attacks.records import KnnRunner
+        from ppt.stages.attack import KnnRunner
 
         _check_summary(summary)
         aligner = _aligner(space, original_field, alignment_field, stopwords, device, quiet)
         runner = KnnRunner(aligner, tuple(k), result_field)
-        opts = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet)
-        raise typer.Exit(_run(runner, opts, "attack knn", summary, summary_only))
+        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, device=device)
+        raise typer.Exit(_run(runner, args, "attack knn", summary, summary_only))
 
 
 @attack_app.command("mti")
@@ -203,7 +202,7 @@ def mti(
     """
     with handle_errors():
         from ppt.attacks.mti import MASK_LENGTHS, MtiAttack
-        from ppt.attacks.records import MtiRunner
+        from ppt.stages.attack import MtiRunner
         from ppt.io import ExitCode, PptError, stdout_guard
         from ppt.models import load_masked_lm
 
@@ -218,8 +217,8 @@ def mti(
         except ValueError as e:
             raise PptError(f"{model}: {e}", ExitCode.CONFIG) from None
         runner = MtiRunner(aligner, attack, model, result_field)
-        opts = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet)
-        raise typer.Exit(_run(runner, opts, "attack mti", summary, summary_only))
+        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, device=device)
+        raise typer.Exit(_run(runner, args, "attack mti", summary, summary_only))
 
 
 @attack_app.command("llm")
@@ -256,7 +255,7 @@ def llm(
         from pathlib import Path
 
         from ppt.attacks.llm import PROMPT, LlmAttack
-        from ppt.attacks.records import LlmRunner
+        from ppt.stages.attack import LlmRunner
         from ppt.io import ExitCode, PptError, stdout_guard
         from ppt.lm.base import get_lm
 
@@ -285,8 +284,8 @@ def llm(
         except ValueError as e:
             raise PptError(str(e), ExitCode.USAGE) from None
         runner = LlmRunner(attack, original_field, result_field)
-        opts = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet)
-        raise typer.Exit(_run(runner, opts, "attack llm", summary, summary_only))
+        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, device=device)
+        raise typer.Exit(_run(runner, args, "attack llm", summary, summary_only))
 
 
 @attack_app.command("ngram")
@@ -312,15 +311,15 @@ def ngram(
       ppt attack ngram --original-field raw --text-field completion -n 1 -n 2 --summary-only < remote.jsonl
     """
     with handle_errors():
-        from ppt.attacks.records import NgramRunner
+        from ppt.stages.attack import NgramRunner
         from ppt.io import ExitCode, PptError
 
         if not original_field:
             raise PptError("ppt attack ngram needs --original-field (the raw document)", ExitCode.USAGE)
         _check_summary(summary)
         runner = NgramRunner(original_field, tuple(n), result_field)
-        opts = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet)
-        raise typer.Exit(_run(runner, opts, "attack ngram", summary, summary_only))
+        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet)
+        raise typer.Exit(_run(runner, args, "attack ngram", summary, summary_only))
 
 
 def register(app: typer.Typer) -> None:

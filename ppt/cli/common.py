@@ -4,15 +4,14 @@ Usage in a command module::
 
     @handle_errors
     def sanitize(input: InputOpt = "-", output: OutputOpt = "-", on_error: OnErrorOpt = "fail", ...):
-        opts = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet)
-        raise typer.Exit(run_stream(opts, process, desc="sanitize"))
+        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device)
+        raise typer.Exit(run_stream(args, stage, desc="sanitize"))
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -20,9 +19,9 @@ from typing import Annotated, Any, Literal, NoReturn, TypeVar, overload
 
 import typer
 
+from ppt.io.args import StreamArgs
 from ppt.io.errors import PptError
 from ppt.io.exitcodes import ExitCode
-from ppt.io.records import StreamOptions
 
 IO_PANEL = "Input / output"
 RUN_PANEL = "Run"
@@ -85,7 +84,7 @@ DeviceOpt = Annotated[
 ]
 
 
-def stream_options(
+def stream_args(
     input: str = "-",  # noqa: A002 - mirrors the --input flag
     output: str = "-",
     text_field: str = "text",
@@ -93,10 +92,13 @@ def stream_options(
     on_error: str = "fail",
     batch_size: int = 64,
     quiet: bool = False,
+    *,
+    seed: int | None = None,
+    device: str = "auto",
     require_text: bool = True,
-) -> StreamOptions:
-    """Bundle the shared flags into the StreamOptions that run_stream takes."""
-    return StreamOptions(
+) -> StreamArgs:
+    """Bundle the shared flags into the one StreamArgs that run_stream and the stages take."""
+    return StreamArgs(
         input=input,
         output=output,
         text_field=text_field,
@@ -105,6 +107,8 @@ def stream_options(
         batch_size=batch_size,
         quiet=quiet,
         require_text=require_text,
+        seed=seed,
+        device=device,
     )
 
 
@@ -127,14 +131,6 @@ def fail(err: PptError) -> NoReturn:
     raise typer.Exit(int(err.exit_code))
 
 
-def silence_stdout() -> None:
-    """Point fd 1 at /dev/null so a closed pipe (`| head`) ends without a traceback on exit."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-
-
 @contextlib.contextmanager
 def _guard() -> Iterator[None]:
     try:
@@ -145,6 +141,8 @@ def _guard() -> Iterator[None]:
         print("\nppt: interrupted", file=sys.stderr, flush=True)
         raise typer.Exit(130) from None
     except BrokenPipeError:
+        from ppt.io.stdout import silence_stdout
+
         silence_stdout()
         raise typer.Exit(int(ExitCode.OK)) from None
 

@@ -18,6 +18,32 @@ from ppt import __version__
 
 _MARKUP = re.compile(r"\[/?[a-z ]*\]")
 
+# EXIT STATUS of every page, from ppt.io.exitcodes (sysexits-style).
+EXIT_STATUS = (
+    ("0", "success"),
+    ("1", "some records failed (--on-error skip or record), or a record failed processing under --on-error fail"),
+    ("2", "usage error: a bad option or argument"),
+    ("65", "bad input data: a malformed record under --on-error fail"),
+    ("66", "input missing or unreadable"),
+    ("69", "endpoint unavailable: the remote server could not be reached"),
+    ("74", "I/O error: output cannot be written, or input cannot be read"),
+    ("75", "retries exhausted: the endpoint kept failing"),
+    ("78", "bad configuration: options, a missing artifact or model, a rejected API key"),
+    ("130", "interrupted (Ctrl-C)"),
+)
+
+# ENVIRONMENT of every page: what ppt itself reads (and the hub switch it honours).
+ENVIRONMENT = (
+    ("PPT_CACHE", "root of the artifact cache (spaces, tables, converted models); default: the user cache directory"),
+    ("PPT_QUIET", "when set, no progress bars"),
+    ("PPT_PROGRESS", "when set, progress bars even when stderr is not a terminal"),
+    ("HF_HUB_OFFLINE", "1 keeps model loading off the network (offline aliases and local paths only)"),
+    ("OPENAI_API_KEY", "API key sent to the default OpenAI endpoint only (never to a custom --base-url)"),
+    ("OPENAI_BASE_URL", "default --base-url of ppt query"),
+    ("NAME given to --api-key-env", "the variable holding the endpoint's API key (ppt query, ppt attack llm)"),
+    ("TIKTOKEN_CACHE_DIR", "where tiktoken's BPE files are placed; default: <cache>/tiktoken"),
+)
+
 
 def _plain(text: str | None) -> str:
     return _MARKUP.sub("", text or "").strip()
@@ -84,6 +110,13 @@ def man_page(path: tuple[str, ...], cmd: Any) -> str:
         for sub in sorted(cmd.commands):
             c = cmd.commands[sub]
             lines += [".TP", f".B {_roff(sub)}", _roff(_plain(c.get_short_help_str(200)))]
+    lines.append(".SH EXIT STATUS")
+    for code, meaning in EXIT_STATUS:
+        lines += [".TP", f".B {code}", _roff(meaning)]
+    lines.append(".SH ENVIRONMENT")
+    for var, meaning in ENVIRONMENT:
+        lines += [".TP", f".B {_roff(var)}", _roff(meaning)]
+    if _is_group(cmd):
         lines += [".SH SEE ALSO", ", ".join(f"ppt-{'-'.join(path + (s,))}(1)" for s in sorted(cmd.commands))]
     return "\n".join(lines) + "\n"
 

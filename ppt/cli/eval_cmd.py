@@ -21,7 +21,7 @@ from ppt.cli.common import (
     QuietOpt,
     TextFieldOpt,
     handle_errors,
-    stream_options,
+    stream_args,
 )
 
 FIELDS_PANEL = "Fields"
@@ -42,7 +42,7 @@ eval_app = typer.Typer(cls=_DefaultMetrics, no_args_is_help=True, rich_markup_mo
 
 
 def _metric_list() -> str:
-    from ppt.metrics import DESCRIPTIONS
+    from ppt.stages.eval import DESCRIPTIONS
 
     return "\n".join(f"  [bold]{k}[/]: {v}" for k, v in DESCRIPTIONS.items())
 
@@ -91,14 +91,8 @@ def metrics(
 ) -> None:
     with handle_errors():
         from ppt.cli.attack_cmd import _Discard, emit_summary
-        from ppt.io import ExitCode, PptError, RecordError, run_stream, stamp
-        from ppt.metrics.suite import (
-            METRICS,
-            EvalSettings,
-            Item,
-            Resources,
-            parse_metric_names,
-        )
+        from ppt.io import ExitCode, PptError, run_stream
+        from ppt.stages.eval import METRICS, EvalSettings, EvalStage, parse_metric_names
 
         try:
             chosen = parse_metric_names(names)
@@ -119,56 +113,14 @@ def metrics(
         settings = EvalSettings(encoder=encoder, lm=lm, mauve_features=mauve_features, mauve_seed=mauve_seed,
                                 labels=label_list, template=template, length_norm=length_norm,
                                 diversity_combine=diversity_combine, device=device, batch_size=min(batch_size, 32))
-        res = Resources(settings)
         try:
-            runners = {m: METRICS[m](res) for m in chosen}
+            stage = EvalStage(chosen, settings, doc_field=doc_field, reference_field=reference_field,
+                              label_field=label_field, items_field=items_field, alignment_field=alignment_field)
         except ValueError as e:
             raise PptError(str(e), ExitCode.USAGE) from None
-        n_ok = [0]
-
-        def item_of(rec) -> Item | RecordError:
-            d = rec.data
-            it = Item(text=rec.text or "")
-            for m in chosen:
-                for need in METRICS[m].needs:
-                    name = {"doc": doc_field, "reference": reference_field, "label": label_field,
-                            "items": items_field, "alignment": alignment_field}[need]
-                    v = d.get(name)
-                    ok = isinstance(v, str) if need in ("doc", "reference") else (
-                        isinstance(v, list) if need == "items" else v is not None)
-                    if not ok:
-                        return RecordError("missing_field", f"field {name!r} (needed by {m}) is missing or has the wrong type")
-                    setattr(it, need, v)
-            return it
-
-        def process(batch):
-            items = [item_of(r) for r in batch]
-            good = [i for i, it in enumerate(items) if isinstance(it, Item)]
-            scores: dict[str, list] = {}
-            for m, runner in runners.items():
-                try:
-                    scores[m] = runner.score([items[i] for i in good])
-                except RecordError as e:
-                    return [e] * len(batch)
-            out = []
-            for i, rec in enumerate(batch):
-                if not isinstance(items[i], Item):
-                    out.append(items[i])
-                    continue
-                j = good.index(i)
-                data = dict(rec.data)
-                data["eval"] = {m: scores[m][j] for m in chosen if scores[m][j] is not None}
-                n_ok[0] += 1
-                out.append(stamp(data, "eval", {"metrics": chosen, **settings.describe(chosen)}))
-            return out
-
-        opts = stream_options(input, per_record or "-", text_field, id_field, on_error, batch_size, quiet)
-        code = run_stream(opts, process, desc="eval", _stdout=None if per_record else _Discard())
-        from ppt import __version__
-
-        summary = {"metrics": {m: r.summary() for m, r in runners.items()}, "n_records": n_ok[0],
-                   "settings": settings.describe(chosen), "version": __version__}
-        emit_summary(summary, "stderr" if per_record == "-" else "stdout")
+        args = stream_args(input, per_record or "-", text_field, id_field, on_error, batch_size, quiet, device=device)
+        code = run_stream(args, stage, desc="eval", _stdout=None if per_record else _Discard())
+        emit_summary(stage.summary(), "stderr" if per_record == "-" else "stdout")
         raise typer.Exit(code)
 
 
@@ -205,7 +157,7 @@ def sweep(
 
         from ppt.io import ExitCode, PptError, stdout_guard
         from ppt.mechanisms import MECHANISMS
-        from ppt.sweep import SweepConfig, run_sweep
+        from ppt.experiments.sweep import SweepConfig, run_sweep
 
         bad = [m for m in mech if m not in MECHANISMS]
         if bad:
@@ -244,7 +196,7 @@ def mapping(
 
         from ppt.io import ExitCode, PptError, real_stdout, stdout_guard
         from ppt.metrics.mapping import probe
-        from ppt.sanitize import build_mechanism
+        from ppt.stages.sanitize import build_mechanism
 
         with stdout_guard():
             m = build_mechanism(mech, eps, space=space, device=device, quiet=True)

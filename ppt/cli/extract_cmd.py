@@ -16,7 +16,7 @@ from ppt.cli.common import (
     QuietOpt,
     SeedOpt,
     handle_errors,
-    stream_options,
+    stream_args,
 )
 
 MODEL_PANEL = "Model and prompt"
@@ -62,7 +62,7 @@ def extract(
     quiet: QuietOpt = False,
 ) -> None:
     with handle_errors():
-        from ppt.extract import Extractor
+        from ppt.stages.extract import Extractor
         from ppt.io import ExitCode, PptError, run_stream, stdout_guard
         from ppt.lm.generate import LocalGenerator, SamplingParams
         from ppt.lm.templates import EXTRACT_TEMPLATE, load_template
@@ -78,8 +78,9 @@ def extract(
             gen = LocalGenerator.load(model, device=device, dtype=dtype, batch_size=batch_size)
         extractor = Extractor(gen, raw_field=raw_field, generation_field=generation_field, output_field=output_field,
                               template=tpl, params=params, seed=seed, chat=not no_chat)
-        opts = stream_options(input, output, raw_field, id_field, on_error, batch_size, quiet, require_text=False)
-        raise typer.Exit(run_stream(opts, extractor.process, desc="extract"))
+        args = stream_args(input, output, raw_field, id_field, on_error, batch_size, quiet, seed=seed, device=device,
+                           require_text=False)
+        raise typer.Exit(run_stream(args, extractor, desc="extract"))
 
 
 def register(app: typer.Typer) -> None:

@@ -51,6 +51,19 @@ def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     """Keep private text out of prompts sent to black-box LLMs."""
+    _install_log_handlers()
+
+
+def _install_log_handlers() -> None:
+    """Render library warnings and notes as ``ppt: warning: ...`` / ``ppt: note: ...`` on this run's stderr."""
+    import logging
+
+    from ppt.log import install_cli_handlers, logger
+
+    install_cli_handlers()
+    for handler in logger.handlers:  # follow sys.stderr when it was replaced since the last run (tests)
+        if getattr(handler, "_ppt", False) and isinstance(handler, logging.StreamHandler):
+            handler.setStream(sys.stderr)
 
 
 def build_app() -> typer.Typer:
@@ -72,7 +85,7 @@ def run() -> None:
     try:
         app()
     except BrokenPipeError:
-        from ppt.cli.common import silence_stdout
+        from ppt.io.stdout import silence_stdout
 
         silence_stdout()
         sys.exit(0)

@@ -80,7 +80,7 @@ def install(
         from ppt.io import ExitCode, PptError
         from ppt.models.install import plan, run
 
-        from ppt.models.registry import DEFAULT_ALIASES, OFFLINE
+        from ppt.models.catalog import DEFAULT_ALIASES, OFFLINE
 
         if not aliases and not all_:
             aliases = list(DEFAULT_ALIASES)
@@ -119,7 +119,8 @@ def verify(
         import sys
 
         from ppt.io import PptError
-        from ppt.models.registry import OFFLINE, get_asset, is_installed, not_installed_error, verify_asset
+        from ppt.models.catalog import OFFLINE
+        from ppt.models.registry import get_asset, is_installed, not_installed_error, verify_asset
 
         names = list(aliases) if aliases else [a for a in OFFLINE if is_installed(OFFLINE[a])]
         first_error: PptError | None = None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Annotated
 
 import typer
@@ -32,40 +31,9 @@ def precompute(
     with handle_errors():
         import orjson
 
-        from ppt.cache import dir_size
-        from ppt.io import PptError
-        from ppt.spaces import load_space
-        from ppt.spaces.space import SORTED_ROWS_MAX_VOCAB
+        from ppt.stages.precompute import precompute as run
 
-        def emit(art, seconds: float) -> None:
-            line = {"artifact": art.kind, "key": art.key, "path": str(art.path), "hash": art.content_hash,
-                    "bytes": dir_size(art.path), "seconds": round(seconds, 3)}
-            typer.echo(orjson.dumps(line).decode())
-
-        bad = set(table) - {"auto", "sorted-rows", "topk", "none"}
-        if bad:
-            raise PptError(f"unknown table {sorted(bad)[0]!r}", hint="use --table sorted-rows, topk, auto or none")
-        try:
-            t0 = time.perf_counter()
-            sp = load_space(space, device=device, quiet=quiet)
-        except ValueError as e:
-            raise PptError(str(e), hint="see `ppt precompute --help` for space names") from None
-        emit(sp.artifact, time.perf_counter() - t0)
-        wanted = set(table)
-        if "auto" in wanted:
-            wanted.discard("auto")
-            wanted.add("sorted-rows" if sp.size <= SORTED_ROWS_MAX_VOCAB else "topk")
-        if "sorted-rows" in wanted:
-            if sp.size > SORTED_ROWS_MAX_VOCAB:
-                raise PptError(f"{sp.name} has {sp.size} rows, too many for full sorted rows", hint="use --table topk")
-            t0 = time.perf_counter()
-            rows = sp.sorted_rows(quiet=quiet)
-            emit(rows.artifact, time.perf_counter() - t0)
-        if "topk" in wanted:
-            t0 = time.perf_counter()
-            sp.topk(k, quiet=quiet)
-            art = sp.cache.lookup("topk", sp._table_deps("topk", k=k), deep=False)
-            emit(art, time.perf_counter() - t0)
+        run(space, table, k=k, device=device, quiet=quiet, emit=lambda line: typer.echo(orjson.dumps(line).decode()))
 
 
 def register(app: typer.Typer) -> None:

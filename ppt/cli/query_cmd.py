@@ -17,7 +17,7 @@ from ppt.cli.common import (
     SeedOpt,
     TextFieldOpt,
     handle_errors,
-    stream_options,
+    stream_args,
 )
 
 ENDPOINT_PANEL = "Endpoint"
@@ -88,7 +88,7 @@ def query(
         from ppt.cli.common import warn
         from ppt.io import ExitCode, PptError, run_stream, stdout_guard
         from ppt.lm.templates import QUERY_TEMPLATE, load_template
-        from ppt.remote.query import PROTECTED_BODY_KEYS, QueryRunner, QuerySpec
+        from ppt.stages.query import PROTECTED_BODY_KEYS, QueryRunner, QuerySpec
 
         tpl = load_template(template, QUERY_TEMPLATE, "paper-continuation", {"text": text_field})
         if len(stop) > 4:
@@ -115,14 +115,8 @@ def query(
             if seed is not None:
                 raise PptError("--seed applies to --backend local only (a seed is never sent to a remote party)",
                                ExitCode.USAGE)
-            from ppt.remote.client import (
-                HttpBackend,
-                RetryPolicy,
-                check_base_url,
-                default_base_url,
-                is_loopback,
-                resolve_api_key,
-            )
+            from ppt.remote.auth import check_base_url, default_base_url, is_loopback, resolve_api_key
+            from ppt.remote.client import HttpBackend, RetryPolicy
 
             url = check_base_url(base_url or default_base_url())
             key = resolve_api_key(api_key_env, url, required=not dry_run)
@@ -140,18 +134,18 @@ def query(
                 print(f"ppt: query: resuming: {len(journal)} answered record(s) in {resume}", file=sys.stderr)
         runner = QueryRunner(spec, impl, journal=journal, dry_run=dry_run, id_field=id_field)
         # a batch is the unit that runs in parallel: never smaller than the number of workers
-        opts = stream_options(input, output, text_field, id_field, on_error, max(batch_size, concurrency), quiet,
-                              require_text=text_field in tpl.fields)
+        args = stream_args(input, output, text_field, id_field, on_error, max(batch_size, concurrency), quiet,
+                           seed=seed, device=device, require_text=text_field in tpl.fields)
         clean = False
         try:
-            code = run_stream(opts, runner.process, desc="query")
+            code = run_stream(args, runner, desc="query")
             clean = True
         finally:
             impl.close(wait=clean)
             if journal is not None:
                 journal.close()
             if not quiet:
-                print(runner.summary(), file=sys.stderr, flush=True)
+                print(runner.summary_line(), file=sys.stderr, flush=True)
         raise typer.Exit(code)
 
 

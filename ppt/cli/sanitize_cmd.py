@@ -17,7 +17,7 @@ from ppt.cli.common import (
     SeedOpt,
     TextFieldOpt,
     handle_errors,
-    stream_options,
+    stream_args,
 )
 
 MECH_PANEL = "Mechanism"
@@ -83,7 +83,7 @@ def sanitize(
     with handle_errors():
         from ppt.io import ExitCode, PptError, run_stream, stdout_guard
         from ppt.rng import warn_if_seeded
-        from ppt.sanitize import build_mechanism, sanitize_records
+        from ppt.stages.sanitize import SanitizeStage, build_mechanism
 
         for opt, field in (("--keep-original", keep_original), ("--emit-alignment", emit_alignment)):
             if field is not None and field in ("", text_field, "ppt"):
@@ -97,13 +97,10 @@ def sanitize(
                 policy={"oov": oov, "numbers": numbers, "punct": punct, "stopwords": stopwords, "case": case},
             )
         warn_if_seeded(seed)
-        opts = stream_options(input, output, text_field, id_field, on_error, batch_size, quiet)
-
-        def process(batch):
-            return sanitize_records(mechanism, batch, text_field=text_field, seed=seed, keep_original=keep_original,
-                                    emit_alignment=emit_alignment)
-
-        raise typer.Exit(run_stream(opts, process, desc="sanitize"))
+        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device)
+        stage = SanitizeStage(mechanism, text_field=text_field, seed=seed, keep_original=keep_original,
+                              emit_alignment=emit_alignment)
+        raise typer.Exit(run_stream(args, stage, desc="sanitize"))
 
 
 def register(app: typer.Typer) -> None:

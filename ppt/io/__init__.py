@@ -1,24 +1,32 @@
-"""I/O core: JSONL streaming, record validation, --on-error policy, exit codes, stamps, stdout hygiene."""
+"""I/O core: JSONL streaming, record validation, --on-error policy, exit codes, stamps, stdout hygiene.
 
+    args.py     StreamArgs, the shared stream options     records.py  Record, per-line validation
+    stream.py   run_stream, the runner                    sinks.py    stdout / atomic file output
+    stdout.py   stdout_guard, real_stdout                 errors.py, exitcodes.py, jsonl.py, stamp.py
+"""
+
+from ppt.io.args import StreamArgs
 from ppt.io.errors import PptError, RecordError
 from ppt.io.exitcodes import ExitCode
 from ppt.io.jsonl import dumps_line, iter_lines
-from ppt.io.records import Record, StreamOptions, parse_line
+from ppt.io.records import Record, parse_line
 from ppt.io.stamp import jsonable, stamp
-from ppt.io.stream import real_stdout, run_stream, stdout_guard
+from ppt.io.stdout import real_stdout, silence_stdout, stdout_guard
+from ppt.io.stream import run_stream
 
 __all__ = [
     "ExitCode",
     "PptError",
     "Record",
     "RecordError",
-    "StreamOptions",
+    "StreamArgs",
     "dumps_line",
     "iter_lines",
     "jsonable",
     "parse_line",
     "real_stdout",
     "run_stream",
+    "silence_stdout",
     "stamp",
     "stdout_guard",
 ]

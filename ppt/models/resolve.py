@@ -11,7 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ppt.models.registry import OFFLINE, Asset, hub_equivalent, is_installed, locate_file, not_installed_error
+from ppt.models.catalog import OFFLINE, Asset
+from ppt.models.registry import hub_equivalent, is_installed, locate_file, not_installed_error
 
 
 @dataclass(frozen=True)

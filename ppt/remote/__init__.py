@@ -1,11 +1,12 @@
 """Talking to black-box LLMs: the OpenAI-compatible client and local backend behind `ppt query`, and
 the loopback server behind `ppt serve`.
 
-    from ppt.remote import HttpBackend, LocalQueryBackend, QueryRunner, QuerySpec, EndpointLM
-    client.py     HttpBackend: concurrency, timeouts, retries with backoff, key handling
+    from ppt.remote import HttpBackend, LocalQueryBackend, EndpointLM
+    client.py     HttpBackend: concurrency, timeouts, retries with backoff
+    auth.py       base URLs and the API key (from the environment only)
+    wire.py       reading OpenAI-format responses, error bodies, Retry-After
     backends.py   request bodies <-> generation requests; LocalQueryBackend (a local causal LM)
     endpoint.py   EndpointLM: an OpenAI-compatible endpoint as a ppt.lm LanguageModel
-    query.py      QuerySpec / QueryRunner: sanitize-stamp checks, templates, stamps, usage
     journal.py    the --resume journal
     server.py     `ppt serve`: OpenAI-compatible HTTP server with dynamic batching
 
@@ -22,8 +23,6 @@ _EXPORTS = {
     "LocalQueryBackend": "ppt.remote.backends",
     "Answer": "ppt.remote.backends",
     "parse_request": "ppt.remote.backends",
-    "QueryRunner": "ppt.remote.query",
-    "QuerySpec": "ppt.remote.query",
     "Journal": "ppt.remote.journal",
     "EndpointLM": "ppt.remote.endpoint",
     "ModelService": "ppt.remote.server",

@@ -11,16 +11,14 @@
   fatal config error (exit 78: wrong key, URL or model); retries exhausted -> fatal exit 75, or 69
   when the endpoint could never be reached (connection refused, DNS, TLS).
 - Keys: sent as a bearer header only; never logged, never in stamps; redirects are not followed (a
-  redirect to another host must not receive the key).
+  redirect to another host must not receive the key). Which key, and for which URL: :mod:`ppt.remote.auth`;
+  reading responses: :mod:`ppt.remote.wire`.
 """
 
 from __future__ import annotations
 
-import email.utils
-import os
 import queue
 import random
-import re
 import threading
 import time
 from collections import Counter
@@ -28,14 +26,13 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
 from ppt.io import ExitCode, PptError, RecordError
+from ppt.remote.auth import check_base_url, redact_url
 from ppt.remote.backends import ENDPOINTS, Answer, OnDone
-
-OPENAI_BASE_URL = "https://api.openai.com/v1"
+from ppt.remote.wire import error_detail, parse_response, retry_after_s
 RETRY_STATUSES = frozenset({408, 409, 429})
 MAX_RETRY_AFTER_S = 300.0
 _ABORTED = object()
@@ -53,87 +50,6 @@ class RetryPolicy:
             return min(retry_after, MAX_RETRY_AFTER_S) * (1 + 0.1 * rng.random())
         d = min(self.backoff_max_s, self.backoff_base_s * (2**attempt))
         return d / 2 + rng.random() * d / 2
-
-
-def redact_url(url: str) -> str:
-    """The URL without credentials, query or fragment (what stamps and messages may show)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-def check_base_url(url: str) -> str:
-    """Validate and normalise a base URL (no trailing slash); PptError (usage) when unusable."""
-    url = url.strip().rstrip("/")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise PptError(f"--base-url must be an http(s) URL with a host (got {redact_url(url) or url[:40]!r})",
-                       ExitCode.USAGE, hint="e.g. --base-url http://127.0.0.1:8000/v1")
-    return url
-
-
-def is_loopback(url: str) -> bool:
-    host = (urlsplit(url).hostname or "").lower()
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
-def _retry_after(headers: Any) -> float | None:
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _error_detail(resp: Any) -> str:
-    """``type/code`` from an OpenAI-style error body; the free-text message is left out because
-    servers may echo request content into it."""
-    try:
-        err = orjson.loads(resp.content).get("error")
-    except (orjson.JSONDecodeError, AttributeError):
-        return ""
-    if not isinstance(err, dict):
-        return ""
-    bits = [str(err[k])[:60] for k in ("type", "code") if isinstance(err.get(k), (str, int)) and err.get(k)]
-    return ", ".join(bits)
-
-
-def parse_response(data: Any, kind: str) -> Answer | RecordError:
-    if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-        return RecordError("bad_response", "the endpoint's response has no choices")
-    choice = data["choices"][0]
-    if not isinstance(choice, dict):
-        return RecordError("bad_response", "the endpoint's response has a malformed choice")
-    if kind == "chat":
-        message = choice.get("message") or {}
-        text = message.get("content") if isinstance(message, dict) else None
-        if text is None and isinstance(message, dict) and message.get("refusal"):
-            return RecordError("refused", "the model refused to answer")
-    else:
-        text = choice.get("text")
-    if not isinstance(text, str):
-        return RecordError("bad_response", "the endpoint's response has no text content")
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    usage = {k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens") if isinstance(usage.get(k), int)}
-    return Answer(text=text, finish_reason=choice.get("finish_reason"), usage=usage,
-                  response_id=data.get("id") if isinstance(data.get("id"), str) else None,
-                  model=data.get("model") if isinstance(data.get("model"), str) else None)
 
 
 class _DaemonPool:
@@ -302,11 +218,11 @@ class HttpBackend:
                     if isinstance(res, Answer):
                         res.attempts, res.latency_s = attempt + 1, round(time.monotonic() - t0, 4)
                     return res
-                detail = _error_detail(resp)
+                detail = error_detail(resp)
                 detail = f", {detail}" if detail else ""
                 if status in RETRY_STATUSES or status >= 500:
                     cause = f"http_{status}"
-                    retry_after = _retry_after(resp.headers)
+                    retry_after = retry_after_s(resp.headers)
                 elif status in (401, 403):
                     return self._set_fatal(PptError(
                         f"the endpoint refused the credentials (HTTP {status}{detail}) at {redact_url(url)}",
@@ -338,43 +254,3 @@ class HttpBackend:
                 "try again later, or lower --concurrency") + "; --resume FILE keeps answers already paid for"
         return self._set_fatal(PptError(
             f"retries exhausted: {len(causes)} attempts failed (last: {last}) at {where}", ExitCode.TEMPFAIL, hint=hint))
-
-
-# ---------------------------------------------------------------------- configuration helpers
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_SHOWABLE_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
-
-
-def default_base_url() -> str:
-    return os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
-
-
-def is_openai(url: str) -> bool:
-    parts = urlsplit(url)
-    return parts.scheme == "https" and (parts.hostname or "").lower() == "api.openai.com"
-
-
-def resolve_api_key(api_key_env: str | None, base_url: str, *, required: bool = True) -> str | None:
-    """The key to send, read from the environment only.
-
-    ``--api-key-env NAME`` -> ``$NAME`` (must be set). Without it, ``$OPENAI_API_KEY`` is used only
-    for the default OpenAI endpoint; a custom base URL gets no key unless the user names a variable.
-    """
-    if api_key_env is not None:
-        if not _ENV_NAME.fullmatch(api_key_env):
-            raise PptError("--api-key-env takes the NAME of an environment variable, not a key", ExitCode.USAGE,
-                           hint="export MY_KEY=... then pass --api-key-env MY_KEY")
-        key = os.environ.get(api_key_env, "").strip()
-        if not key and required:
-            shown = api_key_env if _SHOWABLE_ENV_NAME.fullmatch(api_key_env) else "named by --api-key-env"
-            raise PptError(f"environment variable {shown} is not set or empty", ExitCode.CONFIG,
-                           hint="export it before running ppt query")
-        return key or None
-    if is_openai(base_url):
-        key = os.environ.get("OPENAI_API_KEY", "").strip()
-        if not key and required:
-            raise PptError("the OpenAI API needs a key and OPENAI_API_KEY is not set", ExitCode.CONFIG,
-                           hint="export OPENAI_API_KEY=..., or name another variable with --api-key-env NAME")
-        return key or None
-    return None

@@ -26,6 +26,8 @@ from typing import Any
 
 import orjson
 
+from ppt.log import logger
+
 MAX_BODY_BYTES = 8 << 20
 REQUEST_TIMEOUT_S = 600.0
 
@@ -130,7 +132,7 @@ class ModelService(Service):
             try:
                 results = run_local(self.generator, reqs, gens)
             except Exception as e:  # noqa: BLE001 - report to every waiting client, keep serving
-                print(f"ppt: serve: generation failed ({type(e).__name__}: {str(e)[:200]})", file=sys.stderr, flush=True)
+                logger.warning(f"serve: generation failed ({type(e).__name__}: {str(e)[:200]})")
                 err = ServiceError(500, "generation failed", "server_error")
                 for _, fut in batch:
                     fut.set_exception(err)
@@ -236,7 +238,7 @@ class OpenAIHandler(BaseHTTPRequestHandler):
             self.send_error_json(e)
             return
         except Exception as e:  # noqa: BLE001
-            print(f"ppt: serve: request failed ({type(e).__name__})", file=sys.stderr, flush=True)
+            logger.warning(f"serve: request failed ({type(e).__name__})")
             self.send_error_json(ServiceError(500, "internal error", "server_error"))
             return
         self.send_json(200, _response(kind, svc.name, out))
@@ -269,7 +271,7 @@ class OpenAIServer(ThreadingHTTPServer):
         exc = sys.exc_info()[1]
         if isinstance(exc, (ConnectionError, TimeoutError)):
             return
-        print(f"ppt: serve: error handling a request ({type(exc).__name__})", file=sys.stderr, flush=True)
+        logger.warning(f"serve: error handling a request ({type(exc).__name__})")
 
     @property
     def base_url(self) -> str:

@@ -7,7 +7,7 @@ perturbed-generation field, wrapped in the model's chat template when it has one
 left-padded batches (``ppt.lm.generate``).
 
     ex = Extractor(LocalGenerator.load("smollm2"), raw_field="raw", generation_field="generation")
-    out = ex.process(records)        # one dict (record + "extracted" + ppt.extract stamp) or RecordError each
+    out = ex(records)                # one dict (record + "extracted" + ppt.extract stamp) or RecordError each
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ from typing import Any
 from ppt.io import Record, RecordError, stamp
 from ppt.lm.generate import Completion, LocalGenerator, SamplingParams
 from ppt.lm.templates import EXTRACT_TEMPLATE, Template, load_template
+from ppt.stages.base import Stage
 
 
-class Extractor:
+class Extractor(Stage):
+    name = "extract"
+
     def __init__(
         self,
         generator: LocalGenerator,
@@ -52,6 +55,12 @@ class Extractor:
             "params": self.params.to_dict(),
             "seed": seed_label(seed),
         }
+
+    def __call__(self, records: list[Record]) -> list[dict | RecordError]:
+        return self.process(records)
+
+    def signature(self) -> dict[str, Any]:
+        return {"stage": self.name, **self._block, "output_field": self.output_field}
 
     def prompt(self, data: dict) -> Any:
         text = self.template.render(data)

@@ -8,13 +8,14 @@ explicitly named ``keep_original`` / ``emit_alignment`` fields.
 from __future__ import annotations
 
 import dataclasses
-import sys
 from typing import Any
 
 from ppt.io import ExitCode, PptError, Record, RecordError, stamp
+from ppt.log import note
 from ppt.mechanisms import Mechanism, Policy, get_mechanism, mechanism_class
 from ppt.mechanisms.base import check_eps
 from ppt.rng import record_generator, seed_label
+from ppt.stages.base import Stage, prepare_mechanism
 
 WEAK_EPS = 10.0
 
@@ -27,7 +28,7 @@ def validate_eps(eps: float | None, mech_cls) -> float:
     except ValueError as e:
         raise PptError(f"--{e}", exit_code=ExitCode.USAGE, hint="e.g. --eps 6") from None
     if eps > WEAK_EPS:
-        print(f"ppt: note: eps = {eps:g} per token gives weak protection (above {WEAK_EPS:g}).", file=sys.stderr)
+        note(f"eps = {eps:g} per token gives weak protection (above {WEAK_EPS:g}).")
     return float(eps)
 
 
@@ -128,3 +129,26 @@ def sanitize_records(
         }
         out.append(stamp(data, "sanitize", block))
     return out
+
+
+class SanitizeStage(Stage):
+    """`ppt sanitize` as a Stage: the mechanism's tables are built in ``prepare()``, before input is read."""
+
+    name = "sanitize"
+
+    def __init__(self, mech: Mechanism, *, text_field: str = "text", seed: int | None = None,
+                 keep_original: str | None = None, emit_alignment: str | None = None) -> None:
+        self.mech, self.text_field, self.seed = mech, text_field, seed
+        self.keep_original, self.emit_alignment = keep_original, emit_alignment
+
+    def prepare(self) -> None:
+        prepare_mechanism(self.mech)
+
+    def __call__(self, records: list[Record]) -> list[dict | RecordError]:
+        return sanitize_records(self.mech, records, text_field=self.text_field, seed=self.seed,
+                                keep_original=self.keep_original, emit_alignment=self.emit_alignment)
+
+    def signature(self) -> dict[str, Any]:
+        return {"stage": self.name, **self.mech.stamp(), "eps": self.mech.eps, "seed": seed_label(self.seed),
+                "text_field": self.text_field, "keep_original": self.keep_original,
+                "alignment_field": self.emit_alignment}

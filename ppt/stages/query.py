@@ -19,6 +19,7 @@ from ppt.io import Record, RecordError, stamp
 from ppt.lm.templates import Template
 from ppt.remote.backends import Answer
 from ppt.remote.journal import Journal
+from ppt.stages.base import Stage
 
 
 @dataclass
@@ -91,8 +92,10 @@ def check_sanitized(data: dict, spec: QuerySpec) -> RecordError | None:
     return None
 
 
-class QueryRunner:
-    """``process(records)`` for run_stream: validate, resume, send, stamp; thread-safe journal writes."""
+class QueryRunner(Stage):
+    """The query Stage for run_stream: validate, resume, send, stamp; thread-safe journal writes."""
+
+    name = "query"
 
     def __init__(self, spec: QuerySpec, backend: Any, *, journal: Journal | None = None, dry_run: bool = False,
                  id_field: str = "id") -> None:
@@ -101,6 +104,12 @@ class QueryRunner:
         self.usage: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._base_block = {**backend.describe(), **spec.describe()} if backend is not None else spec.describe()
+
+    def __call__(self, records: list[Record]) -> list[dict | RecordError]:
+        return self.process(records)
+
+    def signature(self) -> dict[str, Any]:
+        return {"stage": self.name, **self._base_block, "output_field": self.spec.output_field}
 
     def process(self, records: list[Record]) -> list[dict | RecordError]:
         results: list[Any] = [None] * len(records)
@@ -165,7 +174,8 @@ class QueryRunner:
             self.journal.append(rec.id, out)
         return out
 
-    def summary(self) -> str:
+    def summary_line(self) -> str:
+        """The one-line end-of-run report on stderr (answered, resumed, retries, tokens)."""
         s, u = self.stats, self.usage
         bits = [f"{s['answered']} answered"]
         if s["resumed"]:

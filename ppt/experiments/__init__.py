@@ -1,0 +1,1 @@
+"""Experiments built from stages: the privacy-utility sweep (`ppt eval sweep`), its corpora and plots."""

@@ -1,0 +1,20 @@
+"""StreamArgs: the one bundle of the options every stream subcommand shares (input, output, fields,
+--on-error, batch size, seed, device, quiet), so the runner, the stages and the CLI pass one object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class StreamArgs:
+    input: str = "-"
+    output: str = "-"
+    text_field: str = "text"
+    id_field: str = "id"
+    on_error: str = "fail"
+    batch_size: int = 64
+    quiet: bool = False
+    require_text: bool = True  # not a flag: whether a record without a text field is a bad record
+    seed: int | None = None
+    device: str = "auto"
