@@ -257,7 +257,7 @@ class LlmRunner(Stage):
         self.n_records = 0
 
     def signature(self) -> dict[str, Any]:
-        return {"stage": f"attack_{self.name}", "model": self.attack.backend.name, "prompt": self.attack.prompt}
+        return {"stage": f"attack_{self.name}", "model": self.attack.lm.name, "prompt": self.attack.prompt}
 
     def __call__(self, batch: list[Record]) -> list[dict | RecordError]:
         origs = [_original(r, self.original_field) for r in batch]
