@@ -11,10 +11,11 @@ import pytest
 import torch
 from scipy import stats
 
-from ppt.mechanisms import cape_utility as cu
 from ppt.mechanisms import get_mechanism
-from ppt.mechanisms.base import KEEP, PERTURB
-from ppt.mechanisms.cape import CALIBRATION_PROMPTS, CALIBRATION_QUANTILE, Cape, candidate_set
+from ppt.mechanisms.cape import CALIBRATION_PROMPTS, CALIBRATION_QUANTILE, Cape
+from ppt.mechanisms.cape import utility as cu
+from ppt.mechanisms.cape.candidates import candidate_set
+from ppt.mechanisms.policy import KEEP, PERTURB
 from ppt.rng import record_generator
 
 ALPHA = 1e-6
@@ -693,13 +694,11 @@ def test_batching_modes(causal):
     with pytest.raises(ValueError, match="batching"):
         Cape(3.0, model=causal, batching="sometimes")
     mech = Cape(3.0, model=causal)
-    assert mech.batching == "auto" and mech.reproducible and not mech.mix_records
-    mech.reproducible = False
-    assert mech.mix_records
-    assert Cape(3.0, model=causal, batching="mixed").mix_records
+    assert mech.batching == "auto" and not mech.mix_records(reproducible=True)
+    assert mech.mix_records(reproducible=False)
+    assert Cape(3.0, model=causal, batching="mixed").mix_records(reproducible=True)
     record = Cape(3.0, model=causal, batching="record")
-    record.reproducible = False
-    assert not record.mix_records
+    assert not record.mix_records(reproducible=False)
     # mixed batching samples from the same distribution: same output on these texts up to rare edge flips
     mixed = Cape(3.0, model=causal, batching="mixed").sanitize_batch(TEXTS, gens(7, len(TEXTS)))
     apart = Cape(3.0, model=causal, batching="record").sanitize_batch(TEXTS, gens(7, len(TEXTS)))
@@ -707,16 +706,24 @@ def test_batching_modes(causal):
     assert same >= len(TEXTS) - 1
 
 
-def test_sanitize_records_marks_seeded_runs(causal):
+def test_sanitize_records_marks_seeded_runs(causal, monkeypatch):
     from ppt.io import Record
     from ppt.sanitize import sanitize_records
 
     mech = Cape(3.0, model=causal)
+    mixed: list[bool] = []
+    features = mech.lm.features
+
+    def spy(ids, positions, mix_records=False):
+        mixed.append(mix_records)
+        return features(ids, positions, mix_records=mix_records)
+
+    monkeypatch.setattr(mech.lm, "features", spy)
     recs = [Record(line_no=0, id="a", text=TEXTS[0], data={"id": "a", "text": TEXTS[0]})]
     sanitize_records(mech, recs, text_field="text", seed=None)
-    assert not mech.reproducible and mech.mix_records
+    assert mixed == [True]  # unseeded: passed as reproducible=False, never stored on the mechanism
     [rec] = sanitize_records(mech, recs, text_field="text", seed=3, emit_alignment="al")
-    assert mech.reproducible and not mech.mix_records
+    assert mixed == [True, False]
     # Cape aligns by the context model's token ids (no space to locate spans in: pairs only)
     pairs = rec["al"]
     assert len(pairs) == rec["ppt"]["sanitize"]["accounting"]["n_perturbed"] > 0

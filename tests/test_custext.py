@@ -14,7 +14,7 @@ from scipy import stats
 from ppt.cache import Cache
 from ppt.mechanisms import get_mechanism
 from ppt.mechanisms import custext as ct
-from ppt.mechanisms.base import stopwords_en
+from ppt.mechanisms.policy import stopwords_en
 from ppt.mechanisms.custext import CusText, CusTextPlus
 from ppt.rng import record_generator
 from ppt.spaces import space_from_arrays
@@ -205,7 +205,7 @@ def test_oov_follows_policy_never_raw(space):
     [o] = mech.sanitize_batch(["zqaa Secretname zqab"], [record_generator(5, 0)])
     assert "Secretname" not in o.text and o.accounting.replaced_uniform == 1
     assert o.accounting.notion == "eps-LDP within each group (CusText)"
-    from ppt.mechanisms.base import Policy
+    from ppt.mechanisms import Policy
 
     drop = CusText(1.0, space=space, k=K, policy=Policy(oov="drop"))
     [o] = drop.sanitize_batch(["zqaa Secretname zqab"], [record_generator(5, 0)])
