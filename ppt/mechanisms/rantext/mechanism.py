@@ -234,6 +234,12 @@ class Rantext(TokenMechanism):
             arts.append(self.calibration.artifact)
         return arts
 
+    def prepare(self) -> Rantext:
+        """Fit or load Z, and load the sorted rows and run tables (fast path), before any record is read."""
+        super().prepare()
+        self._scale2  # noqa: B018 - materialises noise_scale and z (the calibration) too
+        return self
+
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "space": self.space.stamp(),
