@@ -212,24 +212,6 @@ def test_oov_follows_policy_never_raw(space):
     assert len(o.text.split()) == 2 and o.accounting.dropped == {"oov": 1}
 
 
-TEXTS = ["zqaa zqab, zqac!", "zqba 42 zqbb unknownword zqbc.", "", "zqca zqcb zqcc zqcd", "the zqbd and zqbe", "zqaa"]
-
-
-@pytest.mark.parametrize("kind", ["custext", "custext+"])
-def test_seeded_output_independent_of_batch_size(space, kind):
-    mech = get_mechanism(kind, eps=1.0, space=space, k=K)
-
-    def run(bs):
-        out = []
-        for s in range(0, len(TEXTS), bs):
-            chunk = TEXTS[s : s + bs]
-            out += [(o.text, o.accounting.to_dict()) for o in mech.sanitize_batch(chunk, [record_generator(9, s + i) for i in range(len(chunk))])]
-        return out
-
-    ref = run(1)
-    assert run(4) == ref and run(len(TEXTS)) == ref
-
-
 def test_groups_and_tables_cached_separately(space):
     g0, t0 = ct.BUILD_COUNTS["custext-groups"], ct.BUILD_COUNTS["custext-table"]
     a = CusText(1.0, space=space, k=K)
