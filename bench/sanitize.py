@@ -52,7 +52,7 @@ sys.path.insert(0, str(BENCH))
 
 from sanitize_rantext import Reference, make_texts, run_reference
 
-from ppt.attacks.align import sanitize_aligned
+from ppt.attacks.realign import sanitize_aligned
 from ppt.cache import Cache
 from ppt.mechanisms import get_mechanism, mechanism_class
 from ppt.rng import record_generator
@@ -123,7 +123,7 @@ def geometry(mech: Any) -> tuple[torch.Tensor, torch.Tensor, Any]:
     return mech.embeddings.cpu(), mech.candidates.cpu(), SimpleNamespace(tokenize=mech.tokenizer.tokenize)
 
 
-def time_batches(mech: Any, texts: list[str], batch: int, seed: int, repeat: int) -> tuple[float, int, int]:
+def time_batches(mech: Any, texts: list[str], batch: int, seed: int, repeat: int, reproducible: bool = True) -> tuple[float, int, int]:
     """Best seconds over ``repeat`` passes of sanitize_batch, input tokens and perturbed tokens."""
     best, n_tok, n_pert = math.inf, 0, 0
     for _ in range(repeat):
@@ -131,7 +131,7 @@ def time_batches(mech: Any, texts: list[str], batch: int, seed: int, repeat: int
         t0 = time.perf_counter()
         for s in range(0, len(texts), batch):
             chunk = texts[s : s + batch]
-            for res in mech.sanitize_batch(chunk, [record_generator(seed, s + i) for i in range(len(chunk))]):
+            for res in mech.sanitize_batch(chunk, [record_generator(seed, s + i) for i in range(len(chunk))], reproducible=reproducible):
                 n_tok += res.accounting.n_tokens
                 n_pert += res.accounting.n_perturbed
         best = min(best, time.perf_counter() - t0)
@@ -210,13 +210,12 @@ def main(argv: list[str] | None = None) -> int:
             note(f"{name}: building at eps {args.speed_eps:g}")
             mech, build_s = build(name, args.speed_eps, spaces, args)
             mine = cape_texts if name == "cape" else texts
-            if name == "cape":
-                mech.reproducible = False  # time it as an unseeded `ppt sanitize` runs it (batching mixes records)
+            reproducible = name != "cape"  # time Cape as an unseeded `ppt sanitize` runs it (batching mixes records)
             t0 = time.perf_counter()
-            mech.sanitize_batch(mine[:2], [record_generator(args.seed, ("warm", i)) for i in range(2)])
+            mech.sanitize_batch(mine[:2], [record_generator(args.seed, ("warm", i)) for i in range(2)], reproducible=reproducible)
             warm_s = time.perf_counter() - t0
             note(f"{name}: timing {len(mine)} texts x {args.repeat}")
-            sec, n_tok, n_pert = time_batches(mech, mine, args.batch_size, args.seed, args.repeat)
+            sec, n_tok, n_pert = time_batches(mech, mine, args.batch_size, args.seed, args.repeat, reproducible)
             space = getattr(getattr(mech, "space", None), "name", None) or f"{args.cape_model} (model)"
             rows.append((name, space, len(mine), sec, n_tok, n_pert, ref_s[len(mine)] / sec))
             setup.append((name, space, build_s, warm_s))

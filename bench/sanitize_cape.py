@@ -34,7 +34,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ppt.mechanisms.base import PERTURB  # noqa: E402
+from ppt.mechanisms.policy import PERTURB  # noqa: E402
 from ppt.mechanisms.cape import Cape  # noqa: E402
 from ppt.rng import record_generator  # noqa: E402
 

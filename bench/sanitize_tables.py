@@ -28,7 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ppt.cache import Cache, dir_size  # noqa: E402
-from ppt.mechanisms.base import stopwords_en  # noqa: E402
+from ppt.mechanisms.policy import stopwords_en  # noqa: E402
 from ppt.mechanisms.custext import CusTextPlus  # noqa: E402
 from ppt.mechanisms.santext import CDF_SCALE, SanTextPlus  # noqa: E402
 from ppt.rng import record_generator  # noqa: E402

@@ -10,18 +10,18 @@ import numpy as np
 import pytest
 import torch
 
-from ppt.attacks.align import (
+from ppt.attacks.realign import (
     align_texts,
     parse_alignment_field,
     sanitize_aligned,
-    spans_by_rows,
 )
 from ppt.attacks.knn import KnnAttack, nearest_rows, rows_in_space
 from ppt.attacks.llm import LlmAttack, recovery_counts
 from ppt.attacks.ngram import ngram_leakage
 from ppt.attacks.summary import Tally, wilson
 from ppt.io import RecordError
-from ppt.mechanisms.base import Policy, TokenMechanism
+from ppt.mechanisms import Policy, TokenMechanism
+from ppt.mechanisms.alignment import spans_by_rows
 from ppt.spaces import space_from_arrays
 from ppt.testing import FakeLM, bert_tokenizer, tiny_bert
 
@@ -142,7 +142,7 @@ def test_text_alignment_handles_drops_and_anchors(space):
 
 
 def test_diff_fallback_when_no_parse_exists(space):
-    from ppt.attacks.align import align_diff, align_parse
+    from ppt.attacks.realign import align_diff, align_parse
 
     orig, pert = "the cat sat on the mat", "the dog ??? sat on a mat"  # "???" is no rewrite of any piece
     assert align_parse(space, orig, pert) is None
@@ -164,7 +164,7 @@ def test_parse_alignment_glued_subwords_and_numbers(space):
             t.lead[2] = ""  # pretend "mat" continued "sky" (a subword)
             return Tokens(t.lead, t.core, t.rows, t.kinds)
 
-    from ppt.attacks.align import align_parse
+    from ppt.attacks.realign import align_parse
 
     al = align_parse(Glued, "the skymat 42", "a catdog 17")
     assert [(WORDS[o], WORDS[n]) for o, n in zip(al.orig_rows, al.new_rows)] == [("the", "a"), ("sky", "cat"), ("mat", "dog")]

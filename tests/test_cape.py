@@ -11,10 +11,11 @@ import pytest
 import torch
 from scipy import stats
 
-from ppt.mechanisms import cape_utility as cu
 from ppt.mechanisms import get_mechanism
-from ppt.mechanisms.base import KEEP, PERTURB
-from ppt.mechanisms.cape import CALIBRATION_PROMPTS, CALIBRATION_QUANTILE, Cape, candidate_set
+from ppt.mechanisms.cape import CALIBRATION_PROMPTS, CALIBRATION_QUANTILE, Cape
+from ppt.mechanisms.cape import utility as cu
+from ppt.mechanisms.cape.candidates import candidate_set
+from ppt.mechanisms.policy import KEEP, PERTURB
 from ppt.rng import record_generator
 
 ALPHA = 1e-6
@@ -541,15 +542,26 @@ def test_utilities_match_definition(causal, form, lam_l, lam_d):
     logits = torch.randn(4, c.candidates.numel(), generator=g) * 5
     orig = torch.tensor([c.candidates[5].item(), c.candidates[0].item(), c.candidates[5].item(), 0])  # 0: a special token
     u = c.utilities(logits.clone(), orig)
-    e = c.embeddings
+    e = c.embeddings.double()
+    cand_norm = e[c.candidates].norm(dim=1)
     for i in range(4):
+        # the reference in float64, from direct differences
         d = (e[c.candidates] - e[orig[i]]).norm(dim=1)
         dt = torch.exp(-d / d.max())
-        lt = (logits[i].clamp(-2.5, 2.5) + 2.5) / 5.0
+        lt = (logits[i].double().clamp(-2.5, 2.5) + 2.5) / 5.0
         want = lt.pow(lam_l) * dt.pow(lam_d) if form == "product" else lam_l * lt + lam_d * dt
-        assert torch.allclose(u[i], want, atol=1e-4)
-        ref = cu.combine(cu.logit_term(logits[i : i + 1], 2.5), cu.distance_term(d.unsqueeze(0)), lam_l, lam_d, form)
-        assert torch.allclose(u[i], ref[0], atol=1e-4)
+        # the mechanism's float32 distances come from ||e||^2 + ||c||^2 - 2 e.c: a dot product over n
+        # dimensions rounds d^2 by at most (n + 2) eps32 (||e|| + ||c||)^2 =: a, so d moves by at most
+        # min(sqrt(a), a / d) (cancellation near d = 0 is the worst case, and its size depends on the BLAS
+        # kernel), D^lambda_D = exp(-lambda_D d / d_max) by lambda_D / d_max per unit of d or of d_max;
+        # L~ and the rest round at float32 (1e-6)
+        n_dim = e.shape[1]
+        a = (n_dim + 2) * torch.finfo(torch.float32).eps * (e[orig[i]].norm() + cand_norm) ** 2
+        err_d = torch.minimum(a.sqrt(), a / d.clamp_min(1e-300))
+        tol = lam_d * (err_d + err_d[d.argmax()]) / d.max() + 1e-6
+        assert bool(((u[i].double() - want).abs() <= tol).all())
+        ref = cu.combine(cu.logit_term(logits[i : i + 1], 2.5), cu.distance_term(d.float().unsqueeze(0)), lam_l, lam_d, form)
+        assert bool(((u[i] - ref[0]).double().abs() <= tol).all())
     assert float(u.min()) >= 0 and float(u.max()) <= c.delta_u + 1e-6
 
 
@@ -693,13 +705,11 @@ def test_batching_modes(causal):
     with pytest.raises(ValueError, match="batching"):
         Cape(3.0, model=causal, batching="sometimes")
     mech = Cape(3.0, model=causal)
-    assert mech.batching == "auto" and mech.reproducible and not mech.mix_records
-    mech.reproducible = False
-    assert mech.mix_records
-    assert Cape(3.0, model=causal, batching="mixed").mix_records
+    assert mech.batching == "auto" and not mech.mix_records(reproducible=True)
+    assert mech.mix_records(reproducible=False)
+    assert Cape(3.0, model=causal, batching="mixed").mix_records(reproducible=True)
     record = Cape(3.0, model=causal, batching="record")
-    record.reproducible = False
-    assert not record.mix_records
+    assert not record.mix_records(reproducible=False)
     # mixed batching samples from the same distribution: same output on these texts up to rare edge flips
     mixed = Cape(3.0, model=causal, batching="mixed").sanitize_batch(TEXTS, gens(7, len(TEXTS)))
     apart = Cape(3.0, model=causal, batching="record").sanitize_batch(TEXTS, gens(7, len(TEXTS)))
@@ -707,16 +717,24 @@ def test_batching_modes(causal):
     assert same >= len(TEXTS) - 1
 
 
-def test_sanitize_records_marks_seeded_runs(causal):
+def test_sanitize_records_marks_seeded_runs(causal, monkeypatch):
     from ppt.io import Record
     from ppt.stages.sanitize import sanitize_records
 
     mech = Cape(3.0, model=causal)
+    mixed: list[bool] = []
+    features = mech.lm.features
+
+    def spy(ids, positions, mix_records=False):
+        mixed.append(mix_records)
+        return features(ids, positions, mix_records=mix_records)
+
+    monkeypatch.setattr(mech.lm, "features", spy)
     recs = [Record(line_no=0, id="a", text=TEXTS[0], data={"id": "a", "text": TEXTS[0]})]
     sanitize_records(mech, recs, text_field="text", seed=None)
-    assert not mech.reproducible and mech.mix_records
+    assert mixed == [True]  # unseeded: passed as reproducible=False, never stored on the mechanism
     [rec] = sanitize_records(mech, recs, text_field="text", seed=3, emit_alignment="al")
-    assert mech.reproducible and not mech.mix_records
+    assert mixed == [True, False]
     # Cape aligns by the context model's token ids (no space to locate spans in: pairs only)
     pairs = rec["al"]
     assert len(pairs) == rec["ppt"]["sanitize"]["accounting"]["n_perturbed"] > 0

@@ -10,18 +10,16 @@ import torch
 from scipy import stats
 
 from ppt.cache import Cache
-from ppt.mechanisms import calibration, get_mechanism
-from ppt.mechanisms.base import Policy, sample_from_logits_inverse_cdf
-from ppt.mechanisms.rantext import (
-    Rantext,
+from ppt.mechanisms import Policy, get_mechanism
+from ppt.mechanisms.rantext import Rantext, ZConstants, calibration, paper_z
+from ppt.mechanisms.rantext.runs import (
     RunTable,
-    ZConstants,
     build_runs,
-    paper_z,
     sample_prefix_block,
     sample_run_block,
     sample_runs,
 )
+from ppt.samplers.exponential import sample_from_logits_inverse_cdf
 from ppt.rng import record_generator
 from ppt.spaces import space_from_arrays
 

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import torch
 
-from ppt.mechanisms.base import TokenMechanism
+from ppt.mechanisms import TokenMechanism
 from ppt.rng import derive_seed, record_generator, record_numpy_rng, seed_label
 from ppt.spaces import space_from_arrays
 from ppt.cache import Cache

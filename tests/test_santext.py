@@ -218,35 +218,6 @@ def test_privacy_audit_never_exceeds_metric_bound(space, eps):
 # ---- pipeline, reproducibility, caching, validation -----------------------------------------------
 
 
-TEXTS = [
-    "Zqaa zqab zqac, zqad!",
-    "zqba 42 zqbb unknownword zqbc.",
-    "",
-    "ZQCA zqcb zqcc zqcd zqce zqcf zqcg",
-    "zqaa",
-    "the zqbd and 3.14 zqbe",
-    "zqbf zqbg zqbh zqbi zqbj zqbk zqbl zqbm zqbn",
-]
-
-
-@pytest.mark.parametrize("kind", ["santext", "santext+"])
-def test_seeded_output_independent_of_batch_size(space, kind):
-    mech = get_mechanism(kind, eps=2.0, space=space)
-
-    def run(bs: int):
-        out = []
-        for s in range(0, len(TEXTS), bs):
-            chunk = TEXTS[s : s + bs]
-            gens = [record_generator(123, s + i) for i in range(len(chunk))]
-            out += [(o.text, o.accounting.to_dict()) for o in mech.sanitize_batch(chunk, gens)]
-        return out
-
-    ref = run(1)
-    assert run(3) == ref
-    assert run(len(TEXTS)) == ref
-    assert ref != [(t, None) for t in TEXTS]
-
-
 def test_pipeline_policies_and_accounting(space):
     mech = SanTextPlus(2.0, space=space, w=0.5, p=0.0)
     [res] = mech.sanitize_batch(["zqaa unknownword zqbn 7 ."], [record_generator(1, 0)])

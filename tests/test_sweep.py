@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from ppt.experiments import corpora, plot, sweep
-from ppt.mechanisms.base import Policy, TokenMechanism
+from ppt.mechanisms import Policy, TokenMechanism
 from ppt.spaces import space_from_arrays
 
 WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "far", "red", "big", "a", "blue"]

@@ -11,9 +11,9 @@ from scipy import stats
 
 from ppt.cache import Cache
 from ppt.mechanisms import get_mechanism
-from ppt.mechanisms.base import sample_from_logits_inverse_cdf
-from ppt.mechanisms.calibration import distance_rows
-from ppt.mechanisms.tem import TEM, grouped_searchsorted
+from ppt.mechanisms.tem import TEM
+from ppt.samplers.exponential import grouped_searchsorted, sample_from_logits_inverse_cdf
+from ppt.spaces.distances import distance_rows
 from ppt.rng import record_generator
 from ppt.spaces import space_from_arrays
 

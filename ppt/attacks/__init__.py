@@ -4,7 +4,7 @@
 - :mod:`~ppt.attacks.mti`: mask token inference with a masked LM, exact span alignment.
 - :mod:`~ppt.attacks.llm`: a generative model restores the original text (token recovery, Rouge-L).
 - :mod:`~ppt.attacks.ngram`: share of the raw document's 1/2/3-grams found in a remote output.
-- :mod:`~ppt.attacks.align`: which original token each perturbed token replaced.
+- :mod:`~ppt.attacks.realign`: which original token each perturbed token replaced.
 - :mod:`~ppt.attacks.summary`: tallies, Wilson intervals and the summary record.
 
 Attacks are evaluation tools: they read the raw text, which must never travel with what is sent to a

@@ -5,7 +5,7 @@ a masked LM predict it from both-side context; success when the prediction equal
 (case-insensitive, WordPiece/BPE pieces joined).
 
 Alignment is exact: the span to mask is the perturbed token's character span in the perturbed text
-(:mod:`ppt.attacks.align`), mapped onto the masked LM's own tokens by character offsets, so different
+(:mod:`ppt.attacks.realign`), mapped onto the masked LM's own tokens by character offsets, so different
 tokenizers (cl100k, GloVe words, WordPiece) never get compared position by position.
 
 Mask length (``mask_length``): ``original`` (default) inserts as many masks as the masked LM needs for

@@ -8,22 +8,10 @@ import typer
 
 
 def describe(name: str) -> dict:
-    """What `ppt mechs` shows about one mechanism, read from the class itself."""
-    import dataclasses
-
+    """What `ppt mechs` shows about one mechanism: its class's ``describe()``."""
     from ppt.mechanisms import mechanism_class
 
-    cls = mechanism_class(name)
-    policy = getattr(cls, "default_policy", None)
-    return {
-        "name": name,
-        "notion": getattr(cls, "notion", ""),
-        "summary": getattr(cls, "summary", "") or (cls.__doc__ or "").strip().splitlines()[0],
-        "default_eps": cls.default_eps,
-        "default_space": getattr(cls, "default_space", None),
-        "defaults": getattr(cls, "defaults", {}),
-        "policy": dataclasses.asdict(policy) if policy is not None else None,
-    }
+    return mechanism_class(name).describe(name)
 
 
 def mechs(json_out: Annotated[bool, typer.Option("--json", help="One JSON object per mechanism.")] = False) -> None:

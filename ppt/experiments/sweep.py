@@ -5,7 +5,7 @@
 For every (mechanism, eps) the corpus is sanitized with per-record seeded generators (derived from
 (seed, record id, mechanism, eps), so each cell is reproducible and independent of batching); the
 exact (original row, perturbed row) pairs come from the mechanism's own kernel
-(:func:`ppt.attacks.align.sanitize_aligned`), so no text re-alignment guesses enter the privacy numbers.
+(:func:`ppt.attacks.realign.sanitize_aligned`), so no text re-alignment guesses enter the privacy numbers.
 
 Measured per cell (all on the perturbed prompt itself; no remote generation, which would cost hours
 on a CPU):
@@ -118,7 +118,7 @@ def run_cell(name: str, eps: float, docs: list[dict], shared: _Shared) -> dict:
     """Sanitize the corpus with one (mechanism, eps) and measure everything; one CSV row."""
     import torch
 
-    from ppt.attacks.align import align_texts, sanitize_aligned
+    from ppt.attacks.realign import align_texts, sanitize_aligned
     from ppt.attacks.ngram import ngram_leakage
     from ppt.attacks.summary import Tally
     from ppt.metrics.mapping import MappingTally, probe

@@ -40,7 +40,8 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from ppt.mechanisms.base import Policy, TokenMechanism
+from ppt.mechanisms.pipeline import TokenMechanism
+from ppt.mechanisms.policy import Policy
 from ppt.progress import progress_bar
 
 GROUPS_FORMAT = "custext-groups-v1"

@@ -45,7 +45,8 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from ppt.mechanisms.base import Policy, TokenMechanism
+from ppt.mechanisms.pipeline import TokenMechanism
+from ppt.mechanisms.policy import Policy
 from ppt.progress import progress_bar
 from ppt.spaces import distances
 

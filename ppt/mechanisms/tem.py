@@ -18,11 +18,11 @@ P[y | x] <= exp(eps * d(x, x')) * P[y | x']: metric DP (d_X-privacy) with eps pe
 distance -- not eps-LDP; two words at distance 3 are only 3 * eps-indistinguishable. beta trades
 utility for truncation: with probability about 1 - beta the output lies in L_x. The metric is the
 space's float32 distance (one matrix product per fixed-size block of ids, see
-ppt.mechanisms.calibration.distance_rows); its rounding (~1e-6) is ignored by the bound.
+ppt.spaces.distances.distance_rows); its rounding (~1e-6) is ignored by the bound.
 
 Implementation: for the batch's unique ids, distance rows by matrix product in fixed-size blocks;
 per unique id one cumulative table over [L_x scores (vocabulary order) | bottom]; each position
-draws one uniform for the inverse CDF (the same rule as base.sample_from_logits_inverse_cdf, applied
+draws one uniform for the inverse CDF (the same rule as ppt.samplers.exponential.sample_from_logits_inverse_cdf, applied
 to the unique row its token shares) and a second one that picks its word outside L_x by rank, mapped
 through a cumulative count of the complement mask. No Python loop over the vocabulary or the positions.
 """
@@ -35,32 +35,12 @@ from typing import Any, ClassVar
 
 import torch
 
-from ppt.mechanisms.base import Policy, TokenMechanism
-from ppt.mechanisms.calibration import distance_rows
+from ppt.mechanisms.pipeline import TokenMechanism
+from ppt.mechanisms.policy import Policy
+from ppt.samplers.exponential import grouped_searchsorted
+from ppt.spaces.distances import distance_rows
 
 DEFAULT_CHUNK_ENTRIES = 4_000_000  # distance entries per block of unique ids
-
-
-def grouped_searchsorted(seq: torch.Tensor, group: torch.Tensor, values: torch.Tensor, right: bool) -> torch.Tensor:
-    """``searchsorted(seq[group[i]], values[i])`` for every i, without materialising seq[group].
-
-    Positions are grouped by row: one batched searchsorted over [rows, most positions of one row].
-    """
-    k = group.numel()
-    if k == 0:
-        return torch.empty(0, dtype=torch.int64, device=seq.device)
-    order = torch.argsort(group, stable=True)
-    g = group[order]
-    counts = torch.bincount(g, minlength=seq.shape[0])
-    starts = torch.cumsum(counts, 0) - counts
-    rank = torch.arange(k, device=seq.device) - starts[g]
-    width = int(counts.max())
-    grid = torch.zeros((seq.shape[0], width), dtype=seq.dtype, device=seq.device)
-    grid[g, rank] = values[order].to(seq.dtype)
-    found = torch.searchsorted(seq, grid, right=right)
-    out = torch.empty(k, dtype=torch.int64, device=seq.device)
-    out[order] = found[g, rank]
-    return out
 
 
 class TEM(TokenMechanism):
@@ -143,7 +123,7 @@ class TEM(TokenMechanism):
             logits = torch.empty((ids.numel(), V + 1), dtype=torch.float64, device=dev)
             torch.where(inside, d * -half, torch.tensor(float("-inf"), dtype=torch.float64, device=dev), out=logits[:, :V])
             logits[:, V] = -half * gamma + torch.log(n_out.double())  # ln 0 = -inf: no bottom when L_x = V
-            # the rule of base.sample_from_logits_inverse_cdf, one table per unique id
+            # the rule of ppt.samplers.exponential.sample_from_logits_inverse_cdf, one table per unique id
             cdf = torch.softmax(logits, dim=1).cumsum(1)
             target = u[pos].clamp(0.0, 1.0 - 1e-16) * cdf[loc, -1]
             col = grouped_searchsorted(cdf, loc, target, right=True).clamp_(max=V)
@@ -173,4 +153,4 @@ class TEM(TokenMechanism):
         }
 
 
-__all__ = ["TEM", "grouped_searchsorted"]
+__all__ = ["TEM"]

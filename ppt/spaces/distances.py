@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 METRICS = ("l2", "cosine")
+DISTANCE_BLOCK = 64  # ids per matrix product in distance_rows (a fixed GEMM shape)
 
 
 def _check_metric(metric: str) -> None:
@@ -34,6 +35,32 @@ def pairwise(a: torch.Tensor, b: torch.Tensor, metric: str = "l2", b_sqnorm: tor
     bsq = (b * b).sum(1) if b_sqnorm is None else b_sqnorm
     d2 = (a * a).sum(1, keepdim=True) + bsq.unsqueeze(0) - 2.0 * (a @ b.T)
     return d2.clamp_(min=0.0).sqrt_()
+
+
+def distance_rows(space, ids: torch.Tensor, block: int = DISTANCE_BLOCK) -> torch.Tensor:
+    """Distances from each row in ``ids`` to every row of ``space`` ([len(ids), V] float32).
+
+    One matrix product per block of ``block`` ids. Blocks are always padded to exactly ``block`` rows:
+    a GEMM's rounding can depend on its shape (a single row may even take a matrix-vector path), and
+    a fixed shape keeps each row's values bitwise independent of which other ids share its batch, so
+    a record's output never depends on batching. A row's distance to itself is exactly 0.
+    """
+    emb = space.embeddings
+    ids = ids.to(device=emb.device, dtype=torch.int64).reshape(-1)
+    n = ids.numel()
+    out = torch.empty((n, emb.shape[0]), dtype=torch.float32, device=emb.device)
+    if n == 0:
+        return out
+    sq = (emb.float() ** 2).sum(1) if space.metric == "l2" else None
+    for start in range(0, n, block):
+        part = ids[start : start + block]
+        k = part.numel()
+        if k < block:
+            part = torch.cat([part, part[-1:].expand(block - k)])
+        d = pairwise(emb[part], emb, space.metric, b_sqnorm=sq)
+        d[torch.arange(block, device=d.device), part] = 0.0
+        out[start : start + k] = d[:k]
+    return out
 
 
 def iter_row_blocks(

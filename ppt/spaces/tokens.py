@@ -148,8 +148,14 @@ def rebuild(tokens: Tokens, out_core: list[str | None], *, case: str = "sentence
     return rebuild_pieces(tokens.lead, tokens.core, tokens.kinds, out_core, case=case)
 
 
-def rebuild_pieces(lead: list[str], core: list[str], kinds: list[str], out_core: list[str | None], *, case: str = "sentence") -> str:
-    """:func:`rebuild` on one text's pieces given as lists."""
+def rebuild_pieces(
+    lead: list[str], core: list[str], kinds: list[str], out_core: list[str | None], *, case: str = "sentence", parts_out: list[str] | None = None
+) -> str:
+    """:func:`rebuild` on one text's pieces given as lists.
+
+    ``parts_out``, when given, is extended with the output's parts before the final strip: one per piece
+    that is not dropped, its (possibly adjusted) leading whitespace and output core (so a caller can
+    find where each piece landed in the text without re-tokenizing it)."""
     parts: list[str] = []
     append = parts.append
     sentence, original = case == "sentence", case == "original"
@@ -179,4 +185,6 @@ def rebuild_pieces(lead: list[str], core: list[str], kinds: list[str], out_core:
                 lead_i = "" if parts[-1].endswith((" ", "\n")) else " "
             pending = False
         append(lead_i + new)
+    if parts_out is not None:
+        parts_out.extend(parts)
     return "".join(parts).strip() if parts else ""

@@ -103,7 +103,8 @@ class TokenAligner:
             self.spaces.get(self.space_name)
 
     def __call__(self, rec: Record) -> tuple[Any, Any]:
-        from ppt.attacks.align import align_texts, parse_alignment_field, spans_by_rows
+        from ppt.attacks.realign import align_texts, parse_alignment_field
+        from ppt.mechanisms.alignment import spans_by_rows
 
         data = rec.data
         mech_space_name = stamped_space(data)

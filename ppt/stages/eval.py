@@ -330,7 +330,7 @@ class Mapping(Metric):
         self.tally = MappingTally()
 
     def score(self, items):
-        from ppt.attacks.align import parse_alignment_field
+        from ppt.attacks.realign import parse_alignment_field
 
         out = []
         for it in items:

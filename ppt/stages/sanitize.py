@@ -86,19 +86,17 @@ def sanitize_records(
     """Sanitize one batch of records; one output dict or RecordError per record, in order.
 
     ``emit_alignment`` names a field for the exact (orig_row, new_row, start, end) of every perturbed
-    token (:mod:`ppt.attacks.align`), for attacks and mapping metrics; like ``keep_original`` it
+    token (:mod:`ppt.mechanisms.alignment`), for attacks and mapping metrics; like ``keep_original`` it
     reveals the original tokens and stays local."""
     gens = [record_generator(seed, r.id) for r in records]
-    mech.reproducible = seed is not None
     texts = [r.text or "" for r in records]
     aligns: list = [None] * len(records)
     try:
+        results = mech.sanitize_batch(texts, gens, reproducible=seed is not None)
         if emit_alignment:
-            from ppt.attacks.align import sanitize_aligned
+            from ppt.mechanisms.alignment import alignment_entries
 
-            results, aligns = sanitize_aligned(mech, texts, gens)
-        else:
-            results = mech.sanitize_batch(texts, gens)
+            aligns = [alignment_entries(res, getattr(mech, "space", None)) for res in results]
     except PptError:
         raise
     except Exception as e:  # fail closed: never emit the raw text of a batch we could not privatize
@@ -120,9 +118,7 @@ def sanitize_records(
         if keep_original:
             data[keep_original] = rec.text
         if emit_alignment:
-            from ppt.attacks.align import alignment_entries
-
-            data[emit_alignment] = alignment_entries(al)
+            data[emit_alignment] = al
         block = {
             **base_stamp, "eps": mech.eps, "accounting": res.accounting.to_dict(), "seed": seed_label(seed),
             "text_field": text_field, "keep_original": keep_original, "alignment_field": emit_alignment,

@@ -16,7 +16,7 @@ is large). ppt reports eps per token and the basic composition n * eps, with tha
 notion string.
 
 Z(eps): ``z="calibrated"`` (default) fits Z per space so the median |C_r| / |V| follows the paper's
-list sizes (see :mod:`ppt.mechanisms.calibration`); ``z="paper"`` uses the published formula
+list sizes (see :mod:`ppt.mechanisms.rantext.calibration`); ``z="paper"`` uses the published formula
 (:class:`ZConstants`), whose constants were fitted to ada-002 and do not transfer; a positive number
 fixes Z.
 
@@ -33,13 +33,13 @@ cumulative weight count * exp(-eps/2 * d / r) and then the candidate inside the 
 the same uniform: exactly the per-candidate inverse CDF with ~10x fewer terms. A vectorized binary
 search over the memory-mapped runs gives every position's number of runs below r; positions are
 sorted by that length and cut into consecutive blocks of at most ``chunk_entries`` run entries
-(little padding), processed single-threaded (see :func:`single_threaded`). A position's draw does
+(little padding), processed single-threaded (see :func:`~ppt.mechanisms.rantext.runs.single_threaded`). A position's draw does
 not depend on the block it lands in (float32 exp is element-wise; sums run along each row). The draw
 is mapped back to a token through the sorted row's indices. Larger spaces fall back to distance rows for
 the batch's unique tokens (one matrix product per fixed-size block), sorted and run-length encoded on
 the fly, then the same sampler.
 
-Sampling rule: the same as :func:`ppt.mechanisms.base.sample_from_logits_inverse_cdf` (first candidate
+Sampling rule: the same as :func:`ppt.samplers.exponential.sample_from_logits_inverse_cdf` (first candidate
 whose running sum exceeds u times the total; the weights are the exponential-mechanism weights
 divided by exp(eps/2), the token itself having weight 1), restricted to each position's own list: a
 position's result depends only on its token, its radius and its uniform, never on the other positions
@@ -54,25 +54,26 @@ by frequent tokens, which sit in denser regions of MiniLM space, so the lists on
 (on cl100k-minilm at eps 6: median ~21% of V on Zipf-distributed text vs the 9% target).
 """
 
+
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from ppt import parallel
-from ppt.mechanisms import calibration
-from ppt.mechanisms.base import Policy, TokenMechanism
+from ppt.mechanisms.pipeline import TokenMechanism
+from ppt.mechanisms.policy import Policy
+from ppt.mechanisms.rantext import calibration
+from ppt.mechanisms.rantext.runs import DEFAULT_CHUNK_ENTRIES, RUN_TABLE_VERSION, RunTable, build_run_table_files, build_runs, sample_runs
+from ppt.samplers import laplace
+from ppt.spaces.distances import distance_rows
 
-DEFAULT_CHUNK_ENTRIES = 1 << 18 # run-length entries per sampling block (work arrays stay in cache)
 FALLBACK_CHUNK_ENTRIES = 4_000_000  # distance entries per block of unique tokens on the fallback path
-RUN_TABLE_VERSION = 1
 MIN_SHARED_DRAWS = 1 << 16  # Laplace coordinates in a batch below which one thread draws them all
 Z_MODES = ("calibrated", "paper")
 
@@ -101,235 +102,6 @@ class ZConstants:
 
 def paper_z(eps: float, constants: ZConstants | None = None) -> float:
     return (constants or ZConstants()).z(eps)
-
-
-def prefix_lengths(dist: np.ndarray, rows: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """For each position i, #{j : dist[rows[i], j] < r[i]} over rows sorted ascending.
-
-    A vectorized binary search: ceil(log2(V + 1)) rounds, each one gather of one entry per position
-    (so the cost is O(n log V), whatever the prefix lengths are). float16 entries are compared with the
-    float64 radius exactly.
-    """
-    rows = np.asarray(rows, dtype=np.int64)
-    V = dist.shape[1]
-    flat = np.ascontiguousarray(dist).reshape(-1)
-    base = rows * V
-    lo = np.zeros(rows.size, dtype=np.int64)
-    hi = np.full(rows.size, V, dtype=np.int64)
-    for _ in range(int(V).bit_length()):
-        active = lo < hi
-        mid = (lo + hi) >> 1
-        below = flat.take(base + np.minimum(mid, V - 1)) < r
-        lo = np.where(active & below, mid + 1, lo)
-        hi = np.where(active & ~below, mid, hi)
-    return lo
-
-
-def sample_prefix_block(d16: torch.Tensor, m: torch.Tensor, a: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """Inverse-CDF sample of one column per row with weights exp(-a_i * d_ij) over columns j < m_i.
-
-    The direct (uncompressed) form of the sampler, kept as the reference the run-length form is
-    tested against. ``d16`` [k, M] distances (columns >= m_i are ignored whatever they hold), ``m`` [k]
-    prefix lengths >= 1, ``a`` [k] = eps / (2 r), ``u`` [k] uniforms in [0, 1). Same rule as
-    base.sample_from_logits_inverse_cdf: the first column whose running sum exceeds u * (the row's
-    total over its prefix).
-    """
-    w = d16.float()
-    w.mul_(a.to(torch.float32).clamp(max=1e30).neg().unsqueeze(1))
-    w.exp_()
-    cdf = torch.cumsum(w, dim=1, dtype=torch.float64)
-    total = cdf.gather(1, (m - 1).unsqueeze(1))
-    target = u.to(torch.float64).clamp(0.0, 1.0 - 1e-16).unsqueeze(1) * total
-    col = torch.searchsorted(cdf, target, right=True).squeeze(1)
-    return torch.minimum(col, m - 1)
-
-
-def build_runs(d16: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run-length form of sorted float16 distance rows [c, V].
-
-    Returns (values [c, K] float16: each row's distinct distances ascending, +inf after its last run;
-    ends [c, K] int32: exclusive end of each run in the sorted row, V after the last run), K the most
-    runs in any row. On MiniLM token spaces an 11,000-entry row has ~400 distinct float16 distances.
-    """
-    c, V = d16.shape
-    change = torch.ones((c, V), dtype=torch.bool, device=d16.device)
-    change[:, 1:] = d16[:, 1:] != d16[:, :-1]
-    n_runs = change.sum(1)
-    K = int(n_runs.max()) if c else 1
-    ri, cj = change.nonzero(as_tuple=True)  # row-major: runs of each row in order
-    run_id = torch.cumsum(change.to(torch.int32), dim=1)[ri, cj] - 1
-    values = torch.full((c, K), float("inf"), dtype=torch.float16, device=d16.device)
-    values[ri, run_id] = d16[ri, cj]
-    starts = torch.full((c, K + 1), V, dtype=torch.int32, device=d16.device)
-    starts[ri, run_id] = cj.to(torch.int32)
-    return values, starts[:, 1:].contiguous()
-
-
-def sample_run_block(values: torch.Tensor, ends: torch.Tensor, kr: torch.Tensor, a: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """The prefix sampler on run-length rows: the same draw as :func:`sample_prefix_block`, fewer terms.
-
-    ``values``/``ends`` [k, Kp] run-length rows (columns >= kr_i ignored), ``kr`` [k] runs below r,
-    ``a`` [k] = eps / (2 r), ``u`` [k]. All candidates of a run share one weight, so the inverse CDF
-    over candidates picks a run by cumulative weight (count * exp(-a * value)) and then the candidate
-    inside it from where u * total falls within the run: a uniform position, from the same uniform.
-    Returns the position in the sorted row.
-    """
-    counts = ends.clone()
-    counts[:, 1:] -= ends[:, :-1]
-    kr_np = kr.cpu().numpy().astype(np.int64)
-    run, frac = pick_runs(values.cpu(), counts.cpu(), kr_np, _neg_a(a.cpu()), _clamp_u(u.cpu()))
-    row = np.arange(kr_np.size)
-    end = ends.cpu().numpy()[row, run].astype(np.int64)
-    return torch.from_numpy(candidate_in_run(end, counts.cpu().numpy()[row, run].astype(np.int64), frac)).to(values.device)
-
-
-def _neg_a(a: torch.Tensor) -> np.ndarray:
-    """-a in float32, as the weights use it (float32 [k])."""
-    return a.to(torch.float32).clamp(max=1e30).neg().numpy()
-
-
-def _clamp_u(u: torch.Tensor) -> np.ndarray:
-    """Uniforms clamped below 1, as the inverse CDF uses them (float64 [k])."""
-    return u.to(torch.float64).clamp(0.0, 1.0 - 1e-16).numpy()
-
-
-def pick_runs(values: torch.Tensor, counts: torch.Tensor, kr: np.ndarray, neg_a: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The run each row's uniform falls in, and where inside that run (a fraction in [0, 1]).
-
-    ``values`` [k, Kp] float16 run distances and ``counts`` [k, Kp] run lengths (columns >= kr ignored),
-    ``neg_a`` [k] = -eps / (2 r) in float32, ``u`` [k] clamped uniforms. Weights count * exp(-a * value)
-    in float32, summed in float64 along each row: a row's result never depends on the other rows or
-    on the padding.
-    """
-    w = values.float()
-    w.mul_(torch.from_numpy(neg_a).unsqueeze(1))
-    w.exp_()
-    w.mul_(counts)
-    cdf_t = torch.cumsum(w, dim=1, dtype=torch.float64)
-    cdf = cdf_t.numpy()
-    row = np.arange(kr.size)
-    last = kr - 1
-    target = u * cdf[row, last]
-    run = torch.searchsorted(cdf_t, torch.from_numpy(target).unsqueeze(1), right=True).squeeze(1).numpy()
-    run = np.minimum(run, last)
-    hi = cdf[row, run]
-    lo = np.where(run > 0, cdf[row, np.maximum(run - 1, 0)], 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        frac = np.clip((target - lo) / (hi - lo), 0.0, 1.0)
-    return run, frac
-
-
-def candidate_in_run(end: np.ndarray, count: np.ndarray, frac: np.ndarray) -> np.ndarray:
-    """Position in the sorted row of the candidate at ``frac`` of a run of ``count`` ending at ``end``."""
-    start = end - count
-    with np.errstate(invalid="ignore"):
-        j = start + np.floor(frac * count.astype(np.float64)).astype(np.int64)
-    return np.minimum(j, end - 1)
-
-
-@contextmanager
-def single_threaded():
-    """Run small element-wise torch kernels on one thread, restoring the setting afterwards.
-
-    The sampling blocks are cache-sized; splitting them across intra-op threads costs more in
-    synchronisation than it saves (on a shared 2-core machine, 100x more for a cumulative sum).
-    """
-    n = torch.get_num_threads()
-    if n == 1:
-        yield
-        return
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
-
-
-def length_chunks(m: np.ndarray, budget: int) -> list[np.ndarray]:
-    """Positions sorted by length, cut into consecutive groups with rows * (longest in group) <= budget."""
-    order = np.argsort(m, kind="stable")
-    ms = np.maximum(m[order], 1)
-    out, s = [], 0
-    while s < order.size:
-        # rows s..j fit while (j - s + 1) * ms[j] <= budget (non-decreasing in j); at least one row
-        cost = np.arange(1, order.size - s + 1) * ms[s:]
-        e = s + max(1, int(np.searchsorted(cost, budget, side="right")))
-        out.append(order[s:e])
-        s = e
-    return out
-
-
-def _plain(arr: np.ndarray) -> np.ndarray:
-    """A plain ndarray view of a memory map (indexing a np.memmap pays for its subclass machinery)."""
-    return arr.view(np.ndarray) if isinstance(arr, np.memmap) else arr
-
-
-@dataclass
-class RunTable:
-    """Run-length sorted rows: ``values``/``ends`` [R, K] (see :func:`build_runs`) and ``idx`` [R, V]."""
-
-    values: np.ndarray
-    ends: np.ndarray
-    idx: np.ndarray
-    artifact: Any = None
-
-    @cached_property
-    def counts(self) -> np.ndarray:
-        """Run lengths [R, K] (int16 when they fit), computed once from ``ends``."""
-        ends = _plain(self.ends)
-        dtype = np.int16 if ends.size == 0 or int(ends[:, -1].max()) <= np.iinfo(np.int16).max else np.int32
-        out = np.empty(ends.shape, dtype=dtype)
-        out[:, :1] = ends[:, :1]
-        np.subtract(ends[:, 1:], ends[:, :-1], out=out[:, 1:], casting="unsafe")
-        return out
-
-
-def sample_runs(
-    table: RunTable, rows: np.ndarray, r: np.ndarray, u: np.ndarray, eps: float, budget: int = DEFAULT_CHUNK_ENTRIES
-) -> tuple[np.ndarray, np.ndarray]:
-    """RANTEXT's steps 2-3 for positions whose sorted rows are ``table`` rows ``rows``.
-
-    Returns (output vocabulary rows, |C_r| per position).
-    """
-    rows = np.asarray(rows, dtype=np.int64)
-    r = np.maximum(np.asarray(r, dtype=np.float64), np.finfo(np.float64).tiny)  # r > 0: distance-0 tokens stay in
-    values, ends, counts = _plain(table.values), _plain(table.ends), table.counts
-    kr = np.maximum(prefix_lengths(values, rows, r), 1)  # runs below r (run 0 is distance 0)
-    size = np.asarray(ends[rows, kr - 1], dtype=np.int64)
-    neg_a = _neg_a(torch.from_numpy(eps / (2.0 * r)))
-    u = _clamp_u(torch.from_numpy(np.asarray(u, dtype=np.float64)))
-    run = np.empty(rows.size, dtype=np.int64)
-    frac = np.empty(rows.size, dtype=np.float64)
-    with single_threaded():
-        for sel in length_chunks(kr, budget):
-            Kp = int(kr[sel].max())
-            rsel = rows[sel]
-            v = torch.from_numpy(values[rsel, :Kp])
-            c = torch.from_numpy(counts[rsel, :Kp])
-            run[sel], frac[sel] = pick_runs(v, c, kr[sel], neg_a[sel], u[sel])
-    col = candidate_in_run(ends[rows, run].astype(np.int64), counts[rows, run].astype(np.int64), frac)
-    out = np.asarray(_plain(table.idx)[rows, col], dtype=np.int64)
-    return out, size
-
-
-def build_run_table_files(dist: np.ndarray, tmp: Path, chunk: int = 256) -> dict:
-    """Write the run-length form of a sorted-rows distance table (values.npy float16, ends.npy int32)."""
-    V = dist.shape[0]
-    parts = []
-    for s in range(0, V, chunk):
-        v, e = build_runs(torch.from_numpy(np.array(dist[s : s + chunk])))
-        parts.append((v.numpy(), e.numpy()))
-    K = max(p[0].shape[1] for p in parts)
-    values = np.full((V, K), np.inf, dtype=np.float16)
-    ends = np.full((V, K), dist.shape[1], dtype=np.int32)
-    s = 0
-    for v, e in parts:
-        values[s : s + v.shape[0], : v.shape[1]] = v
-        ends[s : s + e.shape[0], : e.shape[1]] = e
-        s += v.shape[0]
-    np.save(tmp / "values.npy", values)
-    np.save(tmp / "ends.npy", ends)
-    return {"max_runs": int(K), "rows": int(V)}
 
 
 class Rantext(TokenMechanism):
@@ -462,6 +234,12 @@ class Rantext(TokenMechanism):
             arts.append(self.calibration.artifact)
         return arts
 
+    def prepare(self) -> Rantext:
+        """Fit or load Z, and load the sorted rows and run tables (fast path), before any record is read."""
+        super().prepare()
+        self._scale2  # noqa: B018 - materialises noise_scale and z (the calibration) too
+        return self
+
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "space": self.space.stamp(),
@@ -482,20 +260,20 @@ class Rantext(TokenMechanism):
 
     def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
         """Per position: the radius r = ||Y||_2 of a fresh Laplace vector, then one uniform."""
-        r = calibration.laplace_norms(n, self.noise_scale, g)
+        r = laplace.laplace_norms(n, self.noise_scale, g)
         u = torch.rand(n, generator=g, dtype=torch.float64)
         return {"r": r, "u": u}
 
     @cached_property
     def _scale2(self) -> np.ndarray:
-        """Squared per-dimension Laplace scales (what :func:`calibration.laplace_norms` uses)."""
+        """Squared per-dimension Laplace scales (what :func:`ppt.samplers.laplace.laplace_norms` uses)."""
         return self.noise_scale.double().cpu().numpy() ** 2
 
     def _seeds_and_uniforms(self, counts: list[int], generators: list[torch.Generator]) -> tuple[list[int], np.ndarray]:
         """Each record's draws from its generator, in ``draw``'s order: its Laplace stream seed, then its uniforms."""
         seeds, us = [], []
         for n, g in zip(counts, generators):
-            seeds.append(calibration.laplace_seed(g))
+            seeds.append(laplace.laplace_seed(g))
             us.append(torch.rand(n, generator=g, dtype=torch.float64))
         return seeds, torch.cat(us).numpy() if us else np.empty(0)
 
@@ -507,7 +285,7 @@ class Rantext(TokenMechanism):
         scale2 = self._scale2
 
         def draw(i: int) -> None:
-            r[starts[i] : starts[i + 1]] = calibration.laplace_norms_seeded(counts[i], scale2, seeds[i])
+            r[starts[i] : starts[i + 1]] = laplace.laplace_norms_seeded(counts[i], scale2, seeds[i])
 
         parallel.for_each(draw, len(counts), share=r.size * scale2.size >= MIN_SHARED_DRAWS)
         return r
@@ -550,7 +328,7 @@ class Rantext(TokenMechanism):
         size = np.empty(rows.size, dtype=np.int64)
         for start in range(0, uniq.size, per):
             ids = torch.from_numpy(uniq[start : start + per])
-            d = calibration.distance_rows(self.space, ids)
+            d = distance_rows(self.space, ids)
             vals, order = torch.sort(d, dim=1, stable=True)
             values, ends = build_runs(vals.half())
             table = RunTable(values.cpu().numpy(), ends.cpu().numpy(), order.cpu().numpy())
@@ -580,7 +358,4 @@ class Rantext(TokenMechanism):
         return out
 
 
-__all__ = [
-    "Rantext", "ZConstants", "paper_z", "prefix_lengths", "sample_prefix_block", "sample_runs", "sample_run_block", "length_chunks",
-    "pick_runs", "candidate_in_run",
-]
+__all__ = ["Rantext", "ZConstants", "paper_z"]

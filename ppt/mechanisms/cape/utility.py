@@ -2,7 +2,7 @@
 
 Everything here works on a ``[n, V]`` utility (or logit/distance) matrix, one row per perturbed
 position, V candidates per row; there are no Python loops over rows or candidates. The mechanism
-(:mod:`ppt.mechanisms.cape`) feeds it row chunks so memory stays at ``chunk x V``.
+(:mod:`ppt.mechanisms.cape.mechanism`) feeds it row chunks so memory stays at ``chunk x V``.
 
 Utility (reconstruction, see ``shared/docs/MECHANISMS.md``)::
 
@@ -40,7 +40,7 @@ import math
 import numpy as np
 import torch
 
-from ppt.mechanisms.base import sample_from_logits_inverse_cdf
+from ppt.samplers.exponential import sample_from_logits_inverse_cdf
 
 UTILITIES = ("product", "additive")
 

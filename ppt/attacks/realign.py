@@ -1,11 +1,12 @@
-"""Which original token each perturbed token stands for: the alignment every token-level attack needs.
+"""Which original token each perturbed token stands for, re-derived for attacks and metrics: from an
+alignment field, the mechanism's own pairs, or the texts themselves.
 
 A sanitized text is not the original with words swapped in place: mechanisms drop out-of-vocabulary
 pieces, rewrite numbers and keep stopwords, so "the i-th token of each" is wrong after the first drop
 (the published MTI code compares misaligned positions). Three sources, best first:
 
-1. ``mechanism`` (the sweep, library use): the rows the mechanism itself perturbed, exactly, taken from
-   ``TokenMechanism.perturb_rows`` (see :func:`sanitize_aligned`).
+1. ``mechanism`` (the sweep, library use): the rows the mechanism itself perturbed, exactly, as its
+   pipeline reports them (``Sanitized.pairs``, see :func:`sanitize_aligned`).
 2. ``field``: a per-record alignment written by the sanitizer, ``ppt_alignment`` by default::
 
        "ppt_alignment": [[orig_row, new_row, start, end], ...]     # one entry per perturbed token
@@ -13,7 +14,7 @@ pieces, rewrite numbers and keep stopwords, so "the i-th token of each" is wrong
    rows index the sanitizing mechanism's space (named in the record's ``ppt.sanitize`` stamp);
    ``[start, end)`` is the character span of the replacement word in the sanitized text. Two-element
    entries ``[orig_row, new_row]`` are accepted (enough for ``knn``; ``mti`` then locates each
-   ``new_row`` in the text, see :func:`spans_by_rows`). A dict ``{"pairs": [...]}`` is accepted too.
+   ``new_row`` in the text, see :func:`ppt.mechanisms.alignment.spans_by_rows`). A dict ``{"pairs": [...]}`` is accepted too.
    The field reveals the original tokens: it belongs to evaluation data, never to what goes remote.
 3. ``text`` (fallback): re-derive the pairs from the original and sanitized texts (:func:`align_texts`).
    Token mechanisms rewrite a text piece by piece (each in-vocabulary piece becomes one vocabulary
@@ -36,6 +37,8 @@ from typing import Any
 import numpy as np
 
 from ppt.io import RecordError
+from ppt.mechanisms.alignment import piece_spans, spans_by_rows
+from ppt.mechanisms.policy import stopwords_en
 from ppt.spaces.tokens import NUMBER, PUNCT, SPACE, WORD, Tokens
 
 ALIGNMENT_FIELD = "ppt_alignment"
@@ -61,16 +64,6 @@ class Alignment:
         if self.orig_words is not None:
             return self.orig_words
         return [vocab[r] if r >= 0 else "" for r in self.orig_rows.tolist()]
-
-
-def piece_spans(tokens: Tokens) -> list[tuple[int, int]]:
-    """Character span of each piece's core (its leading whitespace excluded)."""
-    out, pos = [], 0
-    for lead, core in zip(tokens.lead, tokens.core):
-        start = pos + len(lead)
-        pos = start + len(core)
-        out.append((start, pos))
-    return out
 
 
 # ------------------------------------------------------------------------------------ field
@@ -104,28 +97,6 @@ def parse_alignment_field(value: Any, text: str) -> Alignment:
     return Alignment(orig, new, spans, "field")
 
 
-def spans_by_rows(space, text: str, new_rows: np.ndarray) -> list[tuple[int, int] | None]:
-    """Locate each perturbed row, in order, in the re-tokenized text (greedy leftmost subsequence).
-
-    Used when only rows are known. A kept token with the same row as a later replacement can take
-    that replacement's place; the error stays local (later rows still match in order)."""
-    toks = space.tokenize(text)
-    spans = piece_spans(toks)
-    rows = toks.rows.tolist()
-    out: list[tuple[int, int] | None] = []
-    j = 0
-    for r in new_rows.tolist():
-        k = j
-        while k < len(rows) and rows[k] != r:
-            k += 1
-        if k < len(rows):
-            out.append(spans[k])
-            j = k + 1
-        else:
-            out.append(None)
-    return out
-
-
 # ------------------------------------------------------------------------------------ text
 
 
@@ -149,8 +120,6 @@ def _keys(tokens: Tokens) -> tuple[list[str], list[int]]:
 
 def align_diff(space, original: str, perturbed: str, skip_stopwords: bool = False) -> Alignment:
     """The diff heuristic: pair in-vocabulary word pieces inside matching or equal-length blocks."""
-    from ppt.mechanisms.base import stopwords_en
-
     o_tok, p_tok = space.tokenize(original), space.tokenize(perturbed)
     o_keys, o_idx = _keys(o_tok)
     p_keys, p_idx = _keys(p_tok)
@@ -214,8 +183,6 @@ def align_parse(space, original: str, perturbed: str, skip_stopwords: bool = Fal
 
     The parse runs left to right keeping up to MAX_STATES positions per piece (longest vocabulary match
     first) and back-tracks from the end of the text; None when no parse reaches the end."""
-    from ppt.mechanisms.base import stopwords_en
-
     toks = space.tokenize(original)
     index, maxlen = _vocab_index(space)
     s = perturbed
@@ -301,73 +268,26 @@ def align_texts(space, original: str, perturbed: str, skip_stopwords: bool = Fal
 # ------------------------------------------------------------------------------------ mechanism
 
 
-def sanitize_aligned(mech, texts: list[str], generators: list, space=None) -> tuple[list, list[Alignment | None]]:
-    """``mech.sanitize_batch`` plus the exact (orig_row, new_row) pairs of every perturbed token.
+def sanitize_aligned(mech, texts: list[str], generators: list, space=None, *, reproducible: bool = True) -> tuple[list, list[Alignment | None]]:
+    """``mech.sanitize_batch`` plus each record's exact (orig_row, new_row) pairs as an :class:`Alignment`.
 
-    Uses a ``Sanitized.alignment`` attribute when the mechanism provides one (list of
-    ``(orig_row, new_row, start, end)``). Otherwise it records what the mechanism's per-token kernel
-    received and returned (``TokenMechanism.perturb_rows``, or Cape's ``perturb`` over token ids,
-    whose rows are the context model's token ids), splits it by each record's
-    ``accounting.n_perturbed`` and locates the spans with :func:`spans_by_rows` in ``mech.space``
-    (Cape: pass ``space``; without one the spans are None). Mechanisms with neither kernel, or whose
-    counts do not add up, get ``None``: callers fall back to :func:`align_texts`.
+    The pairs are the mechanism's own (``Sanitized.pairs``: rows of its space, or the context model's
+    token ids for Cape); spans are located with :func:`~ppt.mechanisms.alignment.spans_by_rows` in
+    ``space`` (default ``mech.space``; without one they are None), as the ``ppt_alignment`` field has
+    them. A mechanism that reports no pairs gets ``None``: callers fall back to :func:`align_texts`.
     """
-    import torch
-
-    captured: list[tuple[np.ndarray, np.ndarray]] = []
-    hook = None
-    if callable(getattr(mech, "perturb_rows", None)) and "perturb_rows" not in vars(mech):
-        inner = mech.perturb_rows
-        hook = "perturb_rows"
-
-        def spy(rows: torch.Tensor, rand: dict):
-            new, diag = inner(rows, rand)
-            captured.append((rows.detach().cpu().numpy().astype(np.int64), new.detach().cpu().numpy().astype(np.int64)))
-            return new, diag
-
-    elif callable(getattr(mech, "perturb", None)) and hasattr(mech, "candidates") and "perturb" not in vars(mech):
-        inner = mech.perturb
-        hook = "perturb"
-
-        def spy(ids_list, positions, draws):  # Cape: token ids at positions -> candidate columns
-            cols, diag = inner(ids_list, positions, draws)
-            orig = np.concatenate([np.asarray(ids)[np.asarray(p, dtype=np.int64)] for ids, p in zip(ids_list, positions)] or [np.empty(0, np.int64)])
-            new = mech.candidates.detach().cpu()[torch.as_tensor(cols).long().cpu()].numpy()
-            captured.append((orig.astype(np.int64), new.astype(np.int64)))
-            return cols, diag
-
-    if hook:
-        setattr(mech, hook, spy)
-    try:
-        out = mech.sanitize_batch(texts, generators)
-    finally:
-        if hook:
-            delattr(mech, hook)
-    aligns: list[Alignment | None] = []
-    if out and all(getattr(s, "alignment", None) is not None for s in out):
-        for s in out:
-            arr = np.asarray(s.alignment, dtype=np.int64).reshape(-1, 4)
-            aligns.append(Alignment(arr[:, 0].copy(), arr[:, 1].copy(), [(int(a), int(b)) for a, b in arr[:, 2:]], "mechanism"))
-        return out, aligns
-    counts = [int(getattr(s.accounting, "n_perturbed", -1)) for s in out]
-    orig = np.concatenate([c[0] for c in captured]) if captured else np.empty(0, np.int64)
-    new = np.concatenate([c[1] for c in captured]) if captured else np.empty(0, np.int64)
+    out = mech.sanitize_batch(texts, generators, reproducible=reproducible)
     space = space if space is not None else getattr(mech, "space", None)
-    if not hook or min(counts, default=0) < 0 or sum(counts) != orig.shape[0]:
-        return out, [None] * len(out)
-    pos = 0
-    for s, n in zip(out, counts):
-        o, nw = orig[pos : pos + n], new[pos : pos + n]
-        pos += n
-        spans = spans_by_rows(space, s.text, nw) if space is not None else [None] * n  # no space: rows only
-        aligns.append(Alignment(o, nw, spans, "mechanism"))
+    aligns: list[Alignment | None] = []
+    for s in out:
+        if getattr(s, "pairs", None) is None:
+            aligns.append(None)
+            continue
+        pairs = np.asarray(s.pairs, dtype=np.int64).reshape(-1, 4)
+        new = pairs[:, 1].copy()
+        spans = spans_by_rows(space, s.text, new) if space is not None else [None] * len(new)  # no space: rows only
+        aligns.append(Alignment(pairs[:, 0].copy(), new, spans, "mechanism"))
     return out, aligns
 
 
-def alignment_entries(al: Alignment) -> list[list[int]]:
-    """The ``ppt_alignment`` field value: [orig_row, new_row, start, end] per perturbed token, or
-    [orig_row, new_row] where the span is unknown (see the module docstring)."""
-    out = []
-    for o, n, span in zip(al.orig_rows.tolist(), al.new_rows.tolist(), al.spans):
-        out.append([o, n] if span is None else [o, n, int(span[0]), int(span[1])])
-    return out
+__all__ = ["ALIGNMENT_FIELD", "Alignment", "align_diff", "align_parse", "align_texts", "parse_alignment_field", "sanitize_aligned"]

@@ -2,7 +2,7 @@
 whose utility mixes a local language model's contextual logits with input-embedding distance.
 
 Mechanism (a reconstruction: our copy of the paper lost its equations; see ``shared/docs/MECHANISMS.md``
-and :mod:`ppt.mechanisms.cape_utility` for the formulas). For every token t_i of the prompt that is not
+and :mod:`ppt.mechanisms.cape.utility` for the formulas). For every token t_i of the prompt that is not
 kept (stopwords, punctuation) and every candidate r of the context model's vocabulary:
 
 * logit term ``L~_r = (clip(l_r, -B, B) + B) / 2B`` with l the context model's logits for position i:
@@ -52,8 +52,8 @@ Privacy accounting (reported per record, in ``Accounting.extra``):
   composition (each position's mechanism is bounded against any change of the whole record, since
   Delta_u is the utility's range; positions use independent randomness).
 * what is provable: per token, against another input y, eps + eps'(x) + eps'(y)
-  (:func:`cape_utility.pairwise_bound`), and without looking at data ``eps_per_token_worst_case``
-  (:func:`cape_utility.worst_case_eps`; SmolLM2, N_b = 50: 14.7 / 16.0 / 17.6 / 19.7 at eps = 1 / 3 /
+  (:func:`ppt.mechanisms.cape.utility.pairwise_bound`), and without looking at data ``eps_per_token_worst_case``
+  (:func:`ppt.mechanisms.cape.utility.worst_case_eps`; SmolLM2, N_b = 50: 14.7 / 16.0 / 17.6 / 19.7 at eps = 1 / 3 /
   6 / 10); ``composed_eps_worst_case`` is n times that. With |C| ~ 49k candidates in 50 buckets the
   bucket sizes are very uneven: eps' averages ~8.7 per token on news text, so eps' and not eps
   dominates every reported figure.
@@ -89,21 +89,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import string
-import unicodedata
 from collections import Counter
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from ppt.mechanisms import cape_utility as cu
-from ppt.mechanisms.base import (
-    DIGITS, DROP, KEEP, PERTURB, UNIFORM, Accounting, Mechanism, Policy, Sanitized, TokenMechanism,
-    random_digits,
-)
-from ppt.spaces.tokens import SPACE, Tokens, rebuild
+from ppt.lm.context import ContextModel, kind_from_name, model_kind
+from ppt.mechanisms.base import Mechanism, Sanitized
+from ppt.mechanisms.accounting import Accounting
+from ppt.mechanisms.cape import utility as cu
+from ppt.mechanisms.cape.candidates import CANDIDATE_RULE, candidate_set
+from ppt.mechanisms.pipeline import random_digits, token_pairs
+from ppt.mechanisms.policy import DIGITS, DROP, KEEP, PERTURB, REASON_NAMES, UNIFORM, Policy, plan_codes
+from ppt.spaces.tokens import SPACE, Tokens, rebuild_pieces
 
 CALIBRATION_PROMPTS = (
     "The committee will meet on Tuesday to review the annual budget.",
@@ -113,285 +113,10 @@ CALIBRATION_PROMPTS = (
     "The museum opened a new exhibition about ancient maps and old globes.",
 )
 CALIBRATION_QUANTILE = 0.999
-CANDIDATE_RULE = "vocabulary minus special/added-special tokens, whitespace-only, U+FFFD (partial UTF-8), control-character and [unusedN] tokens"
 ASCII_PUNCT = frozenset(string.punctuation)
 CONTEXTS = ("auto", "causal", "masked")
 BATCHING = ("auto", "record", "mixed")
-_UNUSED_RE = re.compile(r"^\[unused\d+\]$")
 _DEFAULT_CHUNK_ELEMENTS = 1 << 22  # utility rows per chunk = this // |C| (about 86 rows for SmolLM2)
-_TOKEN_BUDGET = 8192  # tokens per forward pass (padded length x rows)
-
-
-# --------------------------------------------------------------------------------------------------
-# context model
-# --------------------------------------------------------------------------------------------------
-
-
-def _model_kind(model) -> str | None:
-    name = type(model).__name__
-    if "MaskedLM" in name:
-        return "masked"
-    if "CausalLM" in name or "LMHeadModel" in name:
-        return "causal"
-    return None
-
-
-def _kind_from_name(name: str) -> str:
-    """causal / masked for a model name before loading it (alias kind, config.json architectures)."""
-    import json
-    from pathlib import Path
-
-    from ppt.models.resolve import resolve
-
-    res = resolve(name)
-    if res.source == "alias":
-        return "masked" if res.asset.kind == "masked-lm" else "causal"
-    archs: list[str] = []
-    if res.source == "path":
-        p = Path(res.path)
-        if p.is_file() and p.suffix == ".gguf":
-            return "causal"
-        cfg = p / "config.json" if p.is_dir() else p.parent / "config.json"
-        if cfg.is_file():
-            archs = json.loads(cfg.read_text()).get("architectures") or []
-    else:
-        try:
-            from transformers import AutoConfig
-
-            archs = getattr(AutoConfig.from_pretrained(name), "architectures", None) or []
-        except Exception:  # noqa: BLE001 - offline hub id: the causal loader reports what to install
-            return "causal"
-    if any("MaskedLM" in a for a in archs):
-        return "masked"
-    if any("CausalLM" in a or "LMHeadModel" in a for a in archs):
-        return "causal"
-    raise ValueError(f"cannot tell whether model {name!r} is causal or masked; pass context='causal' or 'masked'")
-
-
-def _length_groups(lengths: list[int], items: list[int], budget: int) -> list[list[int]]:
-    """Split forward-pass jobs into padded batches of at most ``budget`` tokens, shortest first."""
-    groups: list[list[int]] = []
-    for length, item in sorted(zip(lengths, items)):  # ascending: the job just added sets the padded length
-        if groups and (len(groups[-1]) + 1) * length <= budget:
-            groups[-1].append(item)
-        else:
-            groups.append([item])
-    return groups
-
-
-class ContextModel:
-    """A causal or masked LM restricted to a candidate set: hidden features at requested positions, and
-    candidate logits from features (the LM head applied only to the candidate rows)."""
-
-    def __init__(self, model, tokenizer, kind: str, candidates: torch.Tensor, window: int | None = None):
-        self.model = model.eval()
-        self.tokenizer = tokenizer
-        self.kind = kind
-        self.device = next(model.parameters()).device
-        cfg = model.config
-        max_pos = getattr(cfg, "max_position_embeddings", None) or 512
-        if kind == "causal":
-            self.window = int(window or min(max_pos - 1, 1024))
-            self.prefix_id = self._prefix_id(tokenizer)
-            self.cls_id = self.sep_id = None
-        else:
-            self.window = int(window or min(max_pos - 2, 510))
-            self.prefix_id = None
-            if tokenizer.mask_token_id is None:
-                raise ValueError("the masked LM's tokenizer has no mask token")
-            self.mask_id = int(tokenizer.mask_token_id)
-            self.cls_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
-            self.sep_id = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
-        if self.window < 2:
-            raise ValueError(f"context window too small ({self.window})")
-        pad = tokenizer.pad_token_id
-        self.pad_id = int(pad if pad is not None else (tokenizer.eos_token_id or 0))
-        self.softcap = getattr(cfg, "final_logit_softcapping", None)
-        self.candidates = candidates.to(self.device)
-        # the head's product runs in the model's dtype (float32, or bfloat16 when asked: ~4x faster on
-        # CPUs with AVX512-BF16/AMX); its output is float32
-        self.mm_dtype = next(model.parameters()).dtype
-        self._setup_head()
-
-    @staticmethod
-    def _prefix_id(tokenizer) -> int:
-        """The token that stands for 'start of document' before t_0: <|endoftext|> when the vocabulary has
-        it (GPT-2 / SmolLM2 pretraining separator; an instruct model's BOS <|im_start|> expects a role),
-        else BOS, else EOS."""
-        vocab = tokenizer.get_vocab()
-        for cand in ("<|endoftext|>",):
-            if cand in vocab:
-                return int(vocab[cand])
-        for tid in (tokenizer.bos_token_id, tokenizer.eos_token_id):
-            if tid is not None:
-                return int(tid)
-        raise ValueError("the causal LM's tokenizer has no <|endoftext|>, BOS or EOS token to start the context")
-
-    def _setup_head(self) -> None:
-        m = self.model
-        self.base = None
-        self.transform = None
-        linear = None
-        base = getattr(m, "base_model", None)
-        if base is not None and base is not m:
-            if self.kind == "causal":
-                linear = m.get_output_embeddings()
-            elif hasattr(m, "cls") and hasattr(m.cls, "predictions"):  # BERT-style MLM head
-                self.transform = m.cls.predictions.transform
-                linear = m.cls.predictions.decoder
-        if isinstance(linear, torch.nn.Linear):
-            self.base = base
-            w = linear.weight.detach()
-            self.weight_c = w.index_select(0, self.candidates).to(self.mm_dtype).contiguous()
-            bias = linear.bias
-            if bias is None and self.transform is not None:
-                bias = getattr(m.cls.predictions, "bias", None)
-            self.bias_c = None if bias is None else bias.detach().index_select(0, self.candidates).float()
-        # else: fallback — full forward, gather logits rows, select candidate columns
-
-    @property
-    def head_mode(self) -> str:
-        return "restricted" if self.base is not None else "full-logits"
-
-    # ---- jobs: (input ids, hidden index per requested position) ------------------------------------
-
-    def _jobs(self, ids: np.ndarray, positions: np.ndarray) -> list[tuple[list[int], np.ndarray, np.ndarray]]:
-        """Forward-pass inputs for one text: (input ids, hidden indices, which of ``positions``)."""
-        n = len(ids)
-        jobs = []
-        w = self.window
-        if self.kind == "causal":
-            # hidden state at index p - start of [prefix] + ids[start:end] predicts token p
-            if n <= w:
-                spans = [(0, n, np.arange(len(positions)))]
-            else:
-                step = max(1, w // 2)
-                spans = []
-                for c in range(0, n, step):
-                    sel = np.flatnonzero((positions >= c) & (positions < c + step))
-                    if sel.size:
-                        end = min(n, c + step)
-                        spans.append((max(0, end - w), end, sel))
-            for start, end, sel in spans:
-                inp = [self.prefix_id] + ids[start:end].tolist()
-                jobs.append((inp, positions[sel] - start, sel))
-        else:
-            head = [] if self.cls_id is None else [int(self.cls_id)]
-            tail = [] if self.sep_id is None else [int(self.sep_id)]
-            for j, p in enumerate(positions.tolist()):
-                start = 0 if n <= w else min(max(0, p - w // 2), n - w)
-                win = ids[start : start + w].copy()
-                win[p - start] = self.mask_id
-                jobs.append((head + win.tolist() + tail, np.array([len(head) + p - start]), np.array([j])))
-        return jobs
-
-    @torch.inference_mode()
-    def features(self, ids_list: list[np.ndarray], positions_list: list[np.ndarray], mix_records: bool = False) -> torch.Tensor:
-        """Head inputs for every requested position of every text, in (text, position) order:
-        [total, hidden] (restricted head) or candidate logits [total, |C|] (full-logits fallback).
-        ``mix_records`` lets one padded forward pass hold several texts (faster; float rounding then
-        depends on the batch)."""
-        offsets = np.cumsum([0] + [len(p) for p in positions_list])
-        total = int(offsets[-1])
-        jobs = []  # (input ids, hidden idx array, output rows array)
-        jobs_by_text: list[list[int]] = []
-        for t, (ids, pos) in enumerate(zip(ids_list, positions_list)):
-            mine = []
-            if len(pos):
-                for inp, hid, sel in self._jobs(np.asarray(ids, dtype=np.int64), np.asarray(pos, dtype=np.int64)):
-                    mine.append(len(jobs))
-                    jobs.append((inp, hid, offsets[t] + sel))
-            jobs_by_text.append(mine)
-        out = None
-        if self.base is not None:
-            budget = _TOKEN_BUDGET
-        else:  # full logits [rows, length, V] per forward pass: keep them near 64 MB
-            budget = max(64, (1 << 24) // max(1, self.model.config.vocab_size))
-        if mix_records:
-            jobs_by_text = [[j for text_jobs in jobs_by_text for j in text_jobs]]
-        groups: list[list[int]] = []
-        for text_jobs in jobs_by_text:
-            groups += _length_groups([len(jobs[j][0]) for j in text_jobs], text_jobs, budget)
-        for group in groups:
-            length = len(jobs[group[-1]][0])
-            x = torch.full((len(group), length), self.pad_id, dtype=torch.long)
-            mask = torch.zeros((len(group), length), dtype=torch.long)
-            b_idx, h_idx, o_idx = [], [], []
-            for r, j in enumerate(group):
-                inp, hid, rows_out = jobs[j]
-                x[r, : len(inp)] = torch.as_tensor(inp)
-                mask[r, : len(inp)] = 1
-                b_idx.extend([r] * len(hid))
-                h_idx.extend(hid.tolist())
-                o_idx.extend(rows_out.tolist())
-            x, mask = x.to(self.device), mask.to(self.device)
-            b = torch.as_tensor(b_idx, device=self.device)
-            h = torch.as_tensor(h_idx, device=self.device)
-            if self.base is not None:
-                res = self.base(input_ids=x, attention_mask=mask)
-                hidden = res.last_hidden_state if hasattr(res, "last_hidden_state") else res[0]
-                feats = hidden[b, h].float()
-                if self.transform is not None:
-                    feats = self.transform(feats.to(hidden.dtype)).float()
-            else:
-                logits = self.model(input_ids=x, attention_mask=mask).logits
-                feats = logits[b, h].float().index_select(1, self.candidates)
-                feats = self._softcap(feats)
-            if out is None:
-                out = torch.empty((total, feats.shape[1]), dtype=torch.float32, device=self.device)
-            out[torch.as_tensor(o_idx, device=self.device)] = feats
-        if out is None:
-            width = self.weight_c.shape[1] if self.base is not None else self.candidates.numel()
-            out = torch.empty((0, width), dtype=torch.float32, device=self.device)
-        return out
-
-    def _softcap(self, logits: torch.Tensor) -> torch.Tensor:
-        if self.softcap:
-            return torch.tanh(logits / self.softcap) * self.softcap
-        return logits
-
-    def candidate_logits(self, feats: torch.Tensor) -> torch.Tensor:
-        """[c, |C|] logits of the candidates from ``features`` rows."""
-        if self.base is None:
-            return feats.clone()  # callers may work in place
-        if self.mm_dtype == torch.float32:
-            logits = feats @ self.weight_c.T
-        else:
-            logits = (feats.to(self.mm_dtype) @ self.weight_c.T).float()
-        if self.bias_c is not None:
-            logits = logits + self.bias_c
-        return self._softcap(logits)
-
-
-def candidate_set(tokenizer, n_rows: int) -> tuple[torch.Tensor, list[str]]:
-    """Candidate ids and their output texts (see the module docstring for the rule)."""
-    n = min(len(tokenizer), n_rows)
-    special = set(int(i) for i in tokenizer.all_special_ids)
-    for tid, tok in getattr(tokenizer, "added_tokens_decoder", {}).items():
-        if getattr(tok, "special", False):
-            special.add(int(tid))
-    texts = tokenizer.batch_decode([[i] for i in range(n)], skip_special_tokens=False, clean_up_tokenization_spaces=False)
-    prefix = None
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None and type(backend.model).__name__ == "WordPiece":
-        prefix = getattr(backend.model, "continuing_subword_prefix", "##") or None
-    ids, out = [], []
-    for i, t in enumerate(texts):
-        if i in special:
-            continue
-        s = t.lstrip()
-        if prefix and s.startswith(prefix) and len(s) > len(prefix):
-            s = s[len(prefix) :]
-        if not s.strip() or "\ufffd" in s or _UNUSED_RE.match(s) or any(unicodedata.category(ch) == "Cc" and not ch.isspace() for ch in s):
-            continue
-        ids.append(i)
-        out.append(s)
-    return torch.tensor(ids, dtype=torch.long), out
-
-
-# --------------------------------------------------------------------------------------------------
-# mechanism
-# --------------------------------------------------------------------------------------------------
 
 
 class Cape(Mechanism):
@@ -515,7 +240,7 @@ class Cape(Mechanism):
     def _load(self, model: Any, context: str, device: str, dtype: str | None):
         if isinstance(model, (tuple, list)) and len(model) == 2:
             lm, tok = model
-            kind = _model_kind(lm) if context == "auto" else context
+            kind = model_kind(lm) if context == "auto" else context
             if kind is None:
                 raise ValueError(f"cannot tell whether {type(lm).__name__} is causal or masked; pass context='causal' or 'masked'")
             name = getattr(lm.config, "_name_or_path", "") or type(lm).__name__
@@ -530,7 +255,7 @@ class Cape(Mechanism):
             return lm, tok, name, kind
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"model must be a name/path or a (model, tokenizer) pair (got {model!r})")
-        kind = _kind_from_name(model) if context == "auto" else context
+        kind = kind_from_name(model) if context == "auto" else context
         import ppt.models as models
 
         if kind == "causal":
@@ -580,7 +305,8 @@ class Cape(Mechanism):
 
     def plan(self, tokens: Tokens) -> tuple[np.ndarray, list[str]]:
         """The shared policy plan (whole-word stopwords), refined: punctuation only the 32 ASCII marks."""
-        actions, reasons = TokenMechanism.plan(self, tokens)  # uses only self.policy
+        actions, why = plan_codes(self.policy, tokens.kind_codes(), tokens.rows, tokens.lead, tokens.core)
+        reasons = REASON_NAMES[why].tolist()
         for i, why in enumerate(reasons):
             if why == "punct" and not set(tokens.core[i]) <= ASCII_PUNCT:
                 actions[i], reasons[i] = PERTURB, "perturbed"
@@ -591,7 +317,7 @@ class Cape(Mechanism):
     def utilities(self, logits_c: torch.Tensor, orig_ids: torch.Tensor) -> torch.Tensor:
         """u [c, |C|] for rows with candidate logits ``logits_c`` (overwritten) and original token ids.
 
-        The same formulas as :mod:`cape_utility` (``logit_term``, ``distance_term``, ``combine``), fused
+        The same formulas as :mod:`ppt.mechanisms.cape.utility` (``logit_term``, ``distance_term``, ``combine``), fused
         in place to keep the passes over the c x |C| matrix few: D^lambda_D = exp(-lambda_D d / d_max).
         """
         uniq, inv = torch.unique(orig_ids, return_inverse=True)
@@ -622,15 +348,16 @@ class Cape(Mechanism):
             return lt.mul_(dt)
         return lt.mul_(self.lambda_l).add_(dt, alpha=self.lambda_d)
 
-    @property
-    def mix_records(self) -> bool:
+    def mix_records(self, reproducible: bool = True) -> bool:
         """Whether forward passes and head products may mix records: ``batching="mixed"``, or "auto" on
         an unseeded run (OS-entropy output is not reproducible anyway, so nothing is lost)."""
-        return self.batching == "mixed" or (self.batching == "auto" and not self.reproducible)
+        return self.batching == "mixed" or (self.batching == "auto" and not reproducible)
 
-    def perturb(self, ids_list: list[np.ndarray], positions: list[np.ndarray], rand: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def perturb(
+        self, ids_list: list[np.ndarray], positions: list[np.ndarray], rand: torch.Tensor, reproducible: bool = True
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Candidate columns for all perturbed positions (text order) and per-position diagnostics."""
-        mix = self.mix_records
+        mix = self.mix_records(reproducible)
         feats = self.lm.features(ids_list, positions, mix_records=mix)
         orig = torch.as_tensor(np.concatenate([np.asarray(i, dtype=np.int64)[p] for i, p in zip(ids_list, positions)]), device=self.device)
         rand = rand.to(self.device)
@@ -651,7 +378,7 @@ class Cape(Mechanism):
         diag = {k: torch.cat([d[k] for d in diags]).cpu() for k in diags[0]}
         return torch.cat(cols).cpu(), diag
 
-    def sanitize_batch(self, texts: list[str], generators: list[torch.Generator]) -> list[Sanitized]:
+    def sanitize_batch(self, texts: list[str], generators: list[torch.Generator], *, reproducible: bool = True) -> list[Sanitized]:
         toks = [self.tokenizer.tokenize(t) for t in texts]
         plans = [self.plan(t) for t in toks]
         positions = [np.flatnonzero(a == PERTURB) for a, _ in plans]
@@ -659,7 +386,7 @@ class Cape(Mechanism):
         draws = [torch.rand((len(p), 2), generator=g, dtype=torch.float64) for p, g in zip(positions, generators)]
         total = sum(len(p) for p in positions)
         if total:
-            cols, diag = self.perturb([t.ids for t in toks], positions, torch.cat(draws))
+            cols, diag = self.perturb([t.ids for t in toks], positions, torch.cat(draws), reproducible)
             cols = cols.numpy()
         else:
             cols, diag = np.empty(0, np.int64), {}
@@ -714,8 +441,13 @@ class Cape(Mechanism):
                 composed_eps=composed,
                 extra=extra,
             )
-            out.append(Sanitized(rebuild(tok, cores, case=self.policy.case), acc))
+            parts: list[str] = []
+            text = rebuild_pieces(tok.lead, tok.core, tok.kinds, cores, case=self.policy.case, parts_out=parts)
+            orig = np.asarray(tok.ids, dtype=np.int64)[pos]
+            new = self.candidates.cpu().numpy()[mine] if n else np.empty(0, np.int64)
+            pairs = token_pairs(orig, new, pos, actions != DROP, np.zeros(n, np.int64), parts, [0, len(parts)], [text])
+            out.append(Sanitized(text, acc, pairs))
         return out
 
 
-__all__ = ["Cape", "ContextModel", "candidate_set", "CALIBRATION_PROMPTS", "CALIBRATION_QUANTILE"]
+__all__ = ["Cape", "CALIBRATION_PROMPTS", "CALIBRATION_QUANTILE"]

@@ -1,4 +1,4 @@
-"""RANTEXT noise calibration, and distance rows that do not depend on what else is in a batch.
+"""RANTEXT noise calibration: Z fitted per space so the adjacency lists have the paper's sizes.
 
 Why calibrate: RANTEXT's Laplace scale is Delta_d / Z(eps), with Z fitted by the paper to ada-002's
 geometry. On other spaces the paper's Z makes the random adjacency list C_r either the whole
@@ -29,17 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
-from ppt.spaces import distances
+from ppt.samplers.laplace import laplace_norms
+from ppt.spaces.distances import distance_rows
 
 # (eps, median |C_r| / |V|) the paper sized its random adjacency lists to (a third-party reading of its
 # appendix; adjustable with target_fraction=).
 TARGET_POINTS: tuple[tuple[float, float], ...] = ((2.0, 0.015), (6.0, 0.09), (10.0, 0.10), (14.0, 0.105))
 CALIBRATION_VERSION = 1
 CALIBRATION_SEED = 0x5EED_CA1B
-DISTANCE_BLOCK = 64
 
 
 def target_fraction(eps: float, points: tuple[tuple[float, float], ...] = TARGET_POINTS) -> float:
@@ -54,61 +53,6 @@ def target_fraction(eps: float, points: tuple[tuple[float, float], ...] = TARGET
             t = (eps - x0) / (x1 - x0)
             return float(math.exp((1 - t) * math.log(f0) + t * math.log(f1)))
     raise AssertionError("unreachable")
-
-
-def distance_rows(space, ids: torch.Tensor, block: int = DISTANCE_BLOCK) -> torch.Tensor:
-    """Distances from each row in ``ids`` to every row of ``space`` ([len(ids), V] float32).
-
-    One matrix product per block of ``block`` ids. Blocks are always padded to exactly ``block`` rows:
-    a GEMM's rounding can depend on its shape (a single row may even take a matrix-vector path), and
-    a fixed shape keeps each row's values bitwise independent of which other ids share its batch, so
-    a record's output never depends on batching. A row's distance to itself is exactly 0.
-    """
-    emb = space.embeddings
-    ids = ids.to(device=emb.device, dtype=torch.int64).reshape(-1)
-    n = ids.numel()
-    out = torch.empty((n, emb.shape[0]), dtype=torch.float32, device=emb.device)
-    if n == 0:
-        return out
-    sq = (emb.float() ** 2).sum(1) if space.metric == "l2" else None
-    for start in range(0, n, block):
-        part = ids[start : start + block]
-        k = part.numel()
-        if k < block:
-            part = torch.cat([part, part[-1:].expand(block - k)])
-        d = distances.pairwise(emb[part], emb, space.metric, b_sqnorm=sq)
-        d[torch.arange(block, device=d.device), part] = 0.0
-        out[start : start + k] = d[:k]
-    return out
-
-
-def laplace_norms(n: int, scale: torch.Tensor, g: torch.Generator, chunk: int = 8192) -> torch.Tensor:
-    """||Y||_2 for n vectors Y with Y_d ~ Laplace(0, scale_d) independently ([n] float64, CPU).
-
-    Only the norm is used and |Laplace(0, b)| is b * Exp(1), so the signs are never drawn. The
-    exponentials come from numpy's ziggurat sampler (several times faster than torch's on CPU), in a
-    PCG64 stream seeded by one 63-bit draw from ``g``: the record's generator stays the only source.
-    """
-    seed = laplace_seed(g)
-    return torch.from_numpy(laplace_norms_seeded(n, scale.double().cpu().numpy() ** 2, seed, chunk))
-
-
-def laplace_seed(g: torch.Generator) -> int:
-    """The one draw :func:`laplace_norms` takes from the record's generator."""
-    return int(torch.randint(0, 2**63 - 1, (1,), generator=g, dtype=torch.int64))
-
-
-def laplace_norms_seeded(n: int, b2: np.ndarray, seed: int, chunk: int = 8192) -> np.ndarray:
-    """The numpy part of :func:`laplace_norms`: n norms with squared scales ``b2`` from the stream ``seed``.
-
-    It touches no torch generator and releases the GIL while drawing, so it may run on another thread.
-    """
-    rng = np.random.Generator(np.random.PCG64(seed))
-    out = np.empty(n, dtype=np.float64)
-    for s in range(0, n, chunk):
-        e = rng.standard_exponential((min(chunk, n - s), b2.size))
-        out[s : s + e.shape[0]] = np.sqrt(np.einsum("ij,ij,j->i", e, e, b2))
-    return out
 
 
 @dataclass(frozen=True)
@@ -135,7 +79,7 @@ class Calibration:
 def fit_z(space, target: float, tokens: int = 256, draws: int = 4, seed: int = CALIBRATION_SEED) -> dict[str, Any]:
     """Z such that the median |C_r| over a fixed sample of (token, draw) pairs is round(target * |V|).
 
-    Distances are the float16-rounded ones the mechanism uses (see ppt.mechanisms.rantext).
+    Distances are the float16-rounded ones the mechanism uses (see ppt.mechanisms.rantext.mechanism).
     """
     V = space.size
     k = int(min(V, max(2, round(target * V)))) if V >= 2 else 1
@@ -196,4 +140,4 @@ def calibrated_z(space, target: float, tokens: int = 256, draws: int = 4, seed: 
     return cal
 
 
-__all__ = ["TARGET_POINTS", "Calibration", "calibrated_z", "distance_rows", "laplace_norms", "laplace_norms_seeded", "laplace_seed", "fit_z", "target_fraction"]
+__all__ = ["TARGET_POINTS", "Calibration", "calibrated_z", "fit_z", "target_fraction"]

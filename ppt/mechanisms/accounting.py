@@ -1,0 +1,51 @@
+"""The privacy spent on one record: the per-record accounting every mechanism returns.
+
+Why its own module: the record is what the stamp carries and what a later privacy ledger composes;
+it has no business knowing how a mechanism samples. :func:`reason_counts` tallies a batch's kept and
+dropped pieces by reason (see :mod:`ppt.mechanisms.policy`) with array operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ppt.mechanisms.policy import REASONS
+
+
+@dataclass
+class Accounting:
+    """The privacy spent on one record, under which notion, and what was kept verbatim and why."""
+
+    notion: str
+    eps_per_token: float
+    n_tokens: int
+    n_perturbed: int
+    kept: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
+    replaced_uniform: int = 0
+    composed_eps: float = 0.0
+    delta: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.update(d.pop("extra"))
+        return d
+
+
+def reason_counts(rec: np.ndarray, why: np.ndarray, mask: np.ndarray, n_records: int) -> list[dict[str, int]]:
+    """Per record, how many of its pieces under ``mask`` have each reason (in order of first occurrence)."""
+    out: list[dict[str, int]] = [{} for _ in range(n_records)]
+    idx = np.flatnonzero(mask)
+    if idx.size:
+        keys, first, count = np.unique(rec[idx] * len(REASONS) + why[idx], return_index=True, return_counts=True)
+        for j in np.argsort(first, kind="stable").tolist():
+            b, r = divmod(int(keys[j]), len(REASONS))
+            out[b][REASONS[r]] = int(count[j])
+    return out
+
+
+__all__ = ["Accounting", "reason_counts"]

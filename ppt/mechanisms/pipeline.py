@@ -1,0 +1,240 @@
+"""The token pipeline every token-level mechanism shares: tokenize, plan, draw, perturb, rebuild.
+
+Why one pipeline: the steps around a mechanism's own sampling rule (which pieces it may touch, the
+order in which each record's generator is drawn from, how kept and dropped pieces are counted, how
+the text is rebuilt, which token replaced which) are the same for every mechanism, and doing them once
+over the whole batch with array operations keeps them identical and fast. A mechanism supplies
+``draw`` (one record's randomness, from that record's generator, so results never depend on
+batching) and ``perturb_rows`` (all perturbed positions of a batch at once, tensor code).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from ppt.mechanisms.accounting import Accounting, reason_counts
+from ppt.mechanisms.base import Mechanism, Sanitized
+from ppt.mechanisms.policy import (
+    DIGITS,
+    DROP,
+    KEEP,
+    PERTURB,
+    R_WHITESPACE,
+    REASON_NAMES,
+    UNIFORM,
+    Policy,
+    plan_codes,
+)
+from ppt.spaces.tokens import SPACE_CODE, Tokens, rebuild_pieces
+
+
+def random_digits(core: str, g: torch.Generator) -> str:
+    """Same format, fresh uniformly random digits (a leading digit stays non-zero)."""
+    digits = [i for i, c in enumerate(core) if c.isdigit()]
+    if not digits:
+        return core
+    draws = torch.randint(0, 10, (len(digits),), generator=g).tolist()
+    chars = list(core)
+    for j, (i, d) in enumerate(zip(digits, draws)):
+        if j == 0 and len(digits) > 1 and d == 0:
+            d = 1 + int(torch.randint(0, 9, (1,), generator=g))
+        chars[i] = str(d)
+    return "".join(chars)
+
+
+class TokenMechanism(Mechanism):
+    """Per-token mechanisms over an embedding space, with explicit policies.
+
+    Subclasses implement ``draw`` (one record's randomness for n perturbed positions, drawn from that
+    record's generator) and ``perturb_rows`` (all perturbed positions of a batch at once).
+    """
+
+    default_policy: ClassVar[Policy] = Policy()
+    keeps_words: ClassVar[bool] = False  # True when the mechanism itself may keep a word (SanText+ p)
+
+    def __init__(self, eps: float, space=None, policy: Policy | None = None, device: str = "auto", quiet: bool = False):
+        super().__init__(eps)
+        self.policy = policy or self.default_policy
+        self.quiet = quiet
+        self.space = space if space is not None else self.load_default_space(device, quiet)
+        self.device = self.space.device
+        self.policy.warn_leaks()
+
+    def load_default_space(self, device: str, quiet: bool):
+        from ppt.spaces import load_space
+
+        return load_space(self.default_space, device=device, quiet=quiet)
+
+    default_space: ClassVar[str] = "cl100k-minilm"
+
+    # ---- per-mechanism parts ----------------------------------------------------------------------
+
+    @abstractmethod
+    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+        """Randomness for n perturbed positions of one record (first dimension n)."""
+
+    @abstractmethod
+    def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """New rows for all perturbed positions of a batch, plus per-position diagnostics."""
+
+    def eps_per_token(self) -> float:
+        return self.eps
+
+    def record_extra(self, diag: dict[str, torch.Tensor]) -> dict[str, Any]:
+        """Per-record additions to the accounting from this record's diagnostics."""
+        return {}
+
+    # ---- shared pipeline ----------------------------------------------------------------------------
+
+    def plan(self, tokens: Tokens) -> tuple[np.ndarray, list[str]]:
+        """Action per piece and the reason for it."""
+        actions, why = self.plan_codes(tokens.kind_codes(), tokens.rows, tokens.lead, tokens.core)
+        return actions, REASON_NAMES[why].tolist()
+
+    def plan_codes(
+        self, codes: np.ndarray, rows: np.ndarray, lead: list[str], core: list[str], starts: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``plan`` on arrays: actions and reason codes (``REASONS``), both int8 [n] (:func:`policy.plan_codes`).
+
+        The pieces of several texts can be planned at once, concatenated, with ``starts`` the index of
+        each text's first piece (whole-word stopword checks never look across texts).
+        """
+        return plan_codes(self.policy, codes, rows, lead, core, starts)
+
+    def draw_batch(self, counts: list[int], generators: list[torch.Generator]) -> dict[str, torch.Tensor]:
+        """Every record's randomness (``draw``, from that record's generator), concatenated."""
+        draws = [self.draw(n, g) for n, g in zip(counts, generators)]
+        return {k: torch.cat([d[k] for d in draws]) for k in draws[0]} if draws else {}
+
+    def draw_and_perturb(
+        self, rows: np.ndarray, counts: list[int], generators: list[torch.Generator]
+    ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
+        """Draw every record's randomness (``draw_batch``; also for records with nothing to perturb),
+        then perturb the batch's positions ``rows`` (records' positions in order): new rows and
+        diagnostics, on the CPU."""
+        rand = self.draw_batch(counts, generators)
+        if not rows.size:
+            return np.empty(0, np.int64), {}
+        new_rows, diag = self.perturb_rows(torch.from_numpy(rows).to(self.device), {k: v.to(self.device) for k, v in rand.items()})
+        return new_rows.cpu().numpy(), {k: v.cpu() for k, v in diag.items()}
+
+    def record_extras(self, diag: dict[str, torch.Tensor], counts: list[int]) -> list[dict[str, Any]]:
+        """``record_extra`` of each record, from the batch's diagnostics (records' positions in order)."""
+        out, offset = [], 0
+        for n in counts:
+            out.append(self.record_extra({k: v[offset : offset + n] for k, v in diag.items()}) if n else {})
+            offset += n
+        return out
+
+    def sanitize_batch(self, texts: list[str], generators: list[torch.Generator], *, reproducible: bool = True) -> list[Sanitized]:
+        # the batch's pieces, concatenated: every per-piece step below is an array operation
+        tb = self.space.tokenize_batch(texts)
+        n_texts, bounds, core, codes, rows = len(tb), tb.bounds.tolist(), tb.core, tb.codes, tb.rows
+        rec = tb.text_index
+        actions, why = self.plan_codes(codes, rows, tb.lead, core, tb.bounds[:-1])
+        perturb = actions == PERTURB
+        counts = np.bincount(rec[perturb], minlength=n_texts).tolist()
+        # each record's randomness from its own generator, in a fixed order: perturbation first
+        new_rows, diag = self.draw_and_perturb(rows[perturb], counts, generators)
+        # per piece: its output text (the original object when kept, None when dropped)
+        vocab = self.space.vocab_array
+        out_core = np.empty(len(core), dtype=object)
+        out_core[:] = core
+        out_core[perturb] = vocab[new_rows]
+        out_core[actions == DROP] = None
+        # then, per record: uniformly random replacements, then random digits (front to back)
+        uniform = np.flatnonzero(actions == UNIFORM)
+        n_uniform = np.bincount(rec[uniform], minlength=n_texts).tolist()
+        for b in np.flatnonzero(n_uniform).tolist():
+            draws = torch.randint(0, self.space.size, (n_uniform[b],), generator=generators[b]).numpy()
+            out_core[uniform[rec[uniform] == b]] = vocab[draws]
+        for i in np.flatnonzero(actions == DIGITS).tolist():
+            out_core[i] = random_digits(core[i], generators[rec[i]])
+        kept = reason_counts(rec, why, (actions == KEEP) & (why != R_WHITESPACE), n_texts)
+        for k, more in zip(kept, reason_counts(rec, why, actions == DIGITS, n_texts)):
+            for r, c in more.items():
+                k[r] = k.get(r, 0) + c
+        dropped = reason_counts(rec, why, actions == DROP, n_texts)
+        n_tokens = np.bincount(rec[codes != SPACE_CODE], minlength=n_texts).tolist()
+        extras = self.record_extras(diag, counts)
+        if self.keeps_words:
+            # always reported (0 when the record, or the whole batch, had nothing to perturb), so
+            # a record's accounting does not depend on what else is in its batch
+            unchanged = diag.get("unchanged")
+            kept_by = np.zeros(n_texts, np.int64) if unchanged is None else np.bincount(
+                rec[perturb], weights=unchanged.numpy().astype(np.float64), minlength=n_texts).astype(np.int64)
+            for extra, k in zip(extras, kept_by.tolist()):
+                extra.setdefault("kept_by_mechanism", k)
+        eps_tok = self.eps_per_token()
+        out_list = out_core.tolist()
+        texts_out, parts = [], []
+        part_bounds = [0]
+        for b in range(n_texts):
+            lo, hi = bounds[b], bounds[b + 1]
+            texts_out.append(rebuild_pieces(tb.lead[lo:hi], core[lo:hi], tb.kinds[lo:hi], out_list[lo:hi], case=self.policy.case, parts_out=parts))
+            part_bounds.append(len(parts))
+        pairs = token_pairs(rows[perturb], new_rows, np.flatnonzero(perturb), actions != DROP, rec[perturb], parts, part_bounds, texts_out)
+        pair_bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64).tolist()
+        out = []
+        for b in range(n_texts):
+            n = counts[b]
+            acc = Accounting(
+                notion=self.notion,
+                eps_per_token=eps_tok,
+                n_tokens=n_tokens[b],
+                n_perturbed=n,
+                kept=kept[b],
+                dropped=dropped[b],
+                replaced_uniform=n_uniform[b],
+                composed_eps=n * eps_tok,
+                extra=extras[b],
+            )
+            out.append(Sanitized(texts_out[b], acc, pairs[pair_bounds[b] : pair_bounds[b + 1]]))
+        return out
+
+
+def token_pairs(
+    orig_rows: np.ndarray, new_rows: np.ndarray, piece_idx: np.ndarray, surviving: np.ndarray, piece_rec: np.ndarray,
+    parts: list[str], part_bounds: list[int], texts: list[str],
+) -> np.ndarray:
+    """[orig_row, new_row, start, end] of every perturbed piece of a batch (int64 [n, 4], records' pieces in order).
+
+    ``piece_idx`` are the perturbed pieces' indices in the batch, ``surviving`` marks every piece that
+    is not dropped (each has one part in ``parts``, the concatenated output of ``rebuild_pieces`` over
+    the batch's records, record b's parts at ``part_bounds[b]:part_bounds[b + 1]``). A part is the
+    piece's leading whitespace and its output core, so the core ends where the part ends and is as long
+    as the stripped part; the record's text is its parts joined and stripped (the leading whitespace
+    shifts every span, the trailing one can only cut the last).
+    """
+    n = piece_idx.size
+    out = np.empty((n, 4), dtype=np.int64)
+    out[:, 0] = orig_rows
+    out[:, 1] = new_rows
+    if not n:
+        return out
+    lens = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+    ends = np.cumsum(lens)
+    k = (np.cumsum(surviving) - 1)[piece_idx]  # each perturbed piece's part
+    core_len = np.fromiter((len(parts[j].lstrip()) for j in k.tolist()), dtype=np.int64, count=n)
+    base = np.empty(len(texts), dtype=np.int64)  # where each record's stripped text starts in ``parts``
+    for b in np.unique(piece_rec).tolist():
+        j, stop, skip = part_bounds[b], part_bounds[b + 1], 0
+        while j < stop:  # whitespace the final strip removes from the front (usually within the first part)
+            rest = parts[j].lstrip()
+            skip += len(parts[j]) - len(rest)
+            if rest:
+                break
+            j += 1
+        base[b] = (ends[part_bounds[b] - 1] if part_bounds[b] else 0) + skip
+    text_len = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    end = ends[k] - base[piece_rec]
+    out[:, 2] = end - core_len
+    out[:, 3] = np.minimum(end, text_len[piece_rec])
+    return out
+
+
+__all__ = ["TokenMechanism", "random_digits", "token_pairs"]
