@@ -7,6 +7,7 @@ helpers generation, scoring, the attacks and Cape share.
     score.py      continuation log-probs, last-token features
     masked.py     masked-LM predictions at masked positions (MTI)
     templates.py  the paper's prompts and {field} templates
+    context.py    Cape's context model: features and candidate logits at requested positions
 
 Importing this package does not import torch; the submodules that need it import it.
 """
@@ -24,6 +25,7 @@ _EXPORTS = {
     "continuation_logprobs": "ppt.lm.score",
     "last_token_features": "ppt.lm.score",
     "Template": "ppt.lm.templates",
+    "ContextModel": "ppt.lm.context",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ppt.lm.base import context_length, length_groups, model_device, pad_id, right_pad
+
 TOKEN_BUDGET = 8192  # tokens per forward pass (padded length x rows)
 
 
@@ -57,17 +59,6 @@ def kind_from_name(name: str) -> str:
     raise ValueError(f"cannot tell whether model {name!r} is causal or masked; pass context='causal' or 'masked'")
 
 
-def length_groups(lengths: list[int], items: list[int], budget: int) -> list[list[int]]:
-    """Split forward-pass jobs into padded batches of at most ``budget`` tokens, shortest first."""
-    groups: list[list[int]] = []
-    for length, item in sorted(zip(lengths, items)):  # ascending: the job just added sets the padded length
-        if groups and (len(groups[-1]) + 1) * length <= budget:
-            groups[-1].append(item)
-        else:
-            groups.append([item])
-    return groups
-
-
 class ContextModel:
     """A causal or masked LM restricted to a candidate set: hidden features at requested positions, and
     candidate logits from features (the LM head applied only to the candidate rows)."""
@@ -76,9 +67,9 @@ class ContextModel:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.kind = kind
-        self.device = next(model.parameters()).device
+        self.device = model_device(model)
         cfg = model.config
-        max_pos = getattr(cfg, "max_position_embeddings", None) or 512
+        max_pos = context_length(model, 512)
         if kind == "causal":
             self.window = int(window or min(max_pos - 1, 1024))
             self.prefix_id = self._prefix_id(tokenizer)
@@ -93,8 +84,7 @@ class ContextModel:
             self.sep_id = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
         if self.window < 2:
             raise ValueError(f"context window too small ({self.window})")
-        pad = tokenizer.pad_token_id
-        self.pad_id = int(pad if pad is not None else (tokenizer.eos_token_id or 0))
+        self.pad_id = int(pad_id(tokenizer, tokenizer.eos_token_id or 0))
         self.softcap = getattr(cfg, "final_logit_softcapping", None)
         self.candidates = candidates.to(self.device)
         # the head's product runs in the model's dtype (float32, or bfloat16 when asked: ~4x faster on
@@ -202,14 +192,10 @@ class ContextModel:
         for text_jobs in jobs_by_text:
             groups += length_groups([len(jobs[j][0]) for j in text_jobs], text_jobs, budget)
         for group in groups:
-            length = len(jobs[group[-1]][0])
-            x = torch.full((len(group), length), self.pad_id, dtype=torch.long)
-            mask = torch.zeros((len(group), length), dtype=torch.long)
+            x, mask = right_pad([jobs[j][0] for j in group], self.pad_id)
             b_idx, h_idx, o_idx = [], [], []
             for r, j in enumerate(group):
-                inp, hid, rows_out = jobs[j]
-                x[r, : len(inp)] = torch.as_tensor(inp)
-                mask[r, : len(inp)] = 1
+                _, hid, rows_out = jobs[j]
                 b_idx.extend([r] * len(hid))
                 h_idx.extend(hid.tolist())
                 o_idx.extend(rows_out.tolist())
@@ -252,4 +238,4 @@ class ContextModel:
         return self._softcap(logits)
 
 
-__all__ = ["TOKEN_BUDGET", "ContextModel", "kind_from_name", "length_groups", "model_kind"]
+__all__ = ["TOKEN_BUDGET", "ContextModel", "kind_from_name", "model_kind"]
