@@ -1,0 +1,108 @@
+"""The house rule, as a test: each module imports only its own floor or the floors below it.
+
+The floors are the ones drawn in docs/ARCHITECTURE.md. Imports are read from the source (module level
+and inside functions alike: a lazy import that runs back up a floor is still a dependency), so the
+check needs nothing imported. A new package must be given a floor here, or the test names it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "ppt"
+
+# package (or top-level module) -> floor; lower floors never import higher ones
+FLOORS: dict[str, int] = {
+    "ppt": 1, "ppt.rng": 1, "ppt.cache": 1, "ppt.parallel": 1, "ppt.progress": 1, "ppt.log": 1, "ppt.data": 1,
+    "ppt.io": 1,
+    "ppt.samplers": 2, "ppt.models": 2,
+    "ppt.lm": 3, "ppt.spaces": 3,
+    "ppt.mechanisms": 4, "ppt.metrics": 4,
+    "ppt.attacks": 5, "ppt.remote": 5,
+    "ppt.stages": 6, "ppt.experiments": 6, "ppt.testing": 6,
+    "ppt.cli": 7,
+}
+
+
+def floor_of(module: str) -> int | None:
+    """The floor of the longest registered prefix of a dotted module name."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        name = ".".join(parts[:n])
+        if name in FLOORS:
+            return FLOORS[name]
+    return None
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every ppt import in a file, relative imports resolved."""
+    return imports_in(path.read_text(), module_name(path), path.name == "__init__.py")
+
+
+def imports_in(source: str, me: str, is_package: bool = False) -> list[tuple[int, str]]:
+    tree = ast.parse(source)
+    package = me if is_package else me.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "ppt"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                mod = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if mod.split(".")[0] != "ppt":
+                continue
+            # `from ppt import lm` names a subpackage: count the subpackage's floor
+            subs = [f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in FLOORS]
+            out += [(node.lineno, n) for n in subs] or [(node.lineno, mod)]
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module":
+            arg = node.args[0] if node.args else None
+            if isinstance(arg, ast.Constant) and str(arg.value).startswith("ppt."):
+                out.append((node.lineno, str(arg.value)))
+    return sorted(out)
+
+
+def upward(me: str, imports: list[tuple[int, str]]) -> list[str]:
+    mine = floor_of(me)
+    return [f"line {line}: {mod} (floor {floor_of(mod)})" for line, mod in imports
+            if mine is not None and floor_of(mod) is not None and floor_of(mod) > mine]
+
+
+SOURCES = sorted(p for p in ROOT.rglob("*.py"))
+
+
+def test_every_module_has_a_floor():
+    missing = sorted({module_name(p) for p in SOURCES if floor_of(module_name(p)) is None})
+    assert not missing, f"give these a floor in tests/test_layers.py and docs/ARCHITECTURE.md: {missing}"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=[module_name(p) for p in SOURCES])
+def test_imports_only_lower_floors(path):
+    bad = upward(module_name(path), imported(path))
+    assert not bad, f"{module_name(path)} (floor {floor_of(module_name(path))}) imports a higher floor: " + "; ".join(bad)
+
+
+def test_the_check_catches_upward_imports():
+    """The rule can fail: lazy, relative and import_module imports that run back up are all flagged."""
+    src = (
+        "import ppt.rng\n"
+        "def f():\n    from ppt.cli.main import app\n"
+        "from ..attacks import knn\n"
+        "import importlib\nimportlib.import_module('ppt.stages.sanitize')\n"
+    )
+    found = upward("ppt.metrics.x", imports_in(src, "ppt.metrics.x"))
+    assert [b.split(": ")[1].split(" ")[0] for b in found] == ["ppt.cli.main", "ppt.attacks", "ppt.stages.sanitize"]
+    assert upward("ppt.cli.x", imports_in(src, "ppt.cli.x")) == []
