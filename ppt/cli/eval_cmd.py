@@ -42,7 +42,7 @@ eval_app = typer.Typer(cls=_DefaultMetrics, no_args_is_help=True, rich_markup_mo
 
 
 def _metric_list() -> str:
-    from ppt.stages.eval import DESCRIPTIONS
+    from ppt.stages.eval_metrics import DESCRIPTIONS
 
     return "\n".join(f"  [bold]{k}[/]: {v}" for k, v in DESCRIPTIONS.items())
 
@@ -92,7 +92,8 @@ def metrics(
     with handle_errors():
         from ppt.cli.attack_cmd import _Discard, emit_summary
         from ppt.io import ExitCode, PptError, run_stream
-        from ppt.stages.eval import METRICS, EvalSettings, EvalStage, parse_metric_names
+        from ppt.stages.eval import EvalStage
+        from ppt.stages.eval_metrics import METRICS, EvalSettings, parse_metric_names
 
         try:
             chosen = parse_metric_names(names)
