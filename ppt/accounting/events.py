@@ -218,7 +218,20 @@ class ClaimedEvent(PrivacyEvent):
 
 
 @dataclass(frozen=True)
-class LaplaceEvent(PrivacyEvent):
+class _NoiseEvent(PrivacyEvent):
+    """A noise-adding release of a sensitivity-1 query, parametrised by its noise multiplier."""
+
+    noise_multiplier: float
+
+    def __post_init__(self) -> None:
+        v = _check_eps("noise_multiplier", self.noise_multiplier)
+        if v == 0:
+            raise ValueError("noise_multiplier must be > 0 (a noiseless release is an UnprotectedEvent)")
+        object.__setattr__(self, "noise_multiplier", v)
+
+
+@dataclass(frozen=True)
+class LaplaceEvent(_NoiseEvent):
     """Laplace noise of scale ``noise_multiplier`` on a sensitivity-1 query: (1/noise_multiplier)-DP.
 
     Mirrors ``dp_accounting.LaplaceDpEvent``.
@@ -228,19 +241,13 @@ class LaplaceEvent(PrivacyEvent):
     TYPE: ClassVar[str] = "laplace"
     KIND: ClassVar[str] = PROVEN
 
-    def __post_init__(self) -> None:
-        v = _check_eps("noise_multiplier", self.noise_multiplier)
-        if v == 0:
-            raise ValueError("noise_multiplier must be > 0 (a noiseless release is an UnprotectedEvent)")
-        object.__setattr__(self, "noise_multiplier", v)
-
     @property
     def eps(self) -> float:
         return 1.0 / self.noise_multiplier
 
 
 @dataclass(frozen=True)
-class GaussianEvent(PrivacyEvent):
+class GaussianEvent(_NoiseEvent):
     """Gaussian noise of std ``noise_multiplier`` on an L2-sensitivity-1 query (RDP / (eps, delta) only).
 
     Mirrors ``dp_accounting.GaussianDpEvent``.
@@ -249,12 +256,6 @@ class GaussianEvent(PrivacyEvent):
     noise_multiplier: float
     TYPE: ClassVar[str] = "gaussian"
     KIND: ClassVar[str] = PROVEN
-
-    def __post_init__(self) -> None:
-        v = _check_eps("noise_multiplier", self.noise_multiplier)
-        if v == 0:
-            raise ValueError("noise_multiplier must be > 0 (a noiseless release is an UnprotectedEvent)")
-        object.__setattr__(self, "noise_multiplier", v)
 
 
 @dataclass(frozen=True)

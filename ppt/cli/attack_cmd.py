@@ -152,7 +152,7 @@ def knn(
     """Embedding inversion: is the original among the K vocabulary embeddings nearest to each perturbed token?
 
     Tokens are paired through the --alignment-field when records carry one, else by aligning
-    --original-field and the text in the space (see `ppt.attacks.align`). Success rates are pooled
+    --original-field and the text in the space (see `ppt.attacks.realign`). Success rates are pooled
     over tokens; privacy = 1 - rate with a 95% Wilson interval.
 
     [bold]Examples[/]
