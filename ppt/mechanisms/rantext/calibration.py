@@ -1,24 +1,45 @@
-"""RANTEXT noise calibration: Z fitted per space so the adjacency lists have the paper's sizes.
+"""RANTEXT noise calibration: Z fitted per space so the adjacency lists have a target size.
 
 Why calibrate: RANTEXT's Laplace scale is Delta_d / Z(eps), with Z fitted by the paper to ada-002's
 geometry. On other spaces the paper's Z makes the random adjacency list C_r either the whole
 vocabulary (eps < 2, Z = eps) or a few dozen tokens (eps >= 2) -- see docs/MECHANISMS.md. So ppt
-fits Z per space such that the **median** of |C_r| / |V|, over tokens and noise draws, follows the
-size the paper reports: about 1.5%, 9%, 10%, 10.5% of V at eps 2, 6, 10, 14 (:data:`TARGET_POINTS`).
+fits Z per space such that the **median** of |C_r| / |V|, over tokens and noise draws, follows a
+target curve (:data:`TARGET_POINTS`).
 
-Between those points the target is interpolated log-linearly (log of the fraction linear in eps);
-outside [2, 14] it is clamped to the end values. ``target_fraction=`` overrides the curve.
+The target curve never increases with eps, so the list never shrinks as eps falls:
+
+* eps <= 1: the whole vocabulary (fraction 1), as in the paper, whose Z = eps below 2 makes C_r the
+  whole vocabulary on every space we measured;
+* eps >= 2: 10.5% of V, the *monotone envelope* of the sizes the paper reports (about 1.5%, 9%, 10%,
+  10.5% of V at eps 2, 6, 10, 14, :data:`PAPER_POINTS`, a third-party reading of its appendix): at
+  each eps the largest size the paper uses at that eps or any larger one. The paper's own points grow
+  with eps, so no non-increasing curve can pass through all of them; the envelope is the smallest
+  non-increasing curve that is never below them, i.e. never less private than the paper's sizing at
+  any eps, and it loses the least utility among such curves (at eps 6-14 it is within 1.5 points of
+  the paper; at eps 2 the list is 7x the paper's 1.5%, at eps 3 about 4.5x);
+* in between, log-linear (log of the fraction linear in eps) from 1 at eps 1 to 10.5% at eps 2.
+
+Why monotone matters: with Z non-decreasing in eps (which a non-increasing target gives, the fit
+being monotone in the target), a smaller eps means a larger radius for the same Laplace draw, so a
+larger list, and flatter weights exp(eps/2 * u) over it; P(out = in | draw) then falls pointwise as eps
+falls. The previous default (the paper's points, clamped to 1.5% for every eps <= 2) shrank the list
+as eps fell below 6 and made eps 0.1 leak more to a nearest-neighbour attacker than eps 6 (issue 16).
+
+``target_fraction=`` overrides the curve with a fixed fraction; ``z='paper'`` and a numeric ``z`` skip
+calibration (see :mod:`ppt.mechanisms.rantext.mechanism`).
 
 The fit is exact rather than iterative. With standard-Laplace draws L (fixed across candidate Z),
 the radius is r = R / Z where R = ||Delta * L||_2, and |C_r(t)| >= k exactly when R / Z exceeds
 D_t(k), the k-th smallest distance from t (t itself is the first, at distance 0). So the median of
 |C_r| reaches k exactly when Z is below the median of q = R / D_t(k) over the sample: Z just below
 that median (the geometric midpoint of the two order statistics around it) is the solution of the
-monotone search (what bisection would converge to), found in one pass.
+monotone search (what bisection would converge to), found in one pass. For the whole vocabulary
+(k = |V|), D_t(k) is t's largest distance, and more than half the calibration draws cover all of V.
 
 Calibration randomness is not privacy noise: the token sample and the draws use a fixed seed, so the
 fitted Z is a deterministic function of (space, target) and is cached with the space
-(artifact kind ``rantext-calibration``).
+(artifact kind ``rantext-calibration``, keyed by the target fraction, so a new curve needs no new
+cache version).
 """
 
 from __future__ import annotations
@@ -35,8 +56,23 @@ from ppt.samplers.laplace import laplace_norms
 from ppt.spaces.distances import distance_rows
 
 # (eps, median |C_r| / |V|) the paper sized its random adjacency lists to (a third-party reading of its
-# appendix; adjustable with target_fraction=).
-TARGET_POINTS: tuple[tuple[float, float], ...] = ((2.0, 0.015), (6.0, 0.09), (10.0, 0.10), (14.0, 0.105))
+# appendix). They grow with eps, so they are not the default target as such: see monotone_envelope.
+PAPER_POINTS: tuple[tuple[float, float], ...] = ((2.0, 0.015), (6.0, 0.09), (10.0, 0.10), (14.0, 0.105))
+WHOLE_VOCAB_EPS = 1.0  # at and below this eps the target list is the whole vocabulary
+
+
+def monotone_envelope(points: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
+    """The smallest non-increasing curve never below ``points``: each fraction raised to the largest at
+    its eps or any larger one (a suffix maximum)."""
+    out, best = [], 0.0
+    for eps, f in reversed(points):
+        best = max(best, f)
+        out.append((eps, best))
+    return tuple(reversed(out))
+
+
+# The default target: whole vocabulary up to eps 1, then the paper's sizes' monotone envelope (10.5%).
+TARGET_POINTS: tuple[tuple[float, float], ...] = ((WHOLE_VOCAB_EPS, 1.0),) + monotone_envelope(PAPER_POINTS)
 CALIBRATION_VERSION = 1
 CALIBRATION_SEED = 0x5EED_CA1B
 
@@ -140,4 +176,4 @@ def calibrated_z(space, target: float, tokens: int = 256, draws: int = 4, seed: 
     return cal
 
 
-__all__ = ["TARGET_POINTS", "Calibration", "calibrated_z", "fit_z", "target_fraction"]
+__all__ = ["PAPER_POINTS", "TARGET_POINTS", "WHOLE_VOCAB_EPS", "monotone_envelope", "Calibration", "calibrated_z", "fit_z", "target_fraction"]
