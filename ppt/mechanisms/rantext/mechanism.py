@@ -15,8 +15,10 @@ is not eps-LDP over the vocabulary (a far-away token reaches t's neighbourhood o
 is large). ppt reports eps per token and the basic composition n * eps, with that caveat in the
 notion string.
 
-Z(eps): ``z="calibrated"`` (default) fits Z per space so the median |C_r| / |V| follows the paper's
-list sizes (see :mod:`ppt.mechanisms.rantext.calibration`); ``z="paper"`` uses the published formula
+Z(eps): ``z="calibrated"`` (default) fits Z per space so the median |C_r| / |V| follows a target that
+never shrinks as eps falls: the whole vocabulary at eps <= 1, the monotone envelope of the paper's list
+sizes (10.5% of V) from eps 2 (see :mod:`ppt.mechanisms.rantext.calibration`; ``target_fraction=``
+fixes the fraction); ``z="paper"`` uses the published formula
 (:class:`ZConstants`), whose constants were fitted to ada-002 and do not transfer; a positive number
 fixes Z.
 
@@ -51,7 +53,7 @@ may use more than one (:mod:`ppt.parallel`); each record's stream is drawn whole
 
 Calibration caveat: the calibrated median is over vocabulary tokens drawn uniformly. Text is dominated
 by frequent tokens, which sit in denser regions of MiniLM space, so the lists on real text are larger
-(on cl100k-minilm at eps 6: median ~21% of V on Zipf-distributed text vs the 9% target).
+(on cl100k-minilm at eps 6: median ~22% of V on Zipf-distributed text vs the 10.5% target).
 """
 
 
