@@ -17,8 +17,9 @@ score and the normaliser move by at most eps / 2 * d(x, x'), and
 P[y | x] <= exp(eps * d(x, x')) * P[y | x']: metric DP (d_X-privacy) with eps per unit of embedding
 distance -- not eps-LDP; two words at distance 3 are only 3 * eps-indistinguishable. beta trades
 utility for truncation: with probability about 1 - beta the output lies in L_x. The metric is the
-space's float32 distance (one matrix product per fixed-size block of ids, see
-ppt.spaces.distances.distance_rows); its rounding (~1e-6) is ignored by the bound.
+space's distance in float64 (one matrix product per fixed-size block of ids, see
+ppt.spaces.distances.distance_rows: float32 let a word at distance ~gamma fall inside or outside L_x
+from one run to the next); its rounding (~1e-15) is ignored by the bound.
 
 Implementation: for the batch's unique ids, distance rows by matrix product in fixed-size blocks;
 per unique id one cumulative table over [L_x scores (vocabulary order) | bottom]; each position
@@ -90,7 +91,7 @@ class TEM(TokenMechanism):
             "space": self.space.stamp(),
             "beta": self.beta,
             "gamma": self.gamma,
-            "distances": f"{self.space.metric} float32",
+            "distances": f"{self.space.metric} float64",
             "policy": asdict(self.policy),
         }
 
@@ -117,7 +118,7 @@ class TEM(TokenMechanism):
             ids = uniq[start : start + per]
             pos = torch.nonzero((inv >= start) & (inv < start + ids.numel())).squeeze(1)
             loc = inv[pos] - start
-            d = distance_rows(self.space, ids).double()  # [c, V]
+            d = distance_rows(self.space, ids, dtype=torch.float64)  # [c, V]
             inside = d <= gamma
             n_out = V - inside.sum(1)
             logits = torch.empty((ids.numel(), V + 1), dtype=torch.float64, device=dev)

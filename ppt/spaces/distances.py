@@ -23,11 +23,13 @@ def _check_metric(metric: str) -> None:
         raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
 
 
-def pairwise(a: torch.Tensor, b: torch.Tensor, metric: str = "l2", b_sqnorm: torch.Tensor | None = None) -> torch.Tensor:
-    """Distances between the rows of ``a`` [n, d] and ``b`` [m, d] as an [n, m] float32 tensor."""
+def pairwise(
+    a: torch.Tensor, b: torch.Tensor, metric: str = "l2", b_sqnorm: torch.Tensor | None = None, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
+    """Distances between the rows of ``a`` [n, d] and ``b`` [m, d] as an [n, m] tensor (float32 by default)."""
     _check_metric(metric)
-    a = a.float()
-    b = b.float()
+    a = a.to(dtype)
+    b = b.to(dtype)
     if metric == "cosine":
         an = torch.nn.functional.normalize(a, dim=1)
         bn = torch.nn.functional.normalize(b, dim=1)
@@ -37,27 +39,29 @@ def pairwise(a: torch.Tensor, b: torch.Tensor, metric: str = "l2", b_sqnorm: tor
     return d2.clamp_(min=0.0).sqrt_()
 
 
-def distance_rows(space, ids: torch.Tensor, block: int = DISTANCE_BLOCK) -> torch.Tensor:
-    """Distances from each row in ``ids`` to every row of ``space`` ([len(ids), V] float32).
+def distance_rows(space, ids: torch.Tensor, block: int = DISTANCE_BLOCK, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Distances from each row in ``ids`` to every row of ``space`` ([len(ids), V], float32 by default).
 
     One matrix product per block of ``block`` ids. Blocks are always padded to exactly ``block`` rows:
     a GEMM's rounding can depend on its shape (a single row may even take a matrix-vector path), and
     a fixed shape keeps each row's values bitwise independent of which other ids share its batch, so
-    a record's output never depends on batching. A row's distance to itself is exactly 0.
+    a record's output never depends on batching. A row's distance to itself is exactly 0. float64
+    keeps threshold decisions (TEM's d <= gamma) off the last float32 bit, which some BLAS kernels
+    round differently from run to run.
     """
     emb = space.embeddings
     ids = ids.to(device=emb.device, dtype=torch.int64).reshape(-1)
     n = ids.numel()
-    out = torch.empty((n, emb.shape[0]), dtype=torch.float32, device=emb.device)
+    out = torch.empty((n, emb.shape[0]), dtype=dtype, device=emb.device)
     if n == 0:
         return out
-    sq = (emb.float() ** 2).sum(1) if space.metric == "l2" else None
+    sq = (emb.to(dtype) ** 2).sum(1) if space.metric == "l2" else None
     for start in range(0, n, block):
         part = ids[start : start + block]
         k = part.numel()
         if k < block:
             part = torch.cat([part, part[-1:].expand(block - k)])
-        d = pairwise(emb[part], emb, space.metric, b_sqnorm=sq)
+        d = pairwise(emb[part], emb, space.metric, b_sqnorm=sq, dtype=dtype)
         d[torch.arange(block, device=d.device), part] = 0.0
         out[start : start + k] = d[:k]
     return out
