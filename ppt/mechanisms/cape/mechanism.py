@@ -91,6 +91,7 @@ from __future__ import annotations
 
 import dataclasses
 import string
+from itertools import pairwise
 from typing import Any, ClassVar
 
 import numpy as np
@@ -99,6 +100,7 @@ import torch
 from ppt.lm.context import ContextModel
 from ppt.mechanisms.cape import utility as cu
 from ppt.mechanisms.cape.candidates import CANDIDATE_RULE, candidate_set
+from ppt.mechanisms.cape.candidates import output_texts as candidate_output_texts
 from ppt.mechanisms.cape.loading import (
     BATCHING,
     CALIBRATION_PROMPTS,
@@ -118,7 +120,6 @@ from ppt.spaces.tokens import TokenBatch
 
 ASCII_PUNCT = frozenset(string.punctuation)
 _DEFAULT_CHUNK_ELEMENTS = 1 << 22  # utility rows per chunk = this // |C| (about 86 rows for SmolLM2)
-COMPOSITION = "basic: sum over perturbed tokens of (eps + eps'_i); eps'_i data dependent (paper's Theorem 4.1), see eps_per_token_worst_case"
 
 
 class Cape(TokenPipeline):
@@ -193,11 +194,8 @@ class Cape(TokenPipeline):
         if cand.numel() < 2:
             raise ValueError("the context model has fewer than 2 candidate tokens")
         self.candidates = cand.to(self.device)
-        # output texts: of a candidate column (uniform replacements) and of a token id (perturbed pieces)
-        self.cand_text_array = np.empty(len(self.cand_text), dtype=object)
-        self.cand_text_array[:] = self.cand_text
-        self.id_text = np.full(n_rows, None, dtype=object)
-        self.id_text[cand.numpy()] = self.cand_text_array
+        # output texts by candidate column (uniform replacements) and by token id (perturbed pieces)
+        self.cand_text_array, self.id_text = candidate_output_texts(cand, self.cand_text, n_rows)
         self.candidate_ids = cand.numpy()
         self.embeddings = emb.float()  # [V_emb, d], rows for original tokens
         self.cand_emb = self.embeddings.index_select(0, self.candidates).contiguous()
@@ -261,9 +259,9 @@ class Cape(TokenPipeline):
         self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], rand: dict[str, torch.Tensor], reproducible: bool
     ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
         """``perturb`` on each record's ids and perturbed positions; new rows are candidate token ids."""
-        bounds = tb.bounds.tolist()
-        ids = [tb.rows[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
-        positions = [np.flatnonzero(perturb[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        spans = list(pairwise(tb.bounds.tolist()))
+        ids = [tb.rows[lo:hi] for lo, hi in spans]
+        positions = [np.flatnonzero(perturb[lo:hi]) for lo, hi in spans]
         cols, diag = self.perturb(ids, positions, rand["rand"], reproducible)
         return self.candidate_ids[cols.numpy()], diag
 
@@ -276,26 +274,7 @@ class Cape(TokenPipeline):
     def record_accounting(self, diag: dict[str, torch.Tensor], counts: list[int]) -> tuple[list[float], list[dict[str, Any]]]:
         """Per record: composed eps = sum over its perturbed tokens of (eps + eps'_i), and eps' summaries
         next to the data-independent worst case."""
-        composed, extras, offset = [], [], 0
-        eps_prime = diag.get("eps_prime")
-        for n in counts:
-            extra: dict[str, Any] = {"eps_per_token_worst_case": self.worst_case, "composed_eps_worst_case": n * self.worst_case}
-            if n:
-                ep = eps_prime[offset : offset + n].double()
-                extra.update(
-                    eps_prime_mean=float(ep.mean()),
-                    eps_prime_max=float(ep.max()),
-                    eps_total_mean=self.eps + float(ep.mean()),
-                    eps_total_max=self.eps + float(ep.max()),
-                )
-                composed.append(float(n * self.eps + ep.sum()))
-            else:
-                extra.update(eps_prime_mean=0.0, eps_prime_max=0.0, eps_total_mean=0.0, eps_total_max=0.0)
-                composed.append(0.0)
-            extra["composition"] = COMPOSITION
-            extras.append(extra)
-            offset += n
-        return composed, extras
+        return cu.record_accounts(diag.get("eps_prime"), counts, self.eps, self.worst_case)
 
     # ---- perturbation -----------------------------------------------------------------------------
 
@@ -303,35 +282,12 @@ class Cape(TokenPipeline):
         """u [c, |C|] for rows with candidate logits ``logits_c`` (overwritten) and original token ids.
 
         The same formulas as :mod:`ppt.mechanisms.cape.utility` (``logit_term``, ``distance_term``, ``combine``), fused
-        in place to keep the passes over the c x |C| matrix few: D^lambda_D = exp(-lambda_D d / d_max).
+        in place (:func:`~ppt.mechanisms.cape.utility.fused_utility`).
         """
-        uniq, inv = torch.unique(orig_ids, return_inverse=True)
-        e = self.embeddings.index_select(0, uniq)
-        # ||e||^2 + ||c||^2 - 2 e.c: one matrix product for the distinct original tokens of the chunk
-        if self.mm_dtype == torch.float32:
-            sq = torch.addmm(self.cand_sqnorm.unsqueeze(0), e, self.cand_emb.T, alpha=-2.0)
-        else:
-            sq = (e.to(self.mm_dtype) @ self.cand_emb_mm.T).float().mul_(-2.0).add_(self.cand_sqnorm)
-        dist = sq.add_(e.pow(2).sum(1, keepdim=True)).clamp_min_(0).sqrt_()
-        dmax = dist.amax(dim=1, keepdim=True)
-        dmax = torch.where(dmax > 0, dmax, torch.ones_like(dmax))
-        product = self.utility == "product"
-        dt = dist.mul_((-self.lambda_d if product else -1.0) / dmax).exp_()  # D^lambda_D (product) or D
-        if not torch.equal(uniq, orig_ids):  # back to row order (skipped when rows are distinct and sorted)
-            dt = dt.index_select(0, inv)
-        b = self.logit_bound
-        # L~ = (clip(l) + B) / 2B; the final clamp absorbs round-off (-B * (0.5 / B) + 0.5 can be -1e-8,
-        # whose square root is NaN)
-        lt = logits_c.clamp_(-b, b).mul_(0.5 / b).add_(0.5).clamp_(0.0, 1.0)
-        if product:
-            if self.lambda_l == 0.5:
-                lt.sqrt_()
-            elif self.lambda_l == 0:
-                lt.fill_(1.0)
-            elif self.lambda_l != 1:
-                lt.pow_(self.lambda_l)
-            return lt.mul_(dt)
-        return lt.mul_(self.lambda_l).add_(dt, alpha=self.lambda_d)
+        return cu.fused_utility(
+            logits_c, orig_ids, self.embeddings, self.cand_emb, self.cand_emb_mm, self.cand_sqnorm,
+            form=self.utility, lambda_l=self.lambda_l, lambda_d=self.lambda_d, bound=self.logit_bound,
+        )
 
     def mix_records(self, reproducible: bool = True) -> bool:
         """Whether forward passes and head products may mix records: ``batching="mixed"``, or "auto" on
