@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from ppt.mechanisms.accounting import Accounting
 from ppt.mechanisms.base import Mechanism, Sanitized
-from ppt.mechanisms.pipeline import TokenMechanism
+from ppt.mechanisms.pipeline import TokenMechanism, TokenPipeline
 from ppt.mechanisms.policy import Policy
 from ppt.mechanisms.registry import MECHANISMS, available, get_mechanism, mechanism_class
 
-__all__ = ["MECHANISMS", "Accounting", "Mechanism", "Policy", "Sanitized", "TokenMechanism", "available", "get_mechanism", "mechanism_class"]
+__all__ = ["MECHANISMS", "Accounting", "Mechanism", "Policy", "Sanitized", "TokenMechanism", "TokenPipeline", "available", "get_mechanism", "mechanism_class"]

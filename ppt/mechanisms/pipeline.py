@@ -3,9 +3,16 @@
 Why one pipeline: the steps around a mechanism's own sampling rule (which pieces it may touch, the
 order in which each record's generator is drawn from, how kept and dropped pieces are counted, how
 the text is rebuilt, which token replaced which) are the same for every mechanism, and doing them once
-over the whole batch with array operations keeps them identical and fast. A mechanism supplies
-``draw`` (one record's randomness, from that record's generator, so results never depend on
-batching) and ``perturb_rows`` (all perturbed positions of a batch at once, tensor code).
+over the whole batch with array operations keeps them identical and fast.
+
+:class:`TokenPipeline` holds those steps and names the hooks a mechanism fills in: ``tokenize_batch``
+(the batch's pieces), ``plan_codes`` (the shared policy plan, which a mechanism may refine), ``draw``
+(one record's randomness, from that record's generator, so results never depend on batching),
+``perturb_batch`` (all perturbed positions of a batch at once), ``output_texts`` / ``uniform_texts``
+(the text of a new token, of uniformly random replacements) and ``record_accounting`` (each record's
+composed epsilon and extra accounting fields). :class:`TokenMechanism` fills them in for mechanisms
+over an embedding space (``perturb_rows``: new rows for rows, tensor code); Cape
+(:mod:`ppt.mechanisms.cape`) fills them in with its context model's tokenizer, ids and positions.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from ppt.mechanisms.policy import (
     Policy,
     plan_codes,
 )
-from ppt.spaces.tokens import SPACE_CODE, Tokens, rebuild_pieces
+from ppt.spaces.tokens import SPACE_CODE, TokenBatch, Tokens, rebuild_pieces
 
 
 def random_digits(core: str, g: torch.Generator) -> str:
@@ -46,40 +53,42 @@ def random_digits(core: str, g: torch.Generator) -> str:
     return "".join(chars)
 
 
-class TokenMechanism(Mechanism):
-    """Per-token mechanisms over an embedding space, with explicit policies.
+class TokenPipeline(Mechanism):
+    """The shared per-token pipeline (``sanitize_batch``) and the hooks a mechanism fills in.
 
-    Subclasses implement ``draw`` (one record's randomness for n perturbed positions, drawn from that
-    record's generator) and ``perturb_rows`` (all perturbed positions of a batch at once).
+    A subclass sets ``policy`` and implements ``tokenize_batch``, ``draw``, ``perturb_batch``,
+    ``output_texts`` and ``uniform_texts``; ``plan_codes``, ``draw_batch`` and ``record_accounting``
+    have shared defaults.
     """
 
     default_policy: ClassVar[Policy] = Policy()
     keeps_words: ClassVar[bool] = False  # True when the mechanism itself may keep a word (SanText+ p)
-
-    def __init__(self, eps: float, space=None, policy: Policy | None = None, device: str = "auto", quiet: bool = False):
-        super().__init__(eps)
-        self.policy = policy or self.default_policy
-        self.quiet = quiet
-        self.space = space if space is not None else self.load_default_space(device, quiet)
-        self.device = self.space.device
-        self.policy.warn_leaks()
-
-    def load_default_space(self, device: str, quiet: bool):
-        from ppt.spaces import load_space
-
-        return load_space(self.default_space, device=device, quiet=quiet)
-
-    default_space: ClassVar[str] = "cl100k-minilm"
+    policy: Policy
 
     # ---- per-mechanism parts ----------------------------------------------------------------------
+
+    @abstractmethod
+    def tokenize_batch(self, texts: list[str]) -> TokenBatch:
+        """The batch's pieces, concatenated; ``rows`` are what ``perturb_batch`` perturbs and ``pairs`` report."""
 
     @abstractmethod
     def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
         """Randomness for n perturbed positions of one record (first dimension n)."""
 
     @abstractmethod
-    def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """New rows for all perturbed positions of a batch, plus per-position diagnostics."""
+    def perturb_batch(
+        self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], rand: dict[str, torch.Tensor], reproducible: bool
+    ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
+        """New rows (int64, on the CPU) for the batch's pieces under the mask ``perturb`` (``counts`` of
+        them per record, records' positions in order), and per-position diagnostics (on the CPU)."""
+
+    @abstractmethod
+    def output_texts(self, new_rows: np.ndarray) -> np.ndarray:
+        """The output text (object array) of each new row."""
+
+    @abstractmethod
+    def uniform_texts(self, n: int, g: torch.Generator) -> np.ndarray:
+        """n uniformly random replacements (object array), drawn from ``g``."""
 
     def eps_per_token(self) -> float:
         return self.eps
@@ -111,16 +120,15 @@ class TokenMechanism(Mechanism):
         return {k: torch.cat([d[k] for d in draws]) for k in draws[0]} if draws else {}
 
     def draw_and_perturb(
-        self, rows: np.ndarray, counts: list[int], generators: list[torch.Generator]
+        self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], generators: list[torch.Generator], reproducible: bool = True
     ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
         """Draw every record's randomness (``draw_batch``; also for records with nothing to perturb),
-        then perturb the batch's positions ``rows`` (records' positions in order): new rows and
+        then perturb the batch's pieces under ``perturb`` (``perturb_batch``): new rows and
         diagnostics, on the CPU."""
         rand = self.draw_batch(counts, generators)
-        if not rows.size:
+        if not perturb.any():
             return np.empty(0, np.int64), {}
-        new_rows, diag = self.perturb_rows(torch.from_numpy(rows).to(self.device), {k: v.to(self.device) for k, v in rand.items()})
-        return new_rows.cpu().numpy(), {k: v.cpu() for k, v in diag.items()}
+        return self.perturb_batch(tb, perturb, counts, rand, reproducible)
 
     def record_extras(self, diag: dict[str, torch.Tensor], counts: list[int]) -> list[dict[str, Any]]:
         """``record_extra`` of each record, from the batch's diagnostics (records' positions in order)."""
@@ -130,28 +138,33 @@ class TokenMechanism(Mechanism):
             offset += n
         return out
 
+    def record_accounting(self, diag: dict[str, torch.Tensor], counts: list[int]) -> tuple[list[float], list[dict[str, Any]]]:
+        """Each record's composed epsilon (basic composition: n_perturbed x ``eps_per_token``) and
+        extra accounting fields (``record_extras``)."""
+        eps_tok = self.eps_per_token()
+        return [n * eps_tok for n in counts], self.record_extras(diag, counts)
+
     def sanitize_batch(self, texts: list[str], generators: list[torch.Generator], *, reproducible: bool = True) -> list[Sanitized]:
         # the batch's pieces, concatenated: every per-piece step below is an array operation
-        tb = self.space.tokenize_batch(texts)
+        tb = self.tokenize_batch(texts)
         n_texts, bounds, core, codes, rows = len(tb), tb.bounds.tolist(), tb.core, tb.codes, tb.rows
         rec = tb.text_index
         actions, why = self.plan_codes(codes, rows, tb.lead, core, tb.bounds[:-1])
         perturb = actions == PERTURB
         counts = np.bincount(rec[perturb], minlength=n_texts).tolist()
         # each record's randomness from its own generator, in a fixed order: perturbation first
-        new_rows, diag = self.draw_and_perturb(rows[perturb], counts, generators)
+        new_rows, diag = self.draw_and_perturb(tb, perturb, counts, generators, reproducible)
         # per piece: its output text (the original object when kept, None when dropped)
-        vocab = self.space.vocab_array
         out_core = np.empty(len(core), dtype=object)
         out_core[:] = core
-        out_core[perturb] = vocab[new_rows]
+        out_core[perturb] = self.output_texts(new_rows)
         out_core[actions == DROP] = None
-        # then, per record: uniformly random replacements, then random digits (front to back)
+        # then, per record: uniformly random replacements, then random digits (front to back); a
+        # record with none draws nothing (a size-0 draw would not advance its generator either)
         uniform = np.flatnonzero(actions == UNIFORM)
         n_uniform = np.bincount(rec[uniform], minlength=n_texts).tolist()
         for b in np.flatnonzero(n_uniform).tolist():
-            draws = torch.randint(0, self.space.size, (n_uniform[b],), generator=generators[b]).numpy()
-            out_core[uniform[rec[uniform] == b]] = vocab[draws]
+            out_core[uniform[rec[uniform] == b]] = self.uniform_texts(n_uniform[b], generators[b])
         for i in np.flatnonzero(actions == DIGITS).tolist():
             out_core[i] = random_digits(core[i], generators[rec[i]])
         kept = reason_counts(rec, why, (actions == KEEP) & (why != R_WHITESPACE), n_texts)
@@ -160,7 +173,7 @@ class TokenMechanism(Mechanism):
                 k[r] = k.get(r, 0) + c
         dropped = reason_counts(rec, why, actions == DROP, n_texts)
         n_tokens = np.bincount(rec[codes != SPACE_CODE], minlength=n_texts).tolist()
-        extras = self.record_extras(diag, counts)
+        composed, extras = self.record_accounting(diag, counts)
         if self.keeps_words:
             # always reported (0 when the record, or the whole batch, had nothing to perturb), so
             # a record's accounting does not depend on what else is in its batch
@@ -190,11 +203,57 @@ class TokenMechanism(Mechanism):
                 kept=kept[b],
                 dropped=dropped[b],
                 replaced_uniform=n_uniform[b],
-                composed_eps=n * eps_tok,
+                composed_eps=composed[b],
                 extra=extras[b],
             )
             out.append(Sanitized(texts_out[b], acc, pairs[pair_bounds[b] : pair_bounds[b + 1]]))
         return out
+
+
+class TokenMechanism(TokenPipeline):
+    """Per-token mechanisms over an embedding space, with explicit policies.
+
+    Subclasses implement ``draw`` (one record's randomness for n perturbed positions, drawn from that
+    record's generator) and ``perturb_rows`` (all perturbed positions of a batch at once).
+    """
+
+    def __init__(self, eps: float, space=None, policy: Policy | None = None, device: str = "auto", quiet: bool = False):
+        super().__init__(eps)
+        self.policy = policy or self.default_policy
+        self.quiet = quiet
+        self.space = space if space is not None else self.load_default_space(device, quiet)
+        self.device = self.space.device
+        self.policy.warn_leaks()
+
+    def load_default_space(self, device: str, quiet: bool):
+        from ppt.spaces import load_space
+
+        return load_space(self.default_space, device=device, quiet=quiet)
+
+    default_space: ClassVar[str] = "cl100k-minilm"
+
+    @abstractmethod
+    def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """New rows for all perturbed positions of a batch, plus per-position diagnostics."""
+
+    # ---- the pipeline's hooks, over the space's rows -------------------------------------------------
+
+    def tokenize_batch(self, texts: list[str]) -> TokenBatch:
+        return self.space.tokenize_batch(texts)
+
+    def perturb_batch(
+        self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], rand: dict[str, torch.Tensor], reproducible: bool
+    ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
+        """``perturb_rows`` on the perturbed pieces' rows (a row's new row depends on the row alone)."""
+        rows = torch.from_numpy(tb.rows[perturb]).to(self.device)
+        new_rows, diag = self.perturb_rows(rows, {k: v.to(self.device) for k, v in rand.items()})
+        return new_rows.cpu().numpy(), {k: v.cpu() for k, v in diag.items()}
+
+    def output_texts(self, new_rows: np.ndarray) -> np.ndarray:
+        return self.space.vocab_array[new_rows]
+
+    def uniform_texts(self, n: int, g: torch.Generator) -> np.ndarray:
+        return self.space.vocab_array[torch.randint(0, self.space.size, (n,), generator=g).numpy()]
 
 
 def token_pairs(
@@ -237,4 +296,4 @@ def token_pairs(
     return out
 
 
-__all__ = ["TokenMechanism", "random_digits", "token_pairs"]
+__all__ = ["TokenMechanism", "TokenPipeline", "random_digits", "token_pairs"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+import numpy as np
 import torch
 
 CANDIDATE_RULE = "vocabulary minus special/added-special tokens, whitespace-only, U+FFFD (partial UTF-8), control-character and [unusedN] tokens"
@@ -44,4 +45,14 @@ def candidate_set(tokenizer, n_rows: int) -> tuple[torch.Tensor, list[str]]:
     return torch.tensor(ids, dtype=torch.long), out
 
 
-__all__ = ["CANDIDATE_RULE", "candidate_set"]
+def output_texts(candidates: torch.Tensor, texts: list[str], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates' output texts as object arrays: by candidate column, and by token id (None for
+    a token that is not a candidate)."""
+    by_column = np.empty(len(texts), dtype=object)
+    by_column[:] = texts
+    by_id = np.full(n_rows, None, dtype=object)
+    by_id[candidates.numpy()] = by_column
+    return by_column, by_id
+
+
+__all__ = ["CANDIDATE_RULE", "candidate_set", "output_texts"]

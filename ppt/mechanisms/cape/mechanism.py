@@ -79,47 +79,50 @@ forward pass is batched under a token budget; a masked LM gets one masked copy p
 ``dtype="bfloat16"`` runs the forward pass and both products in bf16 (about 4x faster matrix products
 on CPUs with AVX512-BF16/AMX and on GPUs; utilities then agree with float32 to ~1e-2).
 
-Implemented as a :class:`~ppt.mechanisms.base.Mechanism` (not a ``TokenMechanism``): its "space" is a
-model's vocabulary and its utility needs the whole record, not a row of a fixed table; it reuses the
-shared :class:`Policy` and ``TokenMechanism.plan`` (with Cape's stopword/punctuation refinements),
-:class:`~ppt.spaces.tokenizers.HFTokenizer` and :func:`~ppt.spaces.tokens.rebuild`.
+Implemented on the shared token pipeline (:class:`~ppt.mechanisms.pipeline.TokenPipeline`: its plan,
+draw order, rebuild, pair spans and kept/dropped counting): Cape fills in its hooks with the context
+model's tokenizer (:class:`~ppt.spaces.tokenizers.HFTokenizer`, whose rows are token ids), the ASCII-only
+punctuation rule, a perturbation over ids and positions (the context model needs the whole record, not
+a row of a fixed table), candidate texts, and its data-dependent accounting. Parameter checks, model
+loading and calibration are in :mod:`ppt.mechanisms.cape.loading`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import string
-from collections import Counter
+from itertools import pairwise
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from ppt.lm.context import ContextModel, kind_from_name, model_kind
-from ppt.mechanisms.base import Mechanism, Sanitized
-from ppt.mechanisms.accounting import Accounting
+from ppt.lm.context import ContextModel
 from ppt.mechanisms.cape import utility as cu
 from ppt.mechanisms.cape.candidates import CANDIDATE_RULE, candidate_set
-from ppt.mechanisms.pipeline import random_digits, token_pairs
-from ppt.mechanisms.policy import DIGITS, DROP, KEEP, PERTURB, REASON_NAMES, UNIFORM, Policy, plan_codes
-from ppt.spaces.tokens import SPACE, Tokens, rebuild_pieces
-
-CALIBRATION_PROMPTS = (
-    "The committee will meet on Tuesday to review the annual budget.",
-    "She bought fresh bread and a bottle of milk at the corner shop.",
-    "Heavy rain caused delays on several train lines this morning.",
-    "Please send me the report before the end of the week.",
-    "The museum opened a new exhibition about ancient maps and old globes.",
+from ppt.mechanisms.cape.candidates import output_texts as candidate_output_texts
+from ppt.mechanisms.cape.loading import (
+    BATCHING,
+    CALIBRATION_PROMPTS,
+    CALIBRATION_QUANTILE,
+    CONTEXTS,
+    calibrate_logit_bound,
+    check_choice,
+    load_context_model,
+    merge_policy,
+    nonneg,
+    positive_int,
 )
-CALIBRATION_QUANTILE = 0.999
+from ppt.mechanisms.pipeline import TokenPipeline
+from ppt.mechanisms.policy import PERTURB, R_PERTURBED, R_PUNCT, Policy
+from ppt.spaces.tokenizers import tokenize_batch
+from ppt.spaces.tokens import TokenBatch
+
 ASCII_PUNCT = frozenset(string.punctuation)
-CONTEXTS = ("auto", "causal", "masked")
-BATCHING = ("auto", "record", "mixed")
 _DEFAULT_CHUNK_ELEMENTS = 1 << 22  # utility rows per chunk = this // |C| (about 86 rows for SmolLM2)
 
 
-class Cape(Mechanism):
+class Cape(TokenPipeline):
     """Cape: bucketized exponential mechanism over a context model's vocabulary (eps-LDP per token + eps')."""
 
     name: ClassVar[str] = "cape"
@@ -158,36 +161,26 @@ class Cape(Mechanism):
             raise ValueError(f"unknown Cape parameter(s): {', '.join(sorted(unknown))}; known: {', '.join(self.defaults)}, device, policy")
         if space is not None:
             raise ValueError("Cape uses its context model's input embeddings, not an embedding space: pass --model instead of --space")
-        self.lambda_l = self._nonneg("lambda_l", lambda_l)
-        self.lambda_d = self._nonneg("lambda_d", lambda_d)
+        self.lambda_l = nonneg("lambda_l", lambda_l)
+        self.lambda_d = nonneg("lambda_d", lambda_d)
         if self.lambda_l == 0 and self.lambda_d == 0:
             raise ValueError("lambda_l and lambda_d cannot both be 0")
-        try:
-            self.buckets = int(buckets)
-        except (TypeError, ValueError):
-            raise ValueError(f"buckets must be a positive integer (got {buckets!r})") from None
-        if self.buckets < 1 or self.buckets != buckets:
-            raise ValueError(f"buckets must be a positive integer (got {buckets!r})")
-        if utility not in cu.UTILITIES:
-            raise ValueError(f"utility must be one of {', '.join(cu.UTILITIES)} (got {utility!r})")
-        self.utility = utility
+        self.buckets = positive_int("buckets", buckets)
+        self.utility = check_choice("utility", utility, cu.UTILITIES)
         if logit_bound is not None:
-            logit_bound = self._nonneg("logit_bound", logit_bound)
+            logit_bound = nonneg("logit_bound", logit_bound)
             if logit_bound <= 0:
                 raise ValueError(f"logit_bound must be positive (got {logit_bound})")
-        if context not in CONTEXTS:
-            raise ValueError(f"context must be one of {', '.join(CONTEXTS)} (got {context!r})")
-        self.policy = self._policy(policy)
+        check_choice("context", context, CONTEXTS)
+        self.policy = merge_policy(self.default_policy, policy)
         self.quiet = quiet
         self.chunk_elements = int(chunk_elements)
-        if batching not in BATCHING:
-            raise ValueError(f"batching must be one of {', '.join(BATCHING)} (got {batching!r})")
-        self.batching = batching
+        self.batching = check_choice("batching", batching, BATCHING)
         self.delta_u = cu.sensitivity(utility, self.lambda_l, self.lambda_d)
         self.policy.warn_leaks()
 
         self.dtype = dtype
-        lm, tok, self.model_name, kind = self._load(model, context, device, dtype)
+        lm, tok, self.model_name, kind = load_context_model(model, context, device, dtype)
         from ppt.spaces.tokenizers import HFTokenizer
 
         self.tokenizer = HFTokenizer(tok)
@@ -201,6 +194,9 @@ class Cape(Mechanism):
         if cand.numel() < 2:
             raise ValueError("the context model has fewer than 2 candidate tokens")
         self.candidates = cand.to(self.device)
+        # output texts by candidate column (uniform replacements) and by token id (perturbed pieces)
+        self.cand_text_array, self.id_text = candidate_output_texts(cand, self.cand_text, n_rows)
+        self.candidate_ids = cand.numpy()
         self.embeddings = emb.float()  # [V_emb, d], rows for original tokens
         self.cand_emb = self.embeddings.index_select(0, self.candidates).contiguous()
         self.cand_sqnorm = self.cand_emb.pow(2).sum(1)
@@ -209,75 +205,12 @@ class Cape(Mechanism):
         self.lm = ContextModel(lm, tok, kind, self.candidates)
         self.context = kind
         if logit_bound is None:
-            self.logit_bound = self.calibrate()
+            self.logit_bound = calibrate_logit_bound(self.tokenizer, self.lm)
             self.bound_source = f"calibrated: {CALIBRATION_QUANTILE:.1%} quantile of |logit| over candidates, all positions of {len(CALIBRATION_PROMPTS)} built-in prompts"
         else:
             self.logit_bound = float(logit_bound)
             self.bound_source = "given"
         self.worst_case = cu.worst_case_eps(self.eps, int(self.candidates.numel()), self.buckets)
-
-    # ---- construction helpers ---------------------------------------------------------------------
-
-    @staticmethod
-    def _nonneg(name: str, value: Any) -> float:
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be a number (got {value!r})") from None
-        if not math.isfinite(v) or v < 0:
-            raise ValueError(f"{name} must be finite and >= 0 (got {value!r})")
-        return v
-
-    def _policy(self, policy: Policy | dict | None) -> Policy:
-        if policy is None:
-            return self.default_policy
-        if isinstance(policy, Policy):
-            return policy
-        merged = dataclasses.asdict(self.default_policy)
-        merged.update({k: v for k, v in dict(policy).items() if v is not None})
-        return Policy(**merged)
-
-    def _load(self, model: Any, context: str, device: str, dtype: str | None):
-        if isinstance(model, (tuple, list)) and len(model) == 2:
-            lm, tok = model
-            kind = model_kind(lm) if context == "auto" else context
-            if kind is None:
-                raise ValueError(f"cannot tell whether {type(lm).__name__} is causal or masked; pass context='causal' or 'masked'")
-            name = getattr(lm.config, "_name_or_path", "") or type(lm).__name__
-            if device != "auto":
-                from ppt.models import resolve_device
-
-                lm = lm.to(resolve_device(device))
-            if dtype is not None:
-                from ppt.models.device import resolve_dtype
-
-                lm = lm.to(resolve_dtype(dtype, next(lm.parameters()).device))
-            return lm, tok, name, kind
-        if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"model must be a name/path or a (model, tokenizer) pair (got {model!r})")
-        kind = kind_from_name(model) if context == "auto" else context
-        import ppt.models as models
-
-        if kind == "causal":
-            lm, tok = models.load_causal_lm(model, device=device, dtype=dtype)
-        else:
-            lm, tok = models.load_masked_lm(model, device=device)
-            if dtype is not None:
-                from ppt.models.device import resolve_dtype
-
-                lm = lm.to(resolve_dtype(dtype, next(lm.parameters()).device))
-        return lm, tok, model, kind
-
-    @torch.inference_mode()
-    def calibrate(self) -> float:
-        """B = the 99.9% quantile of |candidate logits| at every position of the calibration prompts."""
-        ids = [self.tokenizer.tokenize(p).ids for p in CALIBRATION_PROMPTS]
-        feats = self.lm.features(ids, [np.arange(len(i)) for i in ids])
-        logits = self.lm.candidate_logits(feats)
-        bound = cu.calibrate_bound(logits.abs(), CALIBRATION_QUANTILE)
-        if not math.isfinite(bound) or bound <= 0:
-            raise ValueError(f"logit bound calibration failed (got {bound}); pass logit_bound explicitly")
-        return bound
 
     def params(self) -> dict[str, Any]:
         return {
@@ -301,16 +234,47 @@ class Cape(Mechanism):
             "policy": dataclasses.asdict(self.policy) | {"stopwords_rule": "NLTK 179, whole words only", "punct_rule": "pieces of the 32 ASCII punctuation characters"},
         }
 
-    # ---- planning ---------------------------------------------------------------------------------
+    # ---- the pipeline's hooks ----------------------------------------------------------------------
 
-    def plan(self, tokens: Tokens) -> tuple[np.ndarray, list[str]]:
-        """The shared policy plan (whole-word stopwords), refined: punctuation only the 32 ASCII marks."""
-        actions, why = plan_codes(self.policy, tokens.kind_codes(), tokens.rows, tokens.lead, tokens.core)
-        reasons = REASON_NAMES[why].tolist()
-        for i, why in enumerate(reasons):
-            if why == "punct" and not set(tokens.core[i]) <= ASCII_PUNCT:
-                actions[i], reasons[i] = PERTURB, "perturbed"
-        return actions, reasons
+    def tokenize_batch(self, texts: list[str]) -> TokenBatch:
+        """The context model's tokens: a piece's row is its token id."""
+        return tokenize_batch(self.tokenizer, texts)
+
+    def plan_codes(
+        self, codes: np.ndarray, rows: np.ndarray, lead: list[str], core: list[str], starts: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The shared policy plan (whole-word stopwords), refined: punctuation only the 32 ASCII marks
+        (other punctuation pieces are perturbed)."""
+        actions, why = super().plan_codes(codes, rows, lead, core, starts)
+        punct = np.flatnonzero(why == R_PUNCT)
+        other = punct[np.fromiter((not ASCII_PUNCT.issuperset(core[i]) for i in punct.tolist()), dtype=bool, count=punct.size)]
+        actions[other], why[other] = PERTURB, R_PERTURBED
+        return actions, why
+
+    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+        """Two uniforms per perturbed position: bucket, member."""
+        return {"rand": torch.rand((n, 2), generator=g, dtype=torch.float64)}
+
+    def perturb_batch(
+        self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], rand: dict[str, torch.Tensor], reproducible: bool
+    ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
+        """``perturb`` on each record's ids and perturbed positions; new rows are candidate token ids."""
+        spans = list(pairwise(tb.bounds.tolist()))
+        ids = [tb.rows[lo:hi] for lo, hi in spans]
+        positions = [np.flatnonzero(perturb[lo:hi]) for lo, hi in spans]
+        cols, diag = self.perturb(ids, positions, rand["rand"], reproducible)
+        return self.candidate_ids[cols.numpy()], diag
+
+    def output_texts(self, new_rows: np.ndarray) -> np.ndarray:
+        return self.id_text[new_rows]
+
+    def uniform_texts(self, n: int, g: torch.Generator) -> np.ndarray:
+        return self.cand_text_array[torch.randint(0, len(self.cand_text_array), (n,), generator=g).numpy()]
+
+    def record_accounting(self, diag: dict[str, torch.Tensor], counts: list[int]) -> tuple[list[float], list[dict[str, Any]]]:
+        """Per record: composed eps = sum over its perturbed tokens of (eps + eps'_i), and eps' summaries
+        next to the data-independent worst case."""
+        return cu.record_accounts(diag.get("eps_prime"), counts, self.eps, self.worst_case)
 
     # ---- perturbation -----------------------------------------------------------------------------
 
@@ -318,35 +282,12 @@ class Cape(Mechanism):
         """u [c, |C|] for rows with candidate logits ``logits_c`` (overwritten) and original token ids.
 
         The same formulas as :mod:`ppt.mechanisms.cape.utility` (``logit_term``, ``distance_term``, ``combine``), fused
-        in place to keep the passes over the c x |C| matrix few: D^lambda_D = exp(-lambda_D d / d_max).
+        in place (:func:`~ppt.mechanisms.cape.utility.fused_utility`).
         """
-        uniq, inv = torch.unique(orig_ids, return_inverse=True)
-        e = self.embeddings.index_select(0, uniq)
-        # ||e||^2 + ||c||^2 - 2 e.c: one matrix product for the distinct original tokens of the chunk
-        if self.mm_dtype == torch.float32:
-            sq = torch.addmm(self.cand_sqnorm.unsqueeze(0), e, self.cand_emb.T, alpha=-2.0)
-        else:
-            sq = (e.to(self.mm_dtype) @ self.cand_emb_mm.T).float().mul_(-2.0).add_(self.cand_sqnorm)
-        dist = sq.add_(e.pow(2).sum(1, keepdim=True)).clamp_min_(0).sqrt_()
-        dmax = dist.amax(dim=1, keepdim=True)
-        dmax = torch.where(dmax > 0, dmax, torch.ones_like(dmax))
-        product = self.utility == "product"
-        dt = dist.mul_((-self.lambda_d if product else -1.0) / dmax).exp_()  # D^lambda_D (product) or D
-        if not torch.equal(uniq, orig_ids):  # back to row order (skipped when rows are distinct and sorted)
-            dt = dt.index_select(0, inv)
-        b = self.logit_bound
-        # L~ = (clip(l) + B) / 2B; the final clamp absorbs round-off (-B * (0.5 / B) + 0.5 can be -1e-8,
-        # whose square root is NaN)
-        lt = logits_c.clamp_(-b, b).mul_(0.5 / b).add_(0.5).clamp_(0.0, 1.0)
-        if product:
-            if self.lambda_l == 0.5:
-                lt.sqrt_()
-            elif self.lambda_l == 0:
-                lt.fill_(1.0)
-            elif self.lambda_l != 1:
-                lt.pow_(self.lambda_l)
-            return lt.mul_(dt)
-        return lt.mul_(self.lambda_l).add_(dt, alpha=self.lambda_d)
+        return cu.fused_utility(
+            logits_c, orig_ids, self.embeddings, self.cand_emb, self.cand_emb_mm, self.cand_sqnorm,
+            form=self.utility, lambda_l=self.lambda_l, lambda_d=self.lambda_d, bound=self.logit_bound,
+        )
 
     def mix_records(self, reproducible: bool = True) -> bool:
         """Whether forward passes and head products may mix records: ``batching="mixed"``, or "auto" on
@@ -377,77 +318,6 @@ class Cape(Mechanism):
                 diags.append(d)
         diag = {k: torch.cat([d[k] for d in diags]).cpu() for k in diags[0]}
         return torch.cat(cols).cpu(), diag
-
-    def sanitize_batch(self, texts: list[str], generators: list[torch.Generator], *, reproducible: bool = True) -> list[Sanitized]:
-        toks = [self.tokenizer.tokenize(t) for t in texts]
-        plans = [self.plan(t) for t in toks]
-        positions = [np.flatnonzero(a == PERTURB) for a, _ in plans]
-        # each record's randomness from its own generator, perturbation first: (bucket, member) per position
-        draws = [torch.rand((len(p), 2), generator=g, dtype=torch.float64) for p, g in zip(positions, generators)]
-        total = sum(len(p) for p in positions)
-        if total:
-            cols, diag = self.perturb([t.ids for t in toks], positions, torch.cat(draws), reproducible)
-            cols = cols.numpy()
-        else:
-            cols, diag = np.empty(0, np.int64), {}
-        out, offset = [], 0
-        ncand = int(self.candidates.numel())
-        for tok, (actions, reasons), pos, g in zip(toks, plans, positions, generators):
-            n = len(pos)
-            mine = cols[offset : offset + n]
-            my = {k: v[offset : offset + n] for k, v in diag.items()}
-            offset += n
-            n_uniform = int((actions == UNIFORM).sum())
-            uniform = iter(torch.randint(0, ncand, (n_uniform,), generator=g).tolist())
-            it = iter(mine.tolist())
-            cores: list[str | None] = []
-            for core, act in zip(tok.core, actions):
-                if act == PERTURB:
-                    cores.append(self.cand_text[next(it)])
-                elif act == KEEP:
-                    cores.append(core)
-                elif act == DIGITS:
-                    cores.append(random_digits(core, g))
-                elif act == UNIFORM:
-                    cores.append(self.cand_text[next(uniform)])
-                else:
-                    assert act == DROP
-                    cores.append(None)
-            kept = Counter(r for a, r in zip(actions, reasons) if a == KEEP and r != "whitespace")
-            kept.update(r for a, r in zip(actions, reasons) if a == DIGITS)
-            dropped = Counter(r for a, r in zip(actions, reasons) if a == DROP)
-            extra: dict[str, Any] = {"eps_per_token_worst_case": self.worst_case, "composed_eps_worst_case": n * self.worst_case}
-            if n:
-                ep = my["eps_prime"].double()
-                extra.update(
-                    eps_prime_mean=float(ep.mean()),
-                    eps_prime_max=float(ep.max()),
-                    eps_total_mean=self.eps + float(ep.mean()),
-                    eps_total_max=self.eps + float(ep.max()),
-                )
-                composed = float(n * self.eps + ep.sum())
-            else:
-                extra.update(eps_prime_mean=0.0, eps_prime_max=0.0, eps_total_mean=0.0, eps_total_max=0.0)
-                composed = 0.0
-            extra["composition"] = "basic: sum over perturbed tokens of (eps + eps'_i); eps'_i data dependent (paper's Theorem 4.1), see eps_per_token_worst_case"
-            acc = Accounting(
-                notion=self.notion,
-                eps_per_token=self.eps,
-                n_tokens=int(sum(1 for k in tok.kinds if k != SPACE)),
-                n_perturbed=n,
-                kept=dict(kept),
-                dropped=dict(dropped),
-                replaced_uniform=n_uniform,
-                composed_eps=composed,
-                extra=extra,
-            )
-            parts: list[str] = []
-            text = rebuild_pieces(tok.lead, tok.core, tok.kinds, cores, case=self.policy.case, parts_out=parts)
-            orig = np.asarray(tok.ids, dtype=np.int64)[pos]
-            new = self.candidates.cpu().numpy()[mine] if n else np.empty(0, np.int64)
-            pairs = token_pairs(orig, new, pos, actions != DROP, np.zeros(n, np.int64), parts, [0, len(parts)], [text])
-            out.append(Sanitized(text, acc, pairs))
-        return out
 
 
 __all__ = ["Cape", "CALIBRATION_PROMPTS", "CALIBRATION_QUANTILE"]

@@ -1,7 +1,8 @@
 """Cape's tensor kernels: the hybrid utility and the bucketized exponential mechanism, batched.
 
 Everything here works on a ``[n, V]`` utility (or logit/distance) matrix, one row per perturbed
-position, V candidates per row; there are no Python loops over rows or candidates. The mechanism
+position, V candidates per row; there are no Python loops over rows or candidates (``record_accounts``
+sums up each record's eps', one record at a time). The mechanism
 (:mod:`ppt.mechanisms.cape.mechanism`) feeds it row chunks so memory stays at ``chunk x V``.
 
 Utility (reconstruction, see ``shared/docs/MECHANISMS.md``)::
@@ -69,6 +70,46 @@ def combine(lt: torch.Tensor, dt: torch.Tensor, lambda_l: float, lambda_d: float
     if form == "additive":
         return lambda_l * lt + lambda_d * dt
     raise ValueError(f"utility must be one of {', '.join(UTILITIES)} (got {form!r})")
+
+
+def fused_utility(
+    logits_c: torch.Tensor, orig_ids: torch.Tensor, embeddings: torch.Tensor, cand_emb: torch.Tensor, cand_emb_mm: torch.Tensor,
+    cand_sqnorm: torch.Tensor, *, form: str, lambda_l: float, lambda_d: float, bound: float,
+) -> torch.Tensor:
+    """u [c, |C|] for rows with candidate logits ``logits_c`` (overwritten) and original token ids.
+
+    ``logit_term``, ``distance_term`` and ``combine`` fused in place to keep the passes over the
+    c x |C| matrix few (D^lambda_D = exp(-lambda_D d / d_max)). ``embeddings``: the model's input
+    embeddings (float32); ``cand_emb`` the candidates' rows, ``cand_emb_mm`` the same in the matrix
+    product's dtype (the model's), ``cand_sqnorm`` their squared norms.
+    """
+    uniq, inv = torch.unique(orig_ids, return_inverse=True)
+    e = embeddings.index_select(0, uniq)
+    # ||e||^2 + ||c||^2 - 2 e.c: one matrix product for the distinct original tokens of the chunk
+    if cand_emb_mm.dtype == torch.float32:
+        sq = torch.addmm(cand_sqnorm.unsqueeze(0), e, cand_emb.T, alpha=-2.0)
+    else:
+        sq = (e.to(cand_emb_mm.dtype) @ cand_emb_mm.T).float().mul_(-2.0).add_(cand_sqnorm)
+    dist = sq.add_(e.pow(2).sum(1, keepdim=True)).clamp_min_(0).sqrt_()
+    dmax = dist.amax(dim=1, keepdim=True)
+    dmax = torch.where(dmax > 0, dmax, torch.ones_like(dmax))
+    product = form == "product"
+    dt = dist.mul_((-lambda_d if product else -1.0) / dmax).exp_()  # D^lambda_D (product) or D
+    if not torch.equal(uniq, orig_ids):  # back to row order (skipped when rows are distinct and sorted)
+        dt = dt.index_select(0, inv)
+    b = bound
+    # L~ = (clip(l) + B) / 2B; the final clamp absorbs round-off (-B * (0.5 / B) + 0.5 can be -1e-8,
+    # whose square root is NaN)
+    lt = logits_c.clamp_(-b, b).mul_(0.5 / b).add_(0.5).clamp_(0.0, 1.0)
+    if product:
+        if lambda_l == 0.5:
+            lt.sqrt_()
+        elif lambda_l == 0:
+            lt.fill_(1.0)
+        elif lambda_l != 1:
+            lt.pow_(lambda_l)
+        return lt.mul_(dt)
+    return lt.mul_(lambda_l).add_(dt, alpha=lambda_d)
 
 
 def sensitivity(form: str, lambda_l: float, lambda_d: float) -> float:
@@ -173,7 +214,36 @@ def calibrate_bound(abs_logits: torch.Tensor, quantile: float) -> float:
     return float(np.quantile(a, quantile))
 
 
+COMPOSITION = "basic: sum over perturbed tokens of (eps + eps'_i); eps'_i data dependent (paper's Theorem 4.1), see eps_per_token_worst_case"
+
+
+def record_accounts(eps_prime: torch.Tensor | None, counts: list[int], eps: float, worst_case: float) -> tuple[list[float], list[dict]]:
+    """Per record (``counts[b]`` of the batch's positions, records' positions in order): composed eps =
+    sum over its perturbed positions of (eps + eps'_i), and the accounting's extra fields (eps' mean
+    and max, eps + eps' mean and max, the data-independent worst case per token and composed)."""
+    composed, extras, offset = [], [], 0
+    for n in counts:
+        extra: dict = {"eps_per_token_worst_case": worst_case, "composed_eps_worst_case": n * worst_case}
+        if n:
+            ep = eps_prime[offset : offset + n].double()
+            extra.update(
+                eps_prime_mean=float(ep.mean()),
+                eps_prime_max=float(ep.max()),
+                eps_total_mean=eps + float(ep.mean()),
+                eps_total_max=eps + float(ep.max()),
+            )
+            composed.append(float(n * eps + ep.sum()))
+        else:
+            extra.update(eps_prime_mean=0.0, eps_prime_max=0.0, eps_total_mean=0.0, eps_total_max=0.0)
+            composed.append(0.0)
+        extra["composition"] = COMPOSITION
+        extras.append(extra)
+        offset += n
+    return composed, extras
+
+
 __all__ = [
-    "UTILITIES", "logit_term", "distance_term", "combine", "sensitivity", "bucketize", "bucket_logits",
+    "UTILITIES", "logit_term", "distance_term", "combine", "fused_utility", "sensitivity", "bucketize", "bucket_logits",
     "eps_prime", "sample_bucketized", "closed_form", "pairwise_bound", "worst_case_eps", "calibrate_bound",
+    "COMPOSITION", "record_accounts",
 ]

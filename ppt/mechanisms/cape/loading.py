@@ -1,0 +1,122 @@
+"""Cape's parameter checks, its context model's loading and the logit bound's calibration.
+
+Why its own module: these run once, at construction, before anything is perturbed (a bad parameter
+fails before a model is loaded), and none of them is part of the per-batch pipeline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from ppt.lm.context import kind_from_name, model_kind
+from ppt.mechanisms.cape import utility as cu
+from ppt.mechanisms.policy import Policy
+
+CALIBRATION_PROMPTS = (
+    "The committee will meet on Tuesday to review the annual budget.",
+    "She bought fresh bread and a bottle of milk at the corner shop.",
+    "Heavy rain caused delays on several train lines this morning.",
+    "Please send me the report before the end of the week.",
+    "The museum opened a new exhibition about ancient maps and old globes.",
+)
+CALIBRATION_QUANTILE = 0.999
+CONTEXTS = ("auto", "causal", "masked")
+BATCHING = ("auto", "record", "mixed")
+
+
+def nonneg(name: str, value: Any) -> float:
+    """``value`` as a finite float >= 0, else a ValueError naming ``name``."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number (got {value!r})") from None
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"{name} must be finite and >= 0 (got {value!r})")
+    return v
+
+
+def positive_int(name: str, value: Any) -> int:
+    try:
+        v = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive integer (got {value!r})") from None
+    if v < 1 or v != value:
+        raise ValueError(f"{name} must be a positive integer (got {value!r})")
+    return v
+
+
+def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)} (got {value!r})")
+    return value
+
+
+def merge_policy(default: Policy, policy: Policy | dict | None) -> Policy:
+    """A Policy from ``policy``: the default when None, the default's fields overridden by a dict's
+    non-None values."""
+    if policy is None:
+        return default
+    if isinstance(policy, Policy):
+        return policy
+    merged = dataclasses.asdict(default)
+    merged.update({k: v for k, v in dict(policy).items() if v is not None})
+    return Policy(**merged)
+
+
+def _to_dtype(lm, dtype: str | None):
+    if dtype is None:
+        return lm
+    from ppt.models.device import resolve_dtype
+
+    return lm.to(resolve_dtype(dtype, next(lm.parameters()).device))
+
+
+def load_context_model(model: Any, context: str, device: str, dtype: str | None):
+    """(model, tokenizer, name, kind) from a name/path or a loaded (model, tokenizer) pair; kind is
+    "causal" or "masked" (``context``, or told from the model / its name when "auto")."""
+    if isinstance(model, (tuple, list)) and len(model) == 2:
+        lm, tok = model
+        kind = model_kind(lm) if context == "auto" else context
+        if kind is None:
+            raise ValueError(f"cannot tell whether {type(lm).__name__} is causal or masked; pass context='causal' or 'masked'")
+        name = getattr(lm.config, "_name_or_path", "") or type(lm).__name__
+        if device != "auto":
+            from ppt.models import resolve_device
+
+            lm = lm.to(resolve_device(device))
+        return _to_dtype(lm, dtype), tok, name, kind
+    if not isinstance(model, str) or not model.strip():
+        raise ValueError(f"model must be a name/path or a (model, tokenizer) pair (got {model!r})")
+    kind = kind_from_name(model) if context == "auto" else context
+    import ppt.models as models
+
+    if kind == "causal":
+        lm, tok = models.load_causal_lm(model, device=device, dtype=dtype)
+    else:
+        lm, tok = models.load_masked_lm(model, device=device)
+        lm = _to_dtype(lm, dtype)
+    return lm, tok, model, kind
+
+
+@torch.inference_mode()
+def calibrate_logit_bound(tokenizer, lm) -> float:
+    """B = the 99.9% quantile of |candidate logits| at every position of the calibration prompts
+    (``tokenizer``: an :class:`~ppt.spaces.tokenizers.HFTokenizer`; ``lm``: a ContextModel)."""
+    ids = [tokenizer.tokenize(p).ids for p in CALIBRATION_PROMPTS]
+    feats = lm.features(ids, [np.arange(len(i)) for i in ids])
+    logits = lm.candidate_logits(feats)
+    bound = cu.calibrate_bound(logits.abs(), CALIBRATION_QUANTILE)
+    if not math.isfinite(bound) or bound <= 0:
+        raise ValueError(f"logit bound calibration failed (got {bound}); pass logit_bound explicitly")
+    return bound
+
+
+__all__ = [
+    "BATCHING", "CALIBRATION_PROMPTS", "CALIBRATION_QUANTILE", "CONTEXTS",
+    "calibrate_logit_bound", "check_choice", "load_context_model", "merge_policy", "nonneg", "positive_int",
+]

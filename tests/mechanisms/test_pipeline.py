@@ -1,0 +1,27 @@
+"""The shared token pipeline: every built-in mechanism (Cape included) runs its sanitize_batch, and the
+generator facts its draw order relies on."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ppt.mechanisms import MECHANISMS, mechanism_class
+from ppt.mechanisms.pipeline import TokenPipeline
+
+
+@pytest.mark.parametrize("name", list(MECHANISMS))
+def test_builtins_run_the_shared_pipeline(name):
+    cls = mechanism_class(name)
+    assert issubclass(cls, TokenPipeline)
+    assert cls.sanitize_batch is TokenPipeline.sanitize_batch
+
+
+def test_size_zero_draws_do_not_advance_a_generator():
+    """The pipeline draws uniform replacements only for records that have some; Cape used to draw a
+    size-0 tensor for the others, which leaves the generator exactly where it was."""
+    g = torch.Generator().manual_seed(5)
+    state = g.get_state().clone()
+    torch.randint(0, 49_000, (0,), generator=g)
+    torch.rand((0, 2), generator=g, dtype=torch.float64)
+    assert torch.equal(g.get_state(), state)
