@@ -155,7 +155,7 @@ def test_custom_template_system_message_completions_and_extra_body(tmp_path):
         (["--template", "no fields"], 2, "names no record field"),
         (["--seed", "1"], 2, "--backend local only"),
         (["--api-key-env", "sk-abc123-not-a-name"], 2, "NAME of an environment variable"),
-        (["--api-key-env", "PPT_TEST_UNSET_KEY"], 78, "PPT_TEST_UNSET_KEY is not set"),
+        (["--api-key-env", "PPT_TEST_UNSET_KEY"], 78, "named by --api-key-env is not set"),
     ],
 )
 def test_bad_options_fail_before_reading_input(args, code, message):

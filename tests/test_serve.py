@@ -57,8 +57,8 @@ def test_chat_and_completions_shapes(served):
     ("path", "payload", "status"),
     [
         ("/chat/completions", b"{not json", 400),
-        ("/chat/completions", {**CHAT, "stream": True}, 400),
-        ("/chat/completions", {**CHAT, "n": 2}, 400),
+        ("/chat/completions", {**CHAT, "stream": "yes"}, 400),
+        ("/chat/completions", {**CHAT, "n": 99}, 400),
         ("/chat/completions", {"model": "m", "messages": []}, 400),
         ("/chat/completions", {**CHAT, "temperature": 5}, 400),
         ("/completions", {"model": "m", "prompt": "x", "max_tokens": 10**6}, 400),

@@ -15,20 +15,32 @@ HELP = """Serve a local causal LM behind an OpenAI-compatible API, so `ppt query
 
 Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health. Concurrent
 requests are generated together in batches (--max-batch, --batch-wait-ms); a request's "seed" makes its
-sampling reproducible whatever it is batched with. Runs until Ctrl-C or SIGTERM. Nothing is written to
-stdout; request bodies are never logged. There is no authentication: keep the default 127.0.0.1.
+sampling reproducible whatever it is batched with. n (up to 8), logprobs (completions logprobs=k, chat
+logprobs/top_logprobs) and stream=true (server-sent events; each choice's text in one chunk) are
+served; other parameters the model cannot honour are refused with HTTP 400, never ignored.
+
+It listens on loopback addresses only, unless --allow-remote, which also requires --api-key-env NAME:
+clients must then send "Authorization: Bearer $NAME" (the key is read from the environment, never from
+the command line). Connections time out after --timeout seconds of silence and at most
+--max-connections are open at once (503 beyond). Runs until Ctrl-C or SIGTERM. Nothing is written to
+stdout; request bodies and keys are never logged.
 
 [bold]Examples[/]
   ppt serve --model smollm2 --port 8000 &
   curl -s http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' \\
     -d '{"model": "smollm2", "messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 20}'
   ppt serve --model smollm2 --port 0 --port-file /tmp/ppt.port &   # ephemeral port, written to a file
+  PPT_SERVE_KEY=$(openssl rand -hex 16) ppt serve --host 0.0.0.0 --allow-remote --api-key-env PPT_SERVE_KEY
 """
 
 
 def serve(
     model: Annotated[str, typer.Option("--model", "-m", help="Causal LM: alias (smollm2), local path or hub id.", rich_help_panel=MODEL_PANEL)] = "smollm2",
-    host: Annotated[str, typer.Option("--host", help="Address to bind; 127.0.0.1 keeps it local.", rich_help_panel=SERVER_PANEL)] = "127.0.0.1",
+    host: Annotated[str, typer.Option("--host", help="Address to bind: a loopback address unless --allow-remote.", rich_help_panel=SERVER_PANEL)] = "127.0.0.1",
+    allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Allow a non-loopback --host (requires --api-key-env).", rich_help_panel=SERVER_PANEL)] = False,
+    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="NAME of the environment variable holding the bearer token clients must send (never the token itself).", rich_help_panel=SERVER_PANEL)] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds a connection may stay silent (idle keep-alive, slow headers or body) before it is closed.", rich_help_panel=SERVER_PANEL)] = 30.0,
+    max_connections: Annotated[int, typer.Option("--max-connections", min=1, help="Most connections open at once; more are answered 503.", rich_help_panel=SERVER_PANEL)] = 64,
     port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port (0 = an ephemeral port; see --port-file).", rich_help_panel=SERVER_PANEL)] = 8000,
     port_file: Annotated[str | None, typer.Option("--port-file", help="Write the bound port to this file once listening (for scripts using --port 0).", rich_help_panel=SERVER_PANEL)] = None,
     served_name: Annotated[str | None, typer.Option("--served-name", help="Model id reported by /v1/models and in responses (default: --model).", rich_help_panel=SERVER_PANEL)] = None,
@@ -49,10 +61,31 @@ def serve(
         from ppt.cli.common import warn
         from ppt.io import ExitCode, PptError, stdout_guard
         from ppt.lm.generate import LocalGenerator
+        from ppt.remote.auth import check_env_name, env_not_set_message, is_loopback_host
         from ppt.remote.server import ModelService, make_server
 
+        api_key = None
+        if api_key_env is not None:
+            check_env_name(api_key_env)
+            api_key = os.environ.get(api_key_env, "").strip() or None
+            if api_key is None:
+                raise PptError(env_not_set_message(api_key_env), ExitCode.CONFIG,
+                               hint="export a random token first, e.g. export PPT_SERVE_KEY=$(openssl rand -hex 16)")
+        if not is_loopback_host(host):
+            if not allow_remote:
+                raise PptError(f"--host {host[:64]} is not a loopback address; refusing to expose the model",
+                               ExitCode.USAGE, hint="keep the default 127.0.0.1, or pass --allow-remote with "
+                                                    "--api-key-env NAME so clients need a bearer token")
+            if api_key is None:
+                raise PptError("--allow-remote requires --api-key-env NAME (clients must send a bearer token)",
+                               ExitCode.USAGE, hint="export PPT_SERVE_KEY=$(openssl rand -hex 16), then pass "
+                                                    "--api-key-env PPT_SERVE_KEY")
+            warn(f"serving on {host[:64]} over plain http: the bearer token and prompts cross the network "
+                 "unencrypted; put a TLS proxy in front")
+
         try:  # bind first: a taken port fails at once, before seconds of model loading
-            server = make_server(None, host, port, verbose=verbose)
+            server = make_server(None, host, port, verbose=verbose, api_key=api_key, socket_timeout_s=timeout,
+                                 max_connections=max_connections)
         except OSError as e:
             raise PptError(f"cannot bind {host}:{port}: {e.strerror}", ExitCode.UNAVAILABLE,
                            hint="pick another --port, or --port 0 for a free one") from None
@@ -65,8 +98,6 @@ def serve(
         service = ModelService(gen, served_name or model, max_batch=max_batch, max_wait_s=batch_wait_ms / 1000,
                                max_tokens_limit=max_tokens_limit)
         server.service = service
-        if not (host in ("localhost", "::1") or host.startswith("127.")):
-            warn(f"serving on {host}: the server has no authentication; anyone who can reach it can use the model")
         if port_file:
             tmp = f"{port_file}.{os.getpid()}.tmp"
             with open(tmp, "w") as fh:
@@ -74,7 +105,7 @@ def serve(
             os.replace(tmp, port_file)
         if not quiet:
             print(f"ppt: serve: {served_name or model} on {server.base_url} (max batch {max_batch}, "
-                  f"device {gen.describe()['device']}); Ctrl-C to stop", file=sys.stderr, flush=True)
+                  f"device {gen.describe()['device']}{'; bearer token required' if api_key else ''}); Ctrl-C to stop", file=sys.stderr, flush=True)
 
         def stop(signum, frame):  # noqa: ARG001 - signal handler signature
             threading.Thread(target=server.shutdown, daemon=True).start()

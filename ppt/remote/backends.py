@@ -42,18 +42,93 @@ class GenRequest:
     prompt: Any  # str (completions) or list of chat messages
     params: Any  # ppt.lm.generate.SamplingParams
     seed: int | None
+    n: int = 1  # choices wanted
+    logprobs: int | None = None  # None: not requested; k >= 0: per-token logprobs with the top k alternatives
+    stream: bool = False  # answer as server-sent events
+    include_usage: bool = False  # stream_options.include_usage
 
 
-def parse_request(body: Any, kind: str, *, max_tokens_limit: int | None = None) -> GenRequest:
-    """Validate an OpenAI chat/completions body; ValueError (a message safe to show) when it is bad."""
+CHAT_ROLES = frozenset({"system", "developer", "user", "assistant"})
+MAX_N = 8
+MAX_LOGPROBS = {"completions": 5, "chat": 20}  # OpenAI's limits
+_COMMON_KEYS = {"model", "max_tokens", "temperature", "top_p", "stop", "seed", "n", "stream", "stream_options",
+                "logprobs", "user", "metadata", "store"}
+_KEYS = {"chat": _COMMON_KEYS | {"messages", "max_completion_tokens", "top_logprobs"},
+         "completions": _COMMON_KEYS | {"prompt"}}
+# accepted only at the value that means "off": anything else would be silently ignored, so it is refused
+_DEFAULT_ONLY = {"presence_penalty": (0, 0.0), "frequency_penalty": (0, 0.0), "logit_bias": ({},), "echo": (False,),
+                 "best_of": (1,), "suffix": ("",), "tools": ([],), "tool_choice": ("none",), "functions": ([],),
+                 "function_call": ("none",), "parallel_tool_calls": (False, True),
+                 "response_format": ({"type": "text"},)}
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_request(body: Any, kind: str, *, max_tokens_limit: int | None = None,
+                  features: frozenset[str] | set[str] = frozenset(), strict: bool = True) -> GenRequest:
+    """Validate an OpenAI chat/completions body; ValueError (a message safe to show) when it is bad.
+
+    Every parameter is either honoured or refused, never ignored: ``features`` names what the caller
+    can serve beyond one plain answer (``"n"``, ``"logprobs"``, ``"stream"``); other requests for them,
+    unknown parameters and unsupported ones set to anything but their "off" value are refused
+    (``strict=False`` leaves those to a service that may support them)."""
     from ppt.lm.generate import SamplingParams
 
     if not isinstance(body, dict):
         raise ValueError("request body must be a JSON object")
-    if body.get("stream"):
-        raise ValueError("streaming is not supported; send stream=false")
-    if body.get("n", 1) != 1:
-        raise ValueError("only n=1 is supported")
+    if kind not in _KEYS:
+        raise ValueError(f"unknown endpoint kind {kind!r}")
+    for key, value in body.items() if strict else ():
+        if key in _KEYS[kind] or value is None:
+            continue
+        if key in _DEFAULT_ONLY:
+            if value not in _DEFAULT_ONLY[key]:
+                raise ValueError(f"'{key}' is not supported by this server (leave it unset)")
+            continue
+        raise ValueError(f"unknown or unsupported parameter '{str(key)[:40]}'")
+    if "model" in body and body["model"] is not None and not isinstance(body["model"], str):
+        raise ValueError("'model' must be a string")
+    stream = body.get("stream")
+    if stream is not None and not isinstance(stream, bool):
+        raise ValueError("'stream' must be a boolean")
+    stream = bool(stream)
+    if stream and "stream" not in features:
+        raise ValueError("streaming is not supported here; send stream=false")
+    options = body.get("stream_options")
+    include_usage = False
+    if options is not None:
+        if not stream:
+            raise ValueError("'stream_options' is only allowed with stream=true")
+        if not isinstance(options, dict) or set(options) - {"include_usage"} or \
+                not isinstance(options.get("include_usage", False), bool):
+            raise ValueError("'stream_options' supports only {\"include_usage\": true|false}")
+        include_usage = bool(options.get("include_usage", False))
+    n = body.get("n")
+    n = 1 if n is None else n
+    if not _int(n) or not 1 <= n <= MAX_N:
+        raise ValueError(f"'n' must be an integer in [1, {MAX_N}]")
+    if n > 1 and "n" not in features:
+        raise ValueError("only n=1 is supported here")
+    logprobs: int | None = None
+    if kind == "chat":
+        lp, top = body.get("logprobs"), body.get("top_logprobs")
+        if lp is not None and not isinstance(lp, bool):
+            raise ValueError("'logprobs' must be a boolean")
+        if top is not None and (not _int(top) or not 0 <= top <= MAX_LOGPROBS["chat"]):
+            raise ValueError(f"'top_logprobs' must be an integer in [0, {MAX_LOGPROBS['chat']}]")
+        if top is not None and not lp:
+            raise ValueError("'top_logprobs' requires logprobs=true")
+        if lp:
+            logprobs = top or 0
+    else:
+        lp = body.get("logprobs")
+        if lp is not None and (not _int(lp) or not 0 <= lp <= MAX_LOGPROBS["completions"]):
+            raise ValueError(f"'logprobs' must be an integer in [0, {MAX_LOGPROBS['completions']}]")
+        logprobs = lp
+    if logprobs is not None and "logprobs" not in features:
+        raise ValueError("logprobs are not supported here")
     if kind == "chat":
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
@@ -61,26 +136,38 @@ def parse_request(body: Any, kind: str, *, max_tokens_limit: int | None = None) 
         for m in messages:
             if not isinstance(m, dict) or not isinstance(m.get("role"), str):
                 raise ValueError("each message needs a string 'role'")
-            if not isinstance(m.get("content"), (str, list)):
-                raise ValueError("each message needs 'content' (a string or a list of parts)")
+            if m["role"] not in CHAT_ROLES:
+                raise ValueError(f"message role must be one of {', '.join(sorted(CHAT_ROLES))} "
+                                 "(tools and functions are not supported)")
+            extra = set(m) - {"role", "content", "name"}
+            if extra:
+                raise ValueError(f"unsupported message field '{str(sorted(extra)[0])[:40]}'")
+            content = m.get("content")
+            if isinstance(content, list):
+                if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+                           for p in content):
+                    raise ValueError("message content parts must be {\"type\": \"text\", \"text\": ...} "
+                                     "(images and audio are not supported)")
+            elif not isinstance(content, str):
+                raise ValueError("each message needs 'content' (a string or a list of text parts)")
         prompt: Any = messages
-    elif kind == "completions":
+    else:
         prompt = body.get("prompt")
         if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
             prompt = prompt[0]
         if not isinstance(prompt, str) or not prompt:
             raise ValueError("'prompt' must be a non-empty string")
-    else:
-        raise ValueError(f"unknown endpoint kind {kind!r}")
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
     if max_tokens is None:
         max_tokens = DEFAULT_MAX_TOKENS
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+    if not _int(max_tokens) or max_tokens < 1:
         raise ValueError("'max_tokens' must be a positive integer")
     if max_tokens_limit is not None and max_tokens > max_tokens_limit:
         raise ValueError(f"'max_tokens' must be <= {max_tokens_limit} on this server")
-    temperature = body.get("temperature", 1.0)
-    top_p = body.get("top_p", 1.0)
+    temperature = body.get("temperature")
+    temperature = 1.0 if temperature is None else temperature
+    top_p = body.get("top_p")
+    top_p = 1.0 if top_p is None else top_p
     for name, value, lo, hi in (("temperature", temperature, 0.0, 2.0), ("top_p", top_p, 0.0, 1.0)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (lo <= value <= hi):
             raise ValueError(f"'{name}' must be a number in [{lo:g}, {hi:g}]")
@@ -91,11 +178,12 @@ def parse_request(body: Any, kind: str, *, max_tokens_limit: int | None = None) 
     if not isinstance(stops, list) or len(stops) > 4 or any(not isinstance(s, str) or not s for s in stops):
         raise ValueError("'stop' must be a string or a list of up to 4 non-empty strings")
     seed = body.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+    if seed is not None and not _int(seed):
         raise ValueError("'seed' must be an integer")
     params = SamplingParams(max_new_tokens=max_tokens, temperature=float(temperature), top_p=float(top_p),
                             stop=tuple(stops))
-    return GenRequest(prompt=prompt, params=params, seed=seed)
+    return GenRequest(prompt=prompt, params=params, seed=seed, n=n, logprobs=logprobs, stream=stream,
+                      include_usage=include_usage)
 
 
 def run_local(

@@ -4,6 +4,8 @@ Every answered record is appended to FILE the moment its answer arrives (one JSO
 a crash, a kill or a fatal endpoint error loses nothing that was paid for. On the next run the ids
 found in FILE are not sent again: their saved records are emitted in place, so the output is complete
 and in input order. FILE itself holds each answered id exactly once and is a valid output file.
+Records are keyed by id (records without one by their input line), so ids must be unique: `ppt query`
+stops with exit 65 at a repeated id before that batch sends anything.
 
 A torn last line (the process died mid-write) is cut off when the journal is opened; lines that do
 not parse or carry an ``error`` are ignored (those records are retried). Only one process may append
@@ -25,6 +27,21 @@ from ppt.io import ExitCode, PptError, dumps_line
 def id_key(record_id: Any) -> bytes:
     """Journal key of a record id (``1`` and ``"1"`` differ)."""
     return orjson.dumps(record_id, option=orjson.OPT_SORT_KEYS)
+
+
+def line_key(line_no: int) -> bytes:
+    """Journal key of a record without an id: its 1-based input line (never equal to an id's key)."""
+    return b"#line:%d" % line_no
+
+
+def record_key(data: dict, id_field: str, line_no: int) -> bytes:
+    """The key a record is journaled under: its id, or its line when it has none."""
+    rid = data.get(id_field)
+    return id_key(rid) if rid is not None else line_key(line_no)
+
+
+def _as_key(key_or_id: Any) -> bytes:
+    return key_or_id if isinstance(key_or_id, bytes) else id_key(key_or_id)
 
 
 class Journal:
@@ -80,32 +97,36 @@ class Journal:
             return None
         if self.id_field in data and data[self.id_field] is not None:
             return id_key(data[self.id_field])
-        line = (data.get("ppt") or {}).get("query", {}).get("line") if isinstance(data.get("ppt"), dict) else None
-        return id_key(line - 1) if isinstance(line, int) else None
+        block = data["ppt"].get("query") if isinstance(data.get("ppt"), dict) else None
+        line = block.get("line") if isinstance(block, dict) else None
+        return line_key(line) if isinstance(line, int) and not isinstance(line, bool) else None
 
-    def __contains__(self, record_id: Any) -> bool:
-        return id_key(record_id) in self.index
+    def __contains__(self, key_or_id: Any) -> bool:
+        """``key_or_id``: a key from :func:`record_key` (bytes) or a record id."""
+        return _as_key(key_or_id) in self.index
 
     def __len__(self) -> int:
         return len(self.index)
 
-    def get(self, record_id: Any) -> dict:
-        offset, length = self.index[id_key(record_id)]
+    def get(self, key_or_id: Any) -> dict:
+        offset, length = self.index[_as_key(key_or_id)]
         with self._lock:
             data = os.pread(self.fd, length, offset)
         return orjson.loads(data)
 
-    def append(self, record_id: Any, record: dict) -> None:
+    def append(self, key_or_id: Any, record: dict) -> None:
+        """Journal an answered record; a key already journaled is never written twice."""
+        key = _as_key(key_or_id)
         line = dumps_line(record)
         with self._lock:
-            if self.closed:  # a late answer after shutdown: never write to a closed (maybe reused) fd
+            if self.closed or key in self.index:  # closed: never write to a closed (maybe reused) fd
                 return
             start = os.lseek(self.fd, 0, os.SEEK_END)
             view = memoryview(line)
             while view:
                 n = os.write(self.fd, view)
                 view = view[n:]
-            self.index[id_key(record_id)] = (start, len(line))
+            self.index[key] = (start, len(line))
             self.appended += 1
 
     def close(self) -> None:

@@ -15,10 +15,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppt.io import Record, RecordError, stamp
+from ppt.io import ExitCode, PptError, Record, RecordError, stamp
 from ppt.lm.templates import Template
 from ppt.remote.backends import Answer
-from ppt.remote.journal import Journal
+from ppt.remote.journal import Journal, record_key
 from ppt.stages.base import Stage
 
 
@@ -103,6 +103,7 @@ class QueryRunner(Stage):
         self.stats: Counter[str] = Counter()
         self.usage: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self._seen: dict[bytes, int] = {}  # journal key -> first line (duplicate ids under --resume)
         self._base_block = {**backend.describe(), **spec.describe()} if backend is not None else spec.describe()
 
     def __call__(self, records: list[Record]) -> list[dict | RecordError]:
@@ -111,18 +112,45 @@ class QueryRunner(Stage):
     def signature(self) -> dict[str, Any]:
         return {"stage": self.name, **self._base_block, "output_field": self.spec.output_field}
 
+    def _key(self, rec: Record) -> bytes:
+        return record_key(rec.data, self.id_field, rec.line_no)
+
+    def _check_unique(self, records: list[Record]) -> None:
+        """With --resume, answers are keyed by id: a repeated id would be answered with (or overwrite)
+        another record's saved output, so the run stops (exit 65) before this batch sends anything."""
+        for rec in records:
+            key = self._key(rec)
+            first = self._seen.get(key)
+            if first is not None:
+                raise PptError(f"duplicate id: line {rec.line_no} repeats the id of line {first}; --resume keys "
+                               "answers by id, so every record needs its own", ExitCode.DATAERR,
+                               hint="give each record a unique id (or name another field with --id-field); "
+                                    "answers already journaled are kept")
+            self._seen[key] = rec.line_no
+
+    def _check_record(self, rec: Record) -> RecordError | None:
+        """Everything that would make this record fail after its answer was paid for, checked before sending."""
+        err = check_sanitized(rec.data, self.spec)
+        if err is not None:
+            return err
+        if "ppt" in rec.data and not isinstance(rec.data["ppt"], dict):
+            return RecordError("ppt_field_conflict", "field 'ppt' exists and is not an object; rename it")
+        if self.spec.output_field in rec.data:
+            return RecordError("field_conflict", f"field '{self.spec.output_field}' already exists; "
+                                                 "choose another --output-field")
+        return None
+
     def process(self, records: list[Record]) -> list[dict | RecordError]:
         results: list[Any] = [None] * len(records)
         todo: list[tuple[int, Record, dict]] = []
+        if self.journal is not None:
+            self._check_unique(records)
         for i, rec in enumerate(records):
-            if self.journal is not None and rec.id in self.journal:
-                results[i] = self.journal.get(rec.id) if not self.dry_run else {self.id_field: rec.id, "resumed": True}
+            if self.journal is not None and self._key(rec) in self.journal:
+                results[i] = self.journal.get(self._key(rec)) if not self.dry_run else {self.id_field: rec.id, "resumed": True}
                 self.stats["resumed"] += 1
                 continue
-            err = check_sanitized(rec.data, self.spec)
-            if err is None and self.spec.output_field in rec.data:
-                err = RecordError("field_conflict", f"field '{self.spec.output_field}' already exists; "
-                                                    "choose another --output-field")
+            err = self._check_record(rec)
             if err is None:
                 try:
                     body = self.spec.body(self.spec.template.render(rec.data))
@@ -142,7 +170,12 @@ class QueryRunner(Stage):
 
         def on_done(j: int, res: Any) -> None:
             i, rec, _ = todo[j]
-            results[i] = self._finish(rec, res)
+            try:
+                results[i] = self._finish(rec, res)
+            except RecordError as e:  # this record alone; answers of the others are kept
+                results[i] = e
+            except Exception as e:  # noqa: BLE001 - never let one record's bookkeeping fail its batch
+                results[i] = RecordError("internal_error", f"could not record the answer ({type(e).__name__})")
 
         self.backend.run([(rec.id, body) for _, rec, body in todo], self.spec.endpoint, on_done)
         return results
@@ -171,7 +204,7 @@ class QueryRunner(Stage):
             for k, v in res.usage.items():
                 self.usage[k] += v
         if self.journal is not None:
-            self.journal.append(rec.id, out)
+            self.journal.append(self._key(rec), out)
         return out
 
     def summary_line(self) -> str:
