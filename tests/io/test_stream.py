@@ -29,7 +29,7 @@ from ppt.io import (
 )
 
 SECRET = "ZQX-secret-4711"
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def upper(batch: list[Record]) -> list[dict]:

@@ -20,7 +20,7 @@ from ppt.lm.generate import LocalGenerator, SamplingParams  # noqa: E402
 from ppt.lm.templates import EXTRACT_TEMPLATE  # noqa: E402
 
 PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def rec(i: int, **data) -> Record:

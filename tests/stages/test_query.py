@@ -346,4 +346,4 @@ def test_help_shows_examples():
     r = subprocess.run([*PPT, "query", "--help"], capture_output=True, text=True, timeout=60,
                        env={**os.environ, "COLUMNS": "200"})
     assert r.returncode == 0 and "ppt query --backend local --model smollm2" in r.stdout
-    assert Path(__file__).parent.parent.joinpath("examples", "prompts.jsonl").exists()
+    assert Path(__file__).parents[2].joinpath("examples", "prompts.jsonl").exists()
