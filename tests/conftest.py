@@ -12,10 +12,11 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 @pytest.fixture
 def tmp_cache(tmp_path, monkeypatch):
-    """A private, empty PPT_CACHE for one test."""
+    """A private, empty PPT_CACHE (and no user TIKTOKEN_CACHE_DIR) for one test."""
     cache = tmp_path / "ppt-cache"
     cache.mkdir()
     monkeypatch.setenv("PPT_CACHE", str(cache))
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
     return cache
 
 
