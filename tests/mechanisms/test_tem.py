@@ -73,11 +73,9 @@ def test_gamma_and_validation(space):
     assert m.gamma == pytest.approx(1.0 * math.log(999 * 39))
     assert TEM(2.0, space=space, beta=0.1).gamma == pytest.approx(math.log(9 * 39))
     assert m.params()["beta"] == 0.001 and m.params()["gamma"] == m.gamma
-    for bad in [dict(beta=0), dict(beta=1), dict(beta="x"), dict(foo=1)]:
+    for bad in [dict(beta=0), dict(beta=1), dict(beta="x")]:  # unknown params, bad eps: test_contract.py
         with pytest.raises(ValueError):
             TEM(1.0, space=space, **bad)
-    with pytest.raises(ValueError):
-        TEM(0.0, space=space)
     assert isinstance(get_mechanism("tem", eps=1.0, space=space), TEM)
     assert "metric DP" in TEM.notion
 
@@ -199,7 +197,8 @@ def test_metric_dp_audit(space):
     assert tightest > 0.2  # the audit sees a real part of the allowed ratio
 
 
-def test_seeded_outputs_independent_of_batching(space):
+def test_seeded_outputs_independent_of_distance_chunks(space):
+    """Batch size and order: test_contract.py; here the distance blocks and OS entropy."""
     m = TEM(3.0, space=space)
     rng = np.random.default_rng(0)
     texts = [" ".join(rng.choice(WORDS, int(rng.integers(1, 25)))) for _ in range(10)]
@@ -214,7 +213,6 @@ def test_seeded_outputs_independent_of_batching(space):
 
     ids = list(range(len(texts)))
     together = run(ids, 10)
-    assert run(ids, 1) == together and run(ids[::-1], 3) == together
     small = TEM(3.0, space=space, chunk_entries=50)  # one unique id per distance block
     res = small.sanitize_batch(texts, [record_generator(9, i) for i in ids])
     assert {i: r.text for i, r in zip(ids, res)} == together
