@@ -33,9 +33,8 @@ assert len(WORDS) == 40
 
 
 @pytest.fixture
-def space(tmp_path):
-    emb = np.random.default_rng(7).normal(size=(40, 8)).astype(np.float32)
-    return space_from_arrays("tiny", WORDS, emb, cache=Cache(tmp_path / "cache"))
+def space(array_space):
+    return array_space("tiny", WORDS, seed=7, dim=8)
 
 
 @pytest.fixture

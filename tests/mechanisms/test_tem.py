@@ -9,13 +9,11 @@ import pytest
 import torch
 from scipy import stats
 
-from ppt.cache import Cache
 from ppt.mechanisms import get_mechanism
 from ppt.mechanisms.tem import TEM
 from ppt.samplers.exponential import grouped_searchsorted, sample_from_logits_inverse_cdf
 from ppt.spaces.distances import distance_rows
 from ppt.rng import record_generator
-from ppt.spaces import space_from_arrays
 
 ALPHA = 1e-6
 WORDS = (
@@ -26,9 +24,8 @@ WORDS = (
 
 
 @pytest.fixture
-def space(tmp_path):
-    emb = np.random.default_rng(5).normal(size=(40, 8)).astype(np.float32) * 0.5
-    return space_from_arrays("tiny-tem", WORDS, emb, cache=Cache(tmp_path / "cache"))
+def space(array_space):
+    return array_space("tiny-tem", WORDS, seed=5, dim=8, scale=0.5)
 
 
 def dist(space) -> np.ndarray:
