@@ -92,7 +92,7 @@ def test_mauve_close_to_reference_package():
 
 
 @pytest.fixture(scope="module")
-def tiny_lm():
+def word_lm():
     from ppt.testing import tiny_llama, word_tokenizer
 
     words = ["<pad>", "<s>", "</s>", "the", "cat", "dog", "sat", "business", "sport", "a", "on", "Answer", ":"]
@@ -100,10 +100,10 @@ def tiny_lm():
     return tiny_llama(len(words), hidden_size=16, intermediate_size=32, num_hidden_layers=1), tok
 
 
-def test_continuation_logprobs_match_full_forward(tiny_lm):
+def test_continuation_logprobs_match_full_forward(word_lm):
     from ppt.lm.score import continuation_logprobs
 
-    model, _tok = tiny_lm
+    model, _tok = word_lm
     pairs = [([1, 3, 4], [6, 10]), ([1], [3, 5, 6, 9]), ([1, 3, 4, 6, 10, 3], [7])]
     got = continuation_logprobs(model, pairs, pad_id=0, batch_size=2)
     for (pre, cont), (lp, n) in zip(pairs, got):
@@ -114,11 +114,11 @@ def test_continuation_logprobs_match_full_forward(tiny_lm):
         assert n == len(cont) and lp == pytest.approx(want, abs=1e-4)
 
 
-def test_perplexity_and_zero_shot(tiny_lm):
+def test_perplexity_and_zero_shot(word_lm):
     from ppt.metrics.accuracy import ZeroShotClassifier
     from ppt.metrics.perplexity import perplexities, ppl
 
-    model, tok = tiny_lm
+    model, tok = word_lm
     [(nll, n)] = perplexities(model, tok, ["the cat sat"])
     assert n == 3 and ppl(nll, n) == pytest.approx(math.exp(nll / 3))
     clf = ZeroShotClassifier(model, tok, ["business", "sport"], template="{text} Answer :")
