@@ -12,10 +12,11 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 @pytest.fixture
 def tmp_cache(tmp_path, monkeypatch):
-    """A private, empty PPT_CACHE for one test."""
+    """A private, empty PPT_CACHE (and no user TIKTOKEN_CACHE_DIR) for one test."""
     cache = tmp_path / "ppt-cache"
     cache.mkdir()
     monkeypatch.setenv("PPT_CACHE", str(cache))
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
     return cache
 
 
@@ -25,3 +26,21 @@ def tiny_lm(tmp_path_factory):
     from ppt.testing import make_tiny_causal_lm
 
     return make_tiny_causal_lm(tmp_path_factory.getbasetemp() / "tiny-lm")
+
+
+@pytest.fixture
+def array_space(tmp_path):
+    """Build a tiny space from random arrays: ``array_space(name, words, seed=, dim=, scale=1.0)`` embeds each
+    word as a float32 standard normal row (times ``scale``), cached under this test's tmp_path."""
+    import numpy as np
+
+    from ppt.cache import Cache
+    from ppt.spaces import space_from_arrays
+
+    def build(name: str, words: list[str], *, seed: int, dim: int, scale: float = 1.0):
+        emb = np.random.default_rng(seed).normal(size=(len(words), dim)).astype(np.float32)
+        if scale != 1.0:
+            emb = emb * scale
+        return space_from_arrays(name, list(words), emb, cache=Cache(tmp_path / "cache"))
+
+    return build

@@ -105,10 +105,8 @@ def comparable(line: str) -> str:
 
 
 def make_tiny_lm(path: Path) -> str:
-    try:
-        from ppt.testing import make_tiny_causal_lm
-    except ImportError:
-        from ppt.remote.testing import make_tiny_causal_lm
+    from ppt.testing import make_tiny_causal_lm
+
     return str(make_tiny_causal_lm(path, seed=0))
 
 

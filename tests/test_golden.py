@@ -11,8 +11,8 @@ from tests import golden
 
 
 @pytest.fixture(scope="module")
-def tiny_lm_path(tmp_path_factory):
-    return golden.make_tiny_lm(tmp_path_factory.mktemp("golden") / "tiny-lm")
+def tiny_lm_path(tiny_lm):
+    return str(tiny_lm)  # the shared tiny model (conftest), the recipe golden.make_tiny_lm builds
 
 
 @pytest.mark.parametrize("index", range(len(golden.CONFIGS)), ids=[name for name, _ in golden.CONFIGS])

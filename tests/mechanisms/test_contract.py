@@ -4,7 +4,7 @@ Seeded output (text, accounting, pairs) does not depend on batch size or order; 
 raises instead of returning text; unknown parameters and bad eps are rejected before anything is
 loaded; the stamp names the mechanism, its notion and its parameters; ``Sanitized.pairs`` point at
 the replacement tokens in the output; ``prepare()`` is idempotent and changes no output. The
-distributional tests stay with each mechanism (tests/test_<mechanism>.py).
+distributional tests stay with each mechanism (tests/mechanisms/test_<mechanism>.py).
 """
 
 from __future__ import annotations

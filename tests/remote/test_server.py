@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 
@@ -17,8 +15,8 @@ torch = pytest.importorskip("torch")
 
 from ppt.lm.generate import LocalGenerator  # noqa: E402
 from ppt.remote.server import ModelService, start_server  # noqa: E402
+from tests.helpers import PPT  # noqa: E402
 
-PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
 CHAT = {"model": "anything", "messages": [{"role": "user", "content": "The quick brown fox"}], "max_tokens": 6}
 
 

@@ -3,37 +3,16 @@
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-from typing import ClassVar
 
 import numpy as np
 import pytest
 import torch
 
 from ppt.experiments import corpora, plot, sweep
-from ppt.mechanisms import Policy, TokenMechanism
 from ppt.spaces import space_from_arrays
+from tests.helpers import ShiftMech, ppt
 
 WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "far", "red", "big", "a", "blue"]
-
-
-class ShiftMech(TokenMechanism):
-    name: ClassVar[str] = "shift"
-    notion: ClassVar[str] = "none (test)"
-    default_policy: ClassVar[Policy] = Policy(oov="drop", stopwords="perturb")
-
-    def __init__(self, space, shift: int):
-        self.shift = shift
-        super().__init__(eps=1.0, space=space)
-
-    def params(self):
-        return {"shift": self.shift}
-
-    def draw(self, n, g):
-        return {"u": torch.rand(n, generator=g)}
-
-    def perturb_rows(self, rows, rand):
-        return (rows + self.shift) % self.space.size, {}
 
 
 class FakeEncoder:
@@ -92,5 +71,5 @@ def test_bbc_prefixes_are_balanced_and_short():
 
 
 def test_cli_sweep_rejects_bad_options(tmp_path):
-    r = subprocess.run(["ppt", "eval", "sweep", "-m", "nope", "--out-dir", str(tmp_path)], check=False, capture_output=True, text=True)
+    r = ppt("eval", "sweep", "-m", "nope", "--out-dir", str(tmp_path))
     assert r.returncode == 2 and "unknown mechanism" in r.stderr and not list(tmp_path.iterdir())

@@ -5,22 +5,20 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from ppt.stages.extract import Extractor  # noqa: E402
 from ppt.io import Record, RecordError  # noqa: E402
 from ppt.lm.generate import LocalGenerator, SamplingParams  # noqa: E402
 from ppt.lm.templates import EXTRACT_TEMPLATE  # noqa: E402
+from ppt.stages.extract import Extractor  # noqa: E402
+from tests.helpers import PPT  # noqa: E402
 
-PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def rec(i: int, **data) -> Record:

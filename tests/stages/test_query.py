@@ -7,11 +7,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,10 +18,9 @@ import pytest
 pytest.importorskip("httpx")
 
 from ppt.lm.templates import QUERY_TEMPLATE  # noqa: E402
-from ppt.remote.journal import Journal  # noqa: E402
 from ppt.testing import EchoService, Fault, FaultPlan, loopback  # noqa: E402
+from tests.helpers import PPT, ppt  # noqa: E402
 
-PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
 SECRET_RAW = "RAW-SECRET-Emma-Springfield"
 SECRET_OTHER = "OTHER-SECRET-account-4417"
 STAMP = {"sanitize": {"mechanism": "rantext", "eps": 6.0, "keep_original": "raw", "alignment_field": "ppt_alignment"}}
@@ -46,10 +43,9 @@ def jsonl(recs: list[dict]) -> str:
 
 def ppt_query(url: str | None, args: list[str], recs: list[dict] | str, *, env: dict | None = None,
               timeout: float = 60) -> subprocess.CompletedProcess:
-    cmd = [*PPT, "query", "--model", "m", *(["--base-url", url] if url else []), *args]
     data = recs if isinstance(recs, str) else jsonl(recs)
-    return subprocess.run(cmd, input=data, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    return ppt("query", "--model", "m", *(["--base-url", url] if url else []), *args, stdin=data, timeout=timeout,
+               env=env or {})
 
 
 def lines(stdout: str) -> list[dict]:
@@ -307,31 +303,12 @@ def test_resume_refuses_to_share_the_output_file(tmp_path):
     assert r.returncode == 2 and "redirected to the --resume journal" in r.stderr
 
 
-def test_journal_drops_a_torn_tail_and_ignores_errors(tmp_path):
-    path = tmp_path / "j.jsonl"
-    good = {"id": "a", "generation": "x"}
-    path.write_text(json.dumps(good) + "\n" + json.dumps({"id": "b", "error": {}}) + "\n" + '{"id": "c", "gen')
-    j = Journal(str(path), "id", "generation")
-    try:
-        assert "a" in j and "b" not in j and "c" not in j and len(j) == 1
-        assert j.get("a") == good
-        j.append("c", {"id": "c", "generation": "y"})
-        with pytest.raises(Exception, match="in use"):
-            Journal(str(path), "id", "generation")
-    finally:
-        j.close()
-    assert [json.loads(x)["id"] for x in path.read_text().splitlines()] == ["a", "b", "c"]
-
-
 # ---------------------------------------------------------------------------------------- local backend
 
 
-def test_local_backend_batched_and_seeded(tmp_path_factory):
-    from ppt.testing import make_tiny_causal_lm
-
-    tiny = make_tiny_causal_lm(tmp_path_factory.getbasetemp() / "tiny-lm")
+def test_local_backend_batched_and_seeded(tiny_lm):
     recs = records(3)
-    r = ppt_query(None, ["--backend", "local", "--model", str(tiny), "--device", "cpu", "--max-tokens", "5",
+    r = ppt_query(None, ["--backend", "local", "--model", str(tiny_lm), "--device", "cpu", "--max-tokens", "5",
                          "--seed", "3", "--temperature", "1"], recs, timeout=180)
     assert r.returncode == 0, r.stderr
     out = lines(r.stdout)
@@ -346,4 +323,4 @@ def test_help_shows_examples():
     r = subprocess.run([*PPT, "query", "--help"], capture_output=True, text=True, timeout=60,
                        env={**os.environ, "COLUMNS": "200"})
     assert r.returncode == 0 and "ppt query --backend local --model smollm2" in r.stdout
-    assert Path(__file__).parent.parent.joinpath("examples", "prompts.jsonl").exists()
+    assert Path(__file__).parents[2].joinpath("examples", "prompts.jsonl").exists()

@@ -5,11 +5,9 @@ import subprocess
 
 import pytest
 
+from tests.helpers import ppt
+
 SECRET = "Zanzibar Quux-Secretname 4417"
-
-
-def ppt(*args, stdin: str = "", timeout: int = 600):
-    return subprocess.run(["ppt", *args], input=stdin, capture_output=True, text=True, timeout=timeout)
 
 
 def records(n=5):

@@ -1,0 +1,71 @@
+"""Plain helpers shared by test modules (fixtures live in conftest.py): running the real ``ppt``
+executable, skipping on missing packaged models, and a deterministic test mechanism.
+
+Import as ``from tests.helpers import ...``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from typing import ClassVar
+
+import pytest
+import torch
+
+from ppt.mechanisms import Policy, TokenMechanism
+
+# the installed console script when there is one, else the CLI's module under this interpreter
+PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
+
+
+def ppt(*args: str, stdin: str = "", timeout: float = 600, env: dict | None = None,
+        cwd=None) -> subprocess.CompletedProcess:
+    """Run ``ppt ARGS`` in a subprocess with ``stdin`` as input; text stdout/stderr captured, never raises on exit codes."""
+    return subprocess.run([*PPT, *args], check=False, input=stdin, capture_output=True, text=True, timeout=timeout,
+                          env=None if env is None else {**os.environ, **env}, cwd=cwd)
+
+
+# ---------------------------------------------------------------------------------- packaged models
+
+
+def installed(alias: str) -> bool:
+    from ppt.models import registry
+    from ppt.models.catalog import OFFLINE
+
+    return registry.is_installed(OFFLINE[alias])
+
+
+def needs(alias: str):
+    """Skip unless the packaged model ``alias`` is installed."""
+    return pytest.mark.skipif(not installed(alias), reason=f"{alias} not installed (ppt models install {alias})")
+
+
+# a fake carrier package on sys.path (the fake_asset fixture in tests/models/conftest.py)
+FAKE_TOP = "ppt_fake_carrier_pkg"
+
+
+# ---------------------------------------------------------------------------------- mechanisms
+
+
+class ShiftMech(TokenMechanism):
+    """Deterministic test mechanism: every perturbed row r becomes (r + shift) % V."""
+
+    name: ClassVar[str] = "shift"
+    notion: ClassVar[str] = "none (test)"
+    default_policy: ClassVar[Policy] = Policy(oov="drop", stopwords="perturb")
+
+    def __init__(self, space, shift: int = 1, **kw):
+        self.shift = shift
+        super().__init__(eps=1.0, space=space, **kw)
+
+    def params(self):
+        return {"shift": self.shift, "space": self.space.name}
+
+    def draw(self, n, g):
+        return {"u": torch.rand(n, generator=g)}
+
+    def perturb_rows(self, rows, rand):
+        return (rows + self.shift) % self.space.size, {}
