@@ -11,7 +11,7 @@ a non-sensitive word is sampled the same way with probability ``p`` and otherwis
 
 Privacy notion. For x, x' and any y in V_s the ratio P[y|x] / P[y|x'] is at most exp(eps * d(x, x'))
 (triangle inequality applied once to the numerator and once to the normaliser; the derivation is in
-``tests/test_santext.py``), i.e. eps-d_X-privacy (metric LDP) between words whose rows are sampled;
+``tests/mechanisms/test_santext.py``), i.e. eps-d_X-privacy (metric LDP) between words whose rows are sampled;
 eps/2 in the exponent is the paper's convention. A kept non-sensitive word of SanText+ is not covered.
 
 Implementation notes (and the reference code's problems that are avoided here):

@@ -47,7 +47,7 @@ Privacy accounting (reported per record, in ``Accounting.extra``):
   per-token ``eps + eps'`` with ``eps' = ln(max|b| / min|b|)`` over the non-empty buckets of that
   position. eps' is **data dependent** (a function of the private text, itself not privatized: keep
   the stamp local) and, as reconstructed, **not a worst-case bound**: for some pairs of inputs the
-  exact log-ratio exceeds eps + eps' of either input (``tests/test_cape.py`` has one).
+  exact log-ratio exceeds eps + eps' of either input (``tests/mechanisms/test_cape.py`` has one).
 * ``composed_eps`` = sum over perturbed tokens of (eps + eps'_i), the paper's accounting under basic
   composition (each position's mechanism is bounded against any change of the whole record, since
   Delta_u is the utility's range; positions use independent randomness).
