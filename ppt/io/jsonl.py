@@ -67,8 +67,9 @@ def iter_lines_interactive(stream: IO[bytes], grace: float = STALL_GRACE_S) -> I
     pos = 0
     line_no = 0
     fresh = False  # a line was yielded since the last stall
+    scanned = 0  # buf[pos:scanned] holds no newline (a long line is not rescanned per chunk)
     while True:
-        nl = buf.find(b"\n", pos)
+        nl = buf.find(b"\n", max(pos, scanned))
         if nl >= 0:
             line_no += 1
             line = _clean(line_no, bytes(buf[pos : nl + 1]))
@@ -78,12 +79,10 @@ def iter_lines_interactive(stream: IO[bytes], grace: float = STALL_GRACE_S) -> I
                 yield line_no, line
             continue
         del buf[:pos]
-        pos = 0
-        if fresh:
-            ready, _, _ = select.select([fd], [], [], grace)
-            if not ready:
-                fresh = False
-                yield None
+        pos, scanned = 0, len(buf)
+        if fresh and not _readable(fd, grace):
+            fresh = False
+            yield None
         chunk = stream.read1(_CHUNK)  # type: ignore[attr-defined]  # drains the reader's own buffer first
         if not chunk:
             if buf:
@@ -93,6 +92,19 @@ def iter_lines_interactive(stream: IO[bytes], grace: float = STALL_GRACE_S) -> I
                     yield line_no, line
             return
         buf += chunk
+
+
+def _readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` has data (or EOF) within ``timeout`` seconds; poll() has no FD_SETSIZE limit."""
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(timeout * 1000))
+    except (AttributeError, OSError, ValueError):  # no poll() (Windows): select()
+        try:
+            return bool(select.select([fd], [], [], timeout)[0])
+        except (OSError, ValueError):
+            return True  # cannot tell: never stall
 
 
 # ------------------------------------------------------------------------------------ values

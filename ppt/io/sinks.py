@@ -48,6 +48,10 @@ class Sink:
     def silence(self) -> None:
         pass
 
+    def mark_private(self) -> None:
+        """The output turned out to hold raw text (a record carries a --keep-original or alignment
+        field): a new file is created 0600. The mode is applied at commit, so this may come late."""
+
 
 class _StreamSink(Sink):
     def __init__(self, stream: Any, is_stdout: bool) -> None:
@@ -124,6 +128,7 @@ class _FileSink(Sink):
             raise PptError(f"output directory does not exist: {directory}", ExitCode.IOERR, hint="create it first")
         self.existing = existing
         self.mode = stat.S_IMODE(existing.st_mode) if existing is not None else (0o600 if private else 0o666 & ~_umask())
+        self.private = private
         self.tmp: str | None = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
         try:
             fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
@@ -141,6 +146,10 @@ class _FileSink(Sink):
     def write(self, data: bytes) -> None:
         self.fh.write(data)
         self.fh.flush()
+
+    def mark_private(self) -> None:
+        if self.existing is None and not self.private:
+            self.private, self.mode = True, 0o600
 
     def commit(self) -> None:
         self.fh.flush()

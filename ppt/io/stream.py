@@ -59,6 +59,16 @@ def _read(lines: Iterator[tuple[int, bytes] | None]) -> Iterator[tuple[int, byte
         yield item
 
 
+def _reveals_raw(data: Any) -> bool:
+    """Whether an output record carries the raw text or its alignment, as its ``ppt.sanitize`` stamp
+    declares (--keep-original / --emit-alignment upstream): then a new -o file is made 0600."""
+    block = data.get("ppt") if isinstance(data, dict) else None
+    block = block.get("sanitize") if isinstance(block, dict) else None
+    if not isinstance(block, dict):
+        return False
+    return any(isinstance(f, str) and f in data for f in (block.get("keep_original"), block.get("alignment_field")))
+
+
 # --------------------------------------------------------------------------------------- runner
 
 
@@ -82,6 +92,7 @@ class _Runner:
         self.ok = 0
         self.failed: Counter[str] = Counter()
         self.failed_lines: list[int] = []
+        self.private_seen = False
         self.bar = _progress(desc, total_hint, err, opts.quiet)
 
     # -- reporting
@@ -184,6 +195,9 @@ class _Runner:
                 res = next(it)
                 if not isinstance(res, RecordError):
                     out.append(dumps_line(res))
+                    if not self.private_seen and _reveals_raw(res):
+                        self.private_seen = True
+                        self.sink.mark_private()
                     self.ok += 1
                     continue
                 item = BadLine(item.line_no, item.data.get(self.opts.id_field), res)

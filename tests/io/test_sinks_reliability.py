@@ -384,3 +384,13 @@ def test_files_and_ready_pipes_keep_full_batches(tmp_path):
     with os.fdopen(r, "rb") as src:
         assert run_stream(StreamArgs(), fn, _stdin=src, _stdout=io.BytesIO(), _stderr=io.StringIO()) == ExitCode.OK
     assert sizes == [64, 64, 64, 8]
+
+
+def test_records_that_carry_raw_text_downstream_make_a_private_file(tmp_path, umask022):
+    """`ppt query -o` over records sanitized with --keep-original: the raw field passes through."""
+    rec = {"text": "x", "raw": "secret", "ppt": {"sanitize": {"keep_original": "raw", "alignment_field": None}}}
+    assert run_to(tmp_path / "out.jsonl", jl(rec), fn=lambda b: [r.data for r in b]) == ExitCode.OK
+    assert stat.S_IMODE(os.stat(tmp_path / "out.jsonl").st_mode) == 0o600
+    rec["ppt"]["sanitize"]["keep_original"] = None  # stamped, nothing raw: the umask decides
+    assert run_to(tmp_path / "out2.jsonl", jl(rec), fn=lambda b: [r.data for r in b]) == ExitCode.OK
+    assert stat.S_IMODE(os.stat(tmp_path / "out2.jsonl").st_mode) == 0o644
