@@ -20,8 +20,13 @@ from typing import Annotated, Any, Literal, NoReturn, TypeVar, overload
 import typer
 
 from ppt.io.args import StreamArgs
-from ppt.io.errors import PptError
+from ppt.io.errors import PptError, Terminated
 from ppt.io.exitcodes import ExitCode
+from ppt.io.stdout import ensure_std_fds
+
+# before anything opens a file: a closed fd 0/1/2 (`<&-`, `>&-`, `2>&-`) is pointed at /dev/null so no
+# file lands on it; `-` input/output is then refused with exit 66/74, and a closed stderr drops messages
+ensure_std_fds()
 
 IO_PANEL = "Input / output"
 RUN_PANEL = "Run"
@@ -42,7 +47,11 @@ InputOpt = Annotated[
 OutputOpt = Annotated[
     str,
     typer.Option(
-        "--output", "-o", help="Output JSONL file (written atomically); '-' writes stdout.", rich_help_panel=IO_PANEL
+        "--output",
+        "-o",
+        help="Output JSONL: '-' writes stdout; a regular file is replaced atomically and keeps its mode; "
+        "devices, FIFOs, /dev/fd/N (e.g. >(gzip > x.gz)) and symlink targets are written through.",
+        rich_help_panel=IO_PANEL
     ),
 ]
 TextFieldOpt = Annotated[
@@ -96,6 +105,7 @@ def stream_args(
     seed: int | None = None,
     device: str = "auto",
     require_text: bool = True,
+    private: bool = False,
 ) -> StreamArgs:
     """Bundle the shared flags into the one StreamArgs that run_stream and the stages take."""
     return StreamArgs(
@@ -109,6 +119,7 @@ def stream_args(
         require_text=require_text,
         seed=seed,
         device=device,
+        private=private,
     )
 
 
@@ -138,8 +149,13 @@ def _guard() -> Iterator[None]:
     except PptError as err:
         fail(err)
     except KeyboardInterrupt:
-        print("\nppt: interrupted", file=sys.stderr, flush=True)
+        with contextlib.suppress(OSError, ValueError):
+            print("\nppt: interrupted", file=sys.stderr, flush=True)
         raise typer.Exit(130) from None
+    except Terminated as sig:  # SIGTERM / SIGHUP during a run: output cleaned up, exit like a shell reports it
+        with contextlib.suppress(OSError, ValueError):
+            print("ppt: terminated", file=sys.stderr, flush=True)
+        raise typer.Exit(128 + sig.signum) from None
     except BrokenPipeError:
         from ppt.io.stdout import silence_stdout
 

@@ -69,6 +69,7 @@ def sanitize(
     stopwords: Annotated[str | None, typer.Option("--stopwords", help="NLTK stopwords: perturb | keep.", rich_help_panel=POLICY_PANEL)] = None,
     case: Annotated[str | None, typer.Option("--case", help="Capitalisation of replacements: sentence | vocab | original (leaks case).", rich_help_panel=POLICY_PANEL)] = None,
     keep_original: Annotated[str | None, typer.Option("--keep-original", help="Also write the raw text to this field (stays local!).", rich_help_panel=MECH_PANEL)] = None,
+    min_kept: Annotated[int, typer.Option("--min-kept", min=0, help="A record whose private text keeps fewer than N tokens (e.g. all dropped as out-of-vocabulary) is an error handled by --on-error; 0 (default) keeps it, with a warning when it is empty.", rich_help_panel=POLICY_PANEL)] = 0,
     emit_alignment: Annotated[str | None, typer.Option("--emit-alignment", help="Also write [[orig_row, new_row, start, end], ...] per perturbed token to this field, for `ppt attack` / `ppt eval` (reveals the original tokens: stays local!).", rich_help_panel=MECH_PANEL)] = None,
     input: InputOpt = "-",  # noqa: A002
     output: OutputOpt = "-",
@@ -99,7 +100,7 @@ def sanitize(
         warn_if_seeded(seed)
         args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device)
         stage = SanitizeStage(mechanism, text_field=text_field, seed=seed, keep_original=keep_original,
-                              emit_alignment=emit_alignment)
+                              emit_alignment=emit_alignment, min_kept=min_kept)
         raise typer.Exit(run_stream(args, stage, desc="sanitize"))
 
 

@@ -6,12 +6,13 @@
 """
 
 from ppt.io.args import StreamArgs
-from ppt.io.errors import PptError, RecordError
+from ppt.io.errors import PptError, RecordError, Terminated
 from ppt.io.exitcodes import ExitCode
 from ppt.io.jsonl import dumps_line, iter_lines
 from ppt.io.records import Record, parse_line
 from ppt.io.stamp import jsonable, stamp
-from ppt.io.stdout import real_stdout, silence_stdout, stdout_guard
+from ppt.io.sinks import open_output
+from ppt.io.stdout import ensure_std_fds, error_stream, real_stdout, silence_stdout, stdout_guard
 from ppt.io.stream import run_stream
 
 __all__ = [
@@ -20,9 +21,13 @@ __all__ = [
     "Record",
     "RecordError",
     "StreamArgs",
+    "Terminated",
     "dumps_line",
+    "ensure_std_fds",
+    "error_stream",
     "iter_lines",
     "jsonable",
+    "open_output",
     "parse_line",
     "real_stdout",
     "run_stream",

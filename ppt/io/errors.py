@@ -35,3 +35,12 @@ class RecordError(Exception):
         if line is not None:
             out["line"] = line
         return out
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived while run_stream ran (raised like KeyboardInterrupt for SIGINT, so
+    cleanup runs); the CLI exits with 128 + ``signum``, as a shell reports a process killed by it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"terminated by signal {signum}")
+        self.signum = signum

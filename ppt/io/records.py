@@ -10,6 +10,7 @@ import orjson
 
 from ppt.io.args import StreamArgs
 from ppt.io.errors import RecordError
+from ppt.io.jsonl import loads_exact, may_hold_big_int
 
 ON_ERROR_MODES = ("fail", "skip", "record")
 
@@ -17,7 +18,8 @@ ON_ERROR_MODES = ("fail", "skip", "record")
 @dataclass
 class Record:
     """A valid input line. ``data`` is the parsed object, passed through untouched; ``id`` is the
-    id field's value, or the 0-based physical line number when missing/null (stable across runs)."""
+    id field's value, or the 0-based physical line number when missing/null (stable across runs: it
+    keys seeded randomness and resume; error records write ``null`` instead, see BadLine)."""
 
     line_no: int
     id: Any
@@ -27,7 +29,9 @@ class Record:
 
 @dataclass
 class BadLine:
-    """A line that failed validation (or processing): kept in its input position for ``record``."""
+    """A line that failed validation (or processing): kept in its input position for ``record``.
+    ``id`` is the record's own id field, or None when it has none (the error record says ``"id": null``
+    and its line number, so it can never collide with a real id)."""
 
     line_no: int
     id: Any
@@ -55,35 +59,55 @@ def _type_name(value: Any) -> str:
 
 def parse_line(raw: bytes, line_no: int, opts: StreamArgs) -> Record | BadLine:
     """Validate one non-blank line (without its newline). Never raises for bad data."""
-    index = line_no - 1
     try:
         text_line = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return BadLine(line_no, index, RecordError("invalid_utf8", f"invalid UTF-8 at byte {exc.start + 1}"))
-    try:
-        data = orjson.loads(text_line)
-    except orjson.JSONDecodeError as exc:
-        return BadLine(line_no, index, RecordError("malformed_json", f"malformed JSON ({_json_problem(exc)})"))
+        return BadLine(line_no, None, RecordError("invalid_utf8", f"invalid UTF-8 at byte {exc.start + 1}"))
+    data = _loads(text_line, raw)
+    if isinstance(data, RecordError):
+        return BadLine(line_no, None, data)
     if not isinstance(data, dict):
         return BadLine(
-            line_no, index, RecordError("not_an_object", f"expected a JSON object, got {_type_name(data)}")
+            line_no, None, RecordError("not_an_object", f"expected a JSON object, got {_type_name(data)}")
         )
-    rid = data.get(opts.id_field)
-    if rid is None:
-        rid = index
+    own_id = data.get(opts.id_field)
+    rid = line_no - 1 if own_id is None else own_id
+    ppt_block = data.get("ppt")
+    if ppt_block is not None and not isinstance(ppt_block, dict):  # every stage stamps data["ppt"][stage]
+        return BadLine(line_no, own_id, RecordError("ppt_field_conflict",
+                                                    "field 'ppt' exists and is not an object; rename it"))
     field = opts.text_field
     text = data.get(field)
     if opts.require_text:
         if field not in data:
-            return BadLine(line_no, rid, RecordError("missing_text_field", f"missing text field '{field}'"))
+            return BadLine(line_no, own_id, RecordError("missing_text_field", f"missing text field '{field}'"))
         if not isinstance(text, str):
             return BadLine(
                 line_no,
-                rid,
+                own_id,
                 RecordError("text_not_string", f"text field '{field}' is {_type_name(text)}, expected string"),
             )
         if not text.strip():
-            return BadLine(line_no, rid, RecordError("empty_text", f"text field '{field}' is empty"))
+            return BadLine(line_no, own_id, RecordError("empty_text", f"text field '{field}' is empty"))
     elif not isinstance(text, str):
         text = None
     return Record(line_no=line_no, id=rid, data=data, text=text)
+
+
+def _loads(text_line: str, raw: bytes) -> Any:
+    """orjson, or the standard json module where a long digit run may be an integer beyond 64 bits
+    (orjson would turn it into a float, or refuse it): big ids and pass-through numbers stay exact."""
+    try:
+        data = orjson.loads(text_line)
+    except orjson.JSONDecodeError as exc:
+        if not may_hold_big_int(raw):
+            return RecordError("malformed_json", f"malformed JSON ({_json_problem(exc)})")
+        problem = _json_problem(exc)
+    else:
+        if not may_hold_big_int(raw):
+            return data
+        problem = "number too long"  # orjson took it, json did not: an integer over Python's digit limit
+    try:
+        return loads_exact(text_line)
+    except (ValueError, RecursionError):
+        return RecordError("malformed_json", f"malformed JSON ({problem})")

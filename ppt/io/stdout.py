@@ -1,5 +1,11 @@
 """Stdout hygiene: while library code runs, stray ``print`` output goes to stderr so stdout carries
-only JSONL; the runner still reaches the real stdout through :func:`real_stdout`."""
+only JSONL; the runner still reaches the real stdout through :func:`real_stdout`.
+
+Closed standard streams (``<&-``, ``>&-``, ``2>&-``): :func:`ensure_std_fds` (called once by the CLI at
+start-up) points a closed fd 0/1/2 at /dev/null, so no file the run opens later can land on it and
+receive stray writes; Python leaves ``sys.stdin``/``sys.stdout`` as None, which the runner reports as
+exit 66/74, and a closed stderr becomes a sink that drops messages, so the run works without it.
+"""
 
 from __future__ import annotations
 
@@ -19,14 +25,14 @@ def stdout_guard() -> Iterator[None]:
     the real stdout, which is remembered here even when guards nest."""
     _REAL_STDOUT.append(sys.stdout)
     try:
-        with contextlib.redirect_stdout(sys.stderr):
+        with contextlib.redirect_stdout(sys.stderr if sys.stderr is not None else _Discard()):
             yield
     finally:
         _REAL_STDOUT.pop()
 
 
-def real_stdout() -> IO[str]:
-    """The stdout that was in place before the outermost active stdout_guard."""
+def real_stdout() -> IO[str] | None:
+    """The stdout that was in place before the outermost active stdout_guard (None: stdout is closed)."""
     return _REAL_STDOUT[0] if _REAL_STDOUT else sys.stdout
 
 
@@ -36,3 +42,59 @@ def silence_stdout() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
+
+
+class _Discard:
+    """A text stream that drops what is written to it (stands in for a closed stderr)."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def writelines(self, lines) -> None:  # noqa: ANN001
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError("stderr is closed")
+
+    def close(self) -> None:
+        pass
+
+
+def error_stream(stream: IO[str] | None = None) -> IO[str]:
+    """``stream`` or sys.stderr, or a sink that drops messages when stderr is closed (``2>&-``)."""
+    out = stream if stream is not None else sys.stderr
+    return out if out is not None else _Discard()  # type: ignore[return-value]
+
+
+def _fd_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def ensure_std_fds() -> None:
+    """Fill closed fds 0/1/2 with /dev/null (idempotent), and give a closed stderr a discarding stream.
+
+    ``sys.stdin``/``sys.stdout`` stay None when they were closed at start-up, so ``-`` input/output
+    is refused with exit 66/74 instead of reading or writing /dev/null silently."""
+    for fd, flags in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        if _fd_open(fd):
+            continue
+        with contextlib.suppress(OSError):
+            new = os.open(os.devnull, flags)
+            if new != fd:
+                os.dup2(new, fd)
+                os.close(new)
+    if sys.stderr is None:
+        sys.stderr = _Discard()  # type: ignore[assignment]

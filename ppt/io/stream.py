@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from ppt.io.args import StreamArgs
-from ppt.io.errors import PptError, RecordError
+from ppt.io.errors import PptError, RecordError, Terminated
 from ppt.io.exitcodes import ExitCode
-from ppt.io.jsonl import dumps_line, iter_lines
+from ppt.io.jsonl import dumps_line, is_interactive, iter_lines, iter_lines_interactive
 from ppt.io.records import ON_ERROR_MODES, BadLine, Record, parse_line
 from ppt.io.sinks import Sink, open_output
-from ppt.io.stdout import stdout_guard
+from ppt.io.stdout import error_stream, stdout_guard
 
 ProcessBatch = Callable[[list[Record]], list[Any]]
 
@@ -30,6 +32,8 @@ def _open_input(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], bool]:
     if stdin is not None:
         return stdin, False
     if path == "-":
+        if sys.stdin is None:  # started with `<&-`
+            raise PptError("stdin is closed", ExitCode.NOINPUT, hint="give a file with -i, or pipe JSONL in")
         return sys.stdin.buffer, False
     if os.path.isdir(path):
         raise PptError(f"input path is a directory: {path}", ExitCode.NOINPUT, hint="give a JSONL file, or '-' for stdin")
@@ -43,7 +47,7 @@ def _open_input(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], bool]:
         raise PptError(f"cannot read input {path}: {exc.strerror}", ExitCode.NOINPUT) from None
 
 
-def _read(lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
+def _read(lines: Iterator[tuple[int, bytes] | None]) -> Iterator[tuple[int, bytes] | None]:
     """Turn read failures (disk, NFS) into a fatal IOERR instead of a traceback."""
     while True:
         try:
@@ -53,6 +57,16 @@ def _read(lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
         except OSError as exc:
             raise PptError(f"cannot read input: {exc.strerror or exc}", ExitCode.IOERR) from None
         yield item
+
+
+def _reveals_raw(data: Any) -> bool:
+    """Whether an output record carries the raw text or its alignment, as its ``ppt.sanitize`` stamp
+    declares (--keep-original / --emit-alignment upstream): then a new -o file is made 0600."""
+    block = data.get("ppt") if isinstance(data, dict) else None
+    block = block.get("sanitize") if isinstance(block, dict) else None
+    if not isinstance(block, dict):
+        return False
+    return any(isinstance(f, str) and f in data for f in (block.get("keep_original"), block.get("alignment_field")))
 
 
 # --------------------------------------------------------------------------------------- runner
@@ -78,6 +92,7 @@ class _Runner:
         self.ok = 0
         self.failed: Counter[str] = Counter()
         self.failed_lines: list[int] = []
+        self.private_seen = False
         self.bar = _progress(desc, total_hint, err, opts.quiet)
 
     # -- reporting
@@ -115,7 +130,7 @@ class _Runner:
         self._say(line)
 
     # -- main loop
-    def run(self, lines: Iterator[tuple[int, bytes]]) -> int:
+    def run(self, lines: Iterator[tuple[int, bytes] | None]) -> int:
         try:
             code = self._loop(lines)
         except _BrokenPipe:
@@ -129,10 +144,16 @@ class _Runner:
             code = ExitCode.SOME_FAILED if self.failed else ExitCode.OK
         return int(code)
 
-    def _loop(self, lines: Iterator[tuple[int, bytes]]) -> int | None:
+    def _loop(self, lines: Iterator[tuple[int, bytes] | None]) -> int | None:
         opts = self.opts
         window_cap = opts.batch_size + 1024  # bounds memory when many lines are bad
-        for line_no, raw in _read(lines):
+        for entry in _read(lines):
+            if entry is None:  # the input stalled (an interactive pipe): process what is there now
+                code = self._flush()
+                if code is not None:
+                    return code
+                continue
+            line_no, raw = entry
             item = parse_line(raw, line_no, opts)
             if isinstance(item, BadLine) and opts.on_error == "fail":
                 code = self._flush()
@@ -174,9 +195,12 @@ class _Runner:
                 res = next(it)
                 if not isinstance(res, RecordError):
                     out.append(dumps_line(res))
+                    if not self.private_seen and _reveals_raw(res):
+                        self.private_seen = True
+                        self.sink.mark_private()
                     self.ok += 1
                     continue
-                item = BadLine(item.line_no, item.id, res)
+                item = BadLine(item.line_no, item.data.get(self.opts.id_field), res)
             self._count_failure(item)
             if self.opts.on_error == "fail":
                 fatal = item
@@ -226,6 +250,42 @@ def _validate(opts: StreamArgs) -> None:
         raise PptError(f"--batch-size must be >= 1 (got {opts.batch_size})", ExitCode.USAGE)
 
 
+_TERMINATING = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+@contextlib.contextmanager
+def _terminate_on_signals() -> Iterator[None]:
+    """While the run lasts, SIGTERM and SIGHUP raise :class:`Terminated` (as SIGINT raises
+    KeyboardInterrupt), so the sink's temp file is removed on the way out. A signal that is ignored
+    (``nohup``) stays ignored; outside the main thread nothing is installed (Python cannot)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        if fired:  # a second signal while cleaning up: let the cleanup finish
+            return
+        fired.append(signum)
+        raise Terminated(signum)
+
+    previous: dict[int, Any] = {}
+    for sig in _TERMINATING:
+        try:
+            current = signal.getsignal(sig)
+            if current in (signal.SIG_IGN, None):
+                continue
+            previous[sig] = signal.signal(sig, handler)
+        except (OSError, ValueError):
+            continue
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            with contextlib.suppress(OSError, ValueError, TypeError):
+                signal.signal(sig, old)
+
+
 def run_stream(
     opts: StreamArgs,
     process_batch: ProcessBatch,
@@ -239,35 +299,48 @@ def run_stream(
     """Read JSONL, validate, batch, call ``process_batch``, write JSONL in input order; return the exit code.
 
     ``process_batch`` (a :class:`ppt.stages.base.Stage` or any callable; a ``prepare()`` method is called
-    once, after input and output are opened, before the first line is read) gets up to ``opts.batch_size`` valid records and returns one output dict or
-    RecordError per record, in order (raising RecordError fails the whole batch; PptError propagates).
+    once, after input and output are opened, before the first line is read) gets up to ``opts.batch_size``
+    valid records and returns one output dict or RecordError per record, in order (raising RecordError
+    fails the whole batch; PptError propagates). Records are validated first, one by one (JSON, object,
+    text field, a ``ppt`` field that is an object or absent), so a bad record fails alone.
 
     --on-error:
       fail    first bad input line -> ``ppt: error: line N: ...`` on stderr, earlier output flushed,
               returns DATAERR (65); a RecordError from process_batch returns SOME_FAILED (1).
       skip    bad records dropped and counted; returns SOME_FAILED (1) if any.
       record  ``{<id_field>: id, "error": {"type", "message", "line"}}`` written in place; 1 if any.
-    A closed stdout (``| head``) stops reading and returns OK quietly. File output goes to a temp
-    file renamed over the target when run_stream returns (also after fail-mode stops, so what came
-    before the bad line is kept, as on stdout); on an exception the target is left untouched.
+              ``id`` is the record's own id, or null when it has none (never a line index that could
+              collide with a real id); ``line`` is always there.
+    A closed stdout (``| head``) stops reading and returns OK quietly. Output goes through
+    :func:`ppt.io.sinks.open_output`: a regular file is written to a 0600 temp file renamed over the
+    target when run_stream returns (also after fail-mode stops, so what came before the bad line is
+    kept, as on stdout); devices, FIFOs, /dev/fd/N and symlink targets are written through. The new
+    file is 0600 when ``opts.private`` or the stage's ``private_output`` is true. On an exception
+    (SIGINT, and SIGTERM/SIGHUP, which raise :class:`Terminated` while the run lasts) the temp file is
+    removed and the target left untouched. Input from a pipe or terminal is processed whenever it stalls,
+    so interactive output is not held back for a full batch; files are read in full batches.
+    A closed stdin/stdout is PptError 66/74; a closed stderr drops messages.
     ``_stdin``/``_stdout``/``_stderr`` substitute the process streams (tests, embedding).
     """
     _validate(opts)
-    err = _stderr if _stderr is not None else sys.stderr
-    src, close_src = _open_input(opts.input, _stdin)
-    try:
-        sink = open_output(opts.output, _stdout)
+    err = error_stream(_stderr)
+    private = bool(opts.private or getattr(process_batch, "private_output", False))
+    with _terminate_on_signals():
+        src, close_src = _open_input(opts.input, _stdin)
         try:
-            prepare = getattr(process_batch, "prepare", None)
-            if callable(prepare):  # a Stage: load models and tables before the first record is read
-                with stdout_guard():
-                    prepare()
-            code = _Runner(opts, process_batch, desc, total_hint, sink, err).run(iter_lines(src))
-            sink.commit()
-        except BaseException:
-            sink.abort()
-            raise
-        return code
-    finally:
-        if close_src:
-            src.close()
+            sink = open_output(opts.output, _stdout, private=private)
+            try:
+                prepare = getattr(process_batch, "prepare", None)
+                if callable(prepare):  # a Stage: load models and tables before the first record is read
+                    with stdout_guard():
+                        prepare()
+                lines = iter_lines_interactive(src) if is_interactive(src) else iter_lines(src)
+                code = _Runner(opts, process_batch, desc, total_hint, sink, err).run(lines)
+                sink.commit()
+            except BaseException:
+                sink.abort()
+                raise
+            return code
+        finally:
+            if close_src:
+                src.close()

@@ -8,10 +8,11 @@ explicitly named ``keep_original`` / ``emit_alignment`` fields.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from ppt.io import ExitCode, PptError, Record, RecordError, stamp
-from ppt.log import note
+from ppt.log import logger, note
 from ppt.mechanisms import Mechanism, Policy, get_mechanism, mechanism_class
 from ppt.mechanisms.base import check_eps
 from ppt.rng import record_generator, seed_label
@@ -82,8 +83,15 @@ def sanitize_records(
     seed: int | None,
     keep_original: str | None = None,
     emit_alignment: str | None = None,
+    min_kept: int = 0,
+    on_empty: Callable[[Record, dict], None] | None = None,
 ) -> list[dict | RecordError]:
     """Sanitize one batch of records; one output dict or RecordError per record, in order.
+
+    A record whose private text comes out empty (every token dropped by the policy, e.g. CJK under
+    ``oov=drop``) gets ``"empty_output": true`` in its stamp (absent otherwise) and ``on_empty(record,
+    accounting)`` is called (default: a ``ppt: warning`` naming its line, never its text). A record that
+    keeps fewer than ``min_kept`` tokens is a ``too_few_tokens`` RecordError instead (--on-error applies).
 
     ``emit_alignment`` names a field for the exact (orig_row, new_row, start, end) of every perturbed
     token (:mod:`ppt.mechanisms.alignment`), for attacks and mapping metrics; like ``keep_original`` it
@@ -106,6 +114,11 @@ def sanitize_records(
     extra_fields = [(f, opt) for f, opt in ((keep_original, "--keep-original"), (emit_alignment, "--emit-alignment")) if f and f != text_field]
     out: list[dict | RecordError] = []
     for rec, res, al in zip(records, results, aligns):
+        acc = res.accounting.to_dict()
+        n_out = tokens_out(res.text, acc)
+        if n_out < min_kept:
+            out.append(RecordError("too_few_tokens", f"the private text keeps {n_out} token(s), fewer than --min-kept {min_kept}"))
+            continue
         conflict = next(((field, opt) for field, opt in extra_fields if field in rec.data), None)
         if conflict:
             out.append(RecordError("field_conflict", f"field {conflict[0]!r} already exists; choose another {conflict[1]}"))
@@ -120,11 +133,39 @@ def sanitize_records(
         if emit_alignment:
             data[emit_alignment] = al
         block = {
-            **base_stamp, "eps": mech.eps, "accounting": res.accounting.to_dict(), "seed": seed_label(seed),
+            **base_stamp, "eps": mech.eps, "accounting": acc, "seed": seed_label(seed),
             "text_field": text_field, "keep_original": keep_original, "alignment_field": emit_alignment,
         }
-        out.append(stamp(data, "sanitize", block))
+        if n_out == 0 and (rec.text or "").strip():
+            block["empty_output"] = True  # only when true, so other records' stamps stay as they were
+            (on_empty or _warn_empty)(rec, acc)
+        try:
+            out.append(stamp(data, "sanitize", block))
+        except RecordError as e:  # a non-object `ppt` field (run_stream rejects it earlier): this record only
+            out.append(e)
     return out
+
+
+def tokens_out(text: str, accounting: dict) -> int:
+    """How many tokens the private text keeps: the record's tokens less the ones the policy dropped
+    (0 when the text is empty)."""
+    if not text.strip():
+        return 0
+    n, dropped = accounting.get("n_tokens"), accounting.get("dropped")
+    if isinstance(n, int) and isinstance(dropped, dict):
+        return max(0, n - sum(v for v in dropped.values() if isinstance(v, int)))
+    return len(text.split())
+
+
+def _empty_message(rec: Record, accounting: dict) -> str:
+    dropped = accounting.get("dropped") if isinstance(accounting.get("dropped"), dict) else {}
+    why = ", ".join(f"{k} x{v}" for k, v in dropped.items()) or "no tokens"
+    return (f"line {rec.line_no}: the private text is empty (dropped: {why}); it counts as ok, "
+            f"use --min-kept 1 to make it an error")
+
+
+def _warn_empty(rec: Record, accounting: dict) -> None:
+    logger.warning(_empty_message(rec, accounting))
 
 
 class SanitizeStage(Stage):
@@ -132,19 +173,35 @@ class SanitizeStage(Stage):
 
     name = "sanitize"
 
+    MAX_EMPTY_WARNINGS = 20
+
     def __init__(self, mech: Mechanism, *, text_field: str = "text", seed: int | None = None,
-                 keep_original: str | None = None, emit_alignment: str | None = None) -> None:
+                 keep_original: str | None = None, emit_alignment: str | None = None, min_kept: int = 0) -> None:
         self.mech, self.text_field, self.seed = mech, text_field, seed
-        self.keep_original, self.emit_alignment = keep_original, emit_alignment
+        self.keep_original, self.emit_alignment, self.min_kept = keep_original, emit_alignment, min_kept
+        self.n_empty = 0
+
+    @property
+    def private_output(self) -> bool:
+        """The output holds the raw text or what reveals it (so a new -o file is created 0600).
+        A diagnostics field, when one is added, belongs here too."""
+        return bool(self.keep_original or self.emit_alignment)
+
+    def _on_empty(self, rec: Record, accounting: dict) -> None:
+        self.n_empty += 1
+        if self.n_empty <= self.MAX_EMPTY_WARNINGS:
+            suffix = "" if self.n_empty < self.MAX_EMPTY_WARNINGS else " (further empty records are not listed)"
+            logger.warning(_empty_message(rec, accounting) + suffix)
 
     def prepare(self) -> None:
         prepare_mechanism(self.mech)
 
     def __call__(self, records: list[Record]) -> list[dict | RecordError]:
         return sanitize_records(self.mech, records, text_field=self.text_field, seed=self.seed,
-                                keep_original=self.keep_original, emit_alignment=self.emit_alignment)
+                                keep_original=self.keep_original, emit_alignment=self.emit_alignment,
+                                min_kept=self.min_kept, on_empty=self._on_empty)
 
     def signature(self) -> dict[str, Any]:
         return {"stage": self.name, **self.mech.stamp(), "eps": self.mech.eps, "seed": seed_label(self.seed),
                 "text_field": self.text_field, "keep_original": self.keep_original,
-                "alignment_field": self.emit_alignment}
+                "alignment_field": self.emit_alignment, **({"min_kept": self.min_kept} if self.min_kept else {})}

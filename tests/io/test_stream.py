@@ -97,7 +97,7 @@ def test_bad_line_modes(kind, mode):
         rec = out[1]
         assert set(rec) == {"id", "error"}
         assert rec["error"]["type"] == kind and rec["error"]["line"] == 2
-        assert rec["id"] == 1  # line index (no id in the bad line)
+        assert rec["id"] is None  # no id in the bad line: null, never a line index that could collide
 
 
 def test_malformed_json_message_names_column():
@@ -137,8 +137,8 @@ def test_order_preserved_with_interleaved_errors(batch_size):
 
     code, out, err = run(data, fn=fn, on_error="record", batch_size=batch_size)
     assert code == 1
-    assert [o["id"] for o in out] == list(range(50))
-    assert all("error" in o for o in out if o["id"] % 7 == 3)
+    assert [o["id"] for o in out] == [None if i % 7 == 3 else i for i in range(50)]
+    assert [o["error"]["line"] for o in out if "error" in o] == [i + 1 for i in range(50) if i % 7 == 3]
     assert max(sizes) <= batch_size
     assert "failed" in err and "malformed_json x7" in err
 
