@@ -85,7 +85,7 @@ def audit(
                 e2e_s = e2e if isinstance(e2e, str) else f"{e2e:.3f}"
                 pairs_s = "\n".join(f"{p['x']}, {p['x_prime']} -> {p['y']}: {p['loss'] if isinstance(p['loss'], str) else format(p['loss'], '.3f')}" for p in r["pairs"])
                 table.add_row(r["mechanism"], f"{r['eps']:g}", claimed, cert_s, e2e_s, r["status"], pairs_s)
-            Console(stderr=True).print(table)
+            Console(stderr=True, width=max(Console(stderr=True).width, 160)).print(table)
         if fail_on_violation and any(r["status"] == "violated" for r in results):
             raise typer.Exit(1)
 
