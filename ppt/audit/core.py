@@ -318,11 +318,18 @@ def _audit_exact(mech, claim: Claim, n_pairs, alpha, seed, g, top, res) -> tuple
         bound = (c * s["distance"] if model.metric else c) if c is not None else 0.0
         s["excess"] = s["loss"] - bound
     scored.sort(key=lambda s: (-s["excess"], -s["loss"]))
-    chosen = scored[:top]
-    if scored:
-        worst = max(scored, key=lambda s: s["loss"])
+    # the finite pairs closest to (or furthest past) the claim, the largest finite loss, and one output
+    # the table gives probability 0 under x' (infinite loss) -- the one most likely under x
+    finite = [s for s in scored if math.isfinite(s["loss"])]
+    chosen = finite[:top]
+    if finite:
+        worst = max(finite, key=lambda s: s["loss"])
         if worst not in chosen:
             chosen.append(worst)
+    infinite = [s for s in scored if s["loss"] == math.inf]
+    if infinite:
+        chosen.append(max(infinite, key=lambda s: s["p_x"]))
+        res["infinite_pairs"] = len(infinite)
     best = []
     for s in chosen:
         rec = {**_pair_record(mech, s, texts, s["y_row"]), "loss": s["loss"], "p_x": s["p_x"], "p_x_prime": s["p_x_prime"]}
@@ -335,8 +342,10 @@ def _audit_exact(mech, claim: Claim, n_pairs, alpha, seed, g, top, res) -> tuple
     res["pairs"] = [{**b, "loss": _num(b["loss"])} for b in best]
     res["_model_certified"] = max((s["loss"] for s in scored), default=-math.inf)
     res["_scored"] = scored
-    if any(s["p_x_prime"] == 0 and s["loss"] == math.inf for s in chosen):
-        res["notes"].append("some outputs have probability exactly 0 under x' in the mechanism's table (infinite loss)")
+    if infinite:
+        res["notes"].append(f"{len(infinite)} of the pairs searched have an output with probability > 0 under x and exactly 0 "
+                            "under x' in the mechanism's table (infinite loss; SanText's int32 CDF rounds probabilities "
+                            "below 2^-31 to 0, SanText+ keeps non-sensitive words)")
     return texts, best
 
 
