@@ -12,6 +12,7 @@ _ppt() {
             "attack llm") path="attack llm" ;;
             "attack mti") path="attack mti" ;;
             "attack ngram") path="attack ngram" ;;
+            "audit") path="audit" ;;
             "cache") path="cache" ;;
             "cache ls") path="cache ls" ;;
             "cache rm") path="cache rm" ;;
@@ -35,12 +36,13 @@ _ppt() {
     done
     local opts=""
     case "$path" in
-        "") opts="attack cache env eval extract mechs models precompute query sanitize serve --help --version" ;;
+        "") opts="attack audit cache env eval extract mechs models precompute query sanitize serve --help --version" ;;
         "attack") opts="knn llm mti ngram --help" ;;
         "attack knn") opts="--alignment-field --batch-size --device --help --id-field --input --k --on-error --original-field --output --quiet --result-field --space --stopwords --summary --summary-only --text-field -i -k -o -q" ;;
         "attack llm") opts="--api-key-env --base-url --batch-size --device --help --id-field --input --max-new-tokens --model --on-error --original-field --output --prompt-file --quiet --result-field --summary --summary-only --text-field -i -o -q" ;;
         "attack mti") opts="--alignment-field --batch-size --device --help --id-field --input --mask-length --max-copies --model --on-error --original-field --output --quiet --result-field --space --stopwords --summary --summary-only --text-field -i -o -q" ;;
         "attack ngram") opts="--batch-size --help --id-field --input --n --on-error --original-field --output --quiet --result-field --summary --summary-only --text-field -i -n -o -q" ;;
+        "audit") opts="--alpha --device --e2e-samples --eps --fail-on-violation --help --mech --model --pairs --param --quiet --samples --seed --space --top -e -m -p -q" ;;
         "cache") opts="ls rm verify --help" ;;
         "cache ls") opts="--help --json" ;;
         "cache rm") opts="--help --yes -y" ;;

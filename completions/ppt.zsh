@@ -11,6 +11,7 @@ _ppt() {
       "attack llm") path_="attack llm" ;;
       "attack mti") path_="attack mti" ;;
       "attack ngram") path_="attack ngram" ;;
+      "audit") path_="audit" ;;
       "cache") path_="cache" ;;
       "cache ls") path_="cache ls" ;;
       "cache rm") path_="cache rm" ;;
@@ -33,12 +34,13 @@ _ppt() {
     esac
   done
   case $path_ in
-    "") words_=('attack:Privacy attacks on sanitized text: knn, mti, llm, ngram.' 'cache:Inspect and manage cached artifacts: ls, verify, rm.' 'env:Versions, device, cache dir and installed offline models.' 'eval:Metrics over JSONL: diversity, mauve, coherence, rouge, accuracy, phr, ... ; sweep.' 'extract:InferDPT extraction: align the remote answer with the raw document on a local LM.' 'mechs:List mechanisms with their privacy notion and defaults.' 'models:Offline models: ls, install, verify.' 'precompute:Build and cache an embedding space and its distance tables.' 'query:Send sanitized prompts to an OpenAI-compatible LLM (or a local model); retries, resume.' 'sanitize:Perturb prompts token by token with local DP (RANTEXT, Cape, SanText, CusText, TEM).' 'serve:OpenAI-compatible HTTP server over a local model (offline pipelines, tests).' '--help' '--version') ;;
+    "") words_=('attack:Privacy attacks on sanitized text: knn, mti, llm, ngram.' 'audit:Certify a lower bound on each mechanisms per-token privacy loss vs its stamp.' 'cache:Inspect and manage cached artifacts: ls, verify, rm.' 'env:Versions, device, cache dir and installed offline models.' 'eval:Metrics over JSONL: diversity, mauve, coherence, rouge, accuracy, phr, ... ; sweep.' 'extract:InferDPT extraction: align the remote answer with the raw document on a local LM.' 'mechs:List mechanisms with their privacy notion and defaults.' 'models:Offline models: ls, install, verify.' 'precompute:Build and cache an embedding space and its distance tables.' 'query:Send sanitized prompts to an OpenAI-compatible LLM (or a local model); retries, resume.' 'sanitize:Perturb prompts token by token with local DP (RANTEXT, Cape, SanText, CusText, TEM).' 'serve:OpenAI-compatible HTTP server over a local model (offline pipelines, tests).' '--help' '--version') ;;
     "attack") words_=('knn:Embedding inversion: is the original among the K...' 'llm:LLM inference: a generative model is asked to restore the...' 'mti:Mask token inference: mask each perturbed token and let a...' 'ngram:N-gram leakage (InferDPT Table VI): share of the raw...' '--help') ;;
     "attack knn") words_=('--alignment-field' '--batch-size' '--device' '--help' '--id-field' '--input' '--k' '--on-error' '--original-field' '--output' '--quiet' '--result-field' '--space' '--stopwords' '--summary' '--summary-only' '--text-field' '-i' '-k' '-o' '-q') ;;
     "attack llm") words_=('--api-key-env' '--base-url' '--batch-size' '--device' '--help' '--id-field' '--input' '--max-new-tokens' '--model' '--on-error' '--original-field' '--output' '--prompt-file' '--quiet' '--result-field' '--summary' '--summary-only' '--text-field' '-i' '-o' '-q') ;;
     "attack mti") words_=('--alignment-field' '--batch-size' '--device' '--help' '--id-field' '--input' '--mask-length' '--max-copies' '--model' '--on-error' '--original-field' '--output' '--quiet' '--result-field' '--space' '--stopwords' '--summary' '--summary-only' '--text-field' '-i' '-o' '-q') ;;
     "attack ngram") words_=('--batch-size' '--help' '--id-field' '--input' '--n' '--on-error' '--original-field' '--output' '--quiet' '--result-field' '--summary' '--summary-only' '--text-field' '-i' '-n' '-o' '-q') ;;
+    "audit") words_=('--alpha' '--device' '--e2e-samples' '--eps' '--fail-on-violation' '--help' '--mech' '--model' '--pairs' '--param' '--quiet' '--samples' '--seed' '--space' '--top' '-e' '-m' '-p' '-q') ;;
     "cache") words_=('ls:List artifacts: kind, key, size, whether complete.' 'rm:Remove artifacts by kind, kind/key, or all of them.' 'verify:Check every artifacts files against its sha256 manifest;...' '--help') ;;
     "cache ls") words_=('--help' '--json') ;;
     "cache rm") words_=('--help' '--yes' '-y') ;;

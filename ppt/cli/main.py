@@ -27,6 +27,7 @@ SUBCOMMANDS = [
     "cache",
     "models",
     "env",
+    "audit",
 ]
 
 app = typer.Typer(

@@ -1,0 +1,57 @@
+"""`ppt audit` as a library: build each mechanism, read the claim its stamped record makes, audit it.
+
+The claim comes from a record the sanitize stage stamps (``ppt.sanitize.accounting`` of a one-token
+prompt), so the audit checks what users see, not what the class says about itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ppt.audit import Claim, audit
+from ppt.audit.core import perturbable
+from ppt.io import ExitCode, PptError, Record
+from ppt.mechanisms import Mechanism
+from ppt.stages.base import prepare_mechanism
+from ppt.stages.sanitize import build_mechanism, sanitize_records
+
+
+def stamped_claim(mech: Mechanism, seed: int | None) -> tuple[Claim, dict]:
+    """The claim in the accounting of a stamped one-token record (the first token the pipeline perturbs)."""
+    if hasattr(mech, "space") and mech.space is not None:
+        rows = list(range(min(256, mech.space.size)))
+    else:
+        rows = [int(r) for r in mech.candidates[:256].tolist()]
+    texts = perturbable(mech, rows, seed)
+    if not texts:
+        raise PptError(f"{mech.name}: no one-token prompt of the first 256 tokens is perturbed; nothing to audit")
+    text = next(iter(texts.values()))
+    [rec] = sanitize_records(mech, [Record(line_no=1, id="audit-claim", data={"text": text}, text=text)], text_field="text", seed=seed)
+    if not isinstance(rec, dict):
+        raise PptError(f"{mech.name}: the stamp probe failed ({rec})")
+    acc = rec.get("ppt", {}).get("sanitize", {}).get("accounting", {})
+    acc = {**acc, "notion": acc.get("notion") or rec["ppt"]["sanitize"].get("notion", "")}
+    return Claim.from_accounting(acc), acc
+
+
+def run_audit(
+    name: str, eps: float, *, space: str | None = None, model: str | None = None, params: dict[str, Any] | None = None,
+    pairs: int = 200, samples: int = 1_000_000, e2e_samples: int = 50_000, alpha: float = 1e-6, seed: int | None = 0,
+    top: int = 3, device: str = "auto", quiet: bool = False,
+) -> dict[str, Any]:
+    """One JSON-ready audit record for (mechanism, eps)."""
+    if not (0.0 < alpha < 1.0):
+        raise PptError(f"--alpha must be in (0, 1) (got {alpha})", exit_code=ExitCode.USAGE)
+    mech = build_mechanism(name, eps, space=space, model=model, params=params, device=device, quiet=quiet)
+    prepare_mechanism(mech)
+    claim, acc = stamped_claim(mech, seed)
+    out = audit(mech, claim, pairs=pairs, samples=samples, e2e_samples=e2e_samples, alpha=alpha, seed=seed, top=top,
+                space_name=space)
+    out["claim"]["stamp"] = {k: acc.get(k) for k in ("eps_per_token", "composed_eps", "notion") if k in acc}
+    for k in ("eps_per_token_worst_case",):
+        if k in acc:
+            out["claim"]["stamp"][k] = acc[k]
+    return out
+
+
+__all__ = ["run_audit", "stamped_claim"]
