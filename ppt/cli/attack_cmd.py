@@ -69,11 +69,10 @@ class _Discard:
 
 
 def emit_summary(obj: dict, target: str) -> None:
-    """Write a summary object to stderr, stdout, a file (atomically), or nowhere."""
-    import os
+    """Write a summary object to stderr, stdout, a file (through the -o sink), or nowhere."""
     import sys
 
-    from ppt.io import ExitCode, PptError, dumps_line, real_stdout
+    from ppt.io import dumps_line, real_stdout
 
     line = dumps_line(obj)
     if target == "none":
@@ -90,13 +89,17 @@ def emit_summary(obj: dict, target: str) -> None:
         except BrokenPipeError:
             pass
         return
-    tmp = f"{target}.tmp{os.getpid()}"
+    # a file goes through the same sink as -o: devices, FIFOs and symlinks written through, regular
+    # files replaced atomically with their mode kept
+    from ppt.io.sinks import open_output
+
+    sink = open_output(target)
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(line)
-        os.replace(tmp, target)
-    except OSError as e:
-        raise PptError(f"cannot write summary {target}: {e.strerror}", ExitCode.IOERR) from None
+        sink.write(line)
+    except BaseException:
+        sink.abort()
+        raise
+    sink.commit()
 
 
 def _check_summary(target: str) -> None:

@@ -15,6 +15,7 @@ to a journal at a time (an exclusive lock; a second one fails at once with exit 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 from typing import Any
@@ -22,11 +23,20 @@ from typing import Any
 import orjson
 
 from ppt.io import ExitCode, PptError, dumps_line
+from ppt.io.jsonl import loads_exact, may_hold_big_int
 
 
 def id_key(record_id: Any) -> bytes:
-    """Journal key of a record id (``1`` and ``"1"`` differ)."""
-    return orjson.dumps(record_id, option=orjson.OPT_SORT_KEYS)
+    """Journal key of a record id (``1`` and ``"1"`` differ; integers beyond 64 bits stay exact)."""
+    try:
+        return orjson.dumps(record_id, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits
+        return json.dumps(record_id, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _loads(raw: bytes) -> Any:
+    """A journaled line, big integers exact (as the stream reader parses input lines)."""
+    return loads_exact(raw.decode("utf-8")) if may_hold_big_int(raw) else orjson.loads(raw)
 
 
 def line_key(line_no: int) -> bytes:
@@ -90,8 +100,8 @@ class Journal:
 
     def _key_of(self, raw: bytes) -> bytes | None:
         try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError:
+            data = _loads(raw)
+        except (orjson.JSONDecodeError, ValueError):
             return None
         if not isinstance(data, dict) or "error" in data or self.output_field not in data:
             return None
@@ -112,7 +122,7 @@ class Journal:
         offset, length = self.index[_as_key(key_or_id)]
         with self._lock:
             data = os.pread(self.fd, length, offset)
-        return orjson.loads(data)
+        return _loads(data)
 
     def append(self, key_or_id: Any, record: dict) -> None:
         """Journal an answered record; a key already journaled is never written twice."""

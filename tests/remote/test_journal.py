@@ -24,3 +24,21 @@ def test_journal_drops_a_torn_tail_and_ignores_errors(tmp_path):
         j.close()
     assert [json.loads(x)["id"] for x in path.read_text().splitlines()] == ["a", "b", "c"]
 
+
+
+def test_journal_keeps_big_integer_ids_and_fields_exact(tmp_path):
+    """--resume replays journaled answers: an id or field beyond 64 bits must come back exact, not as a float."""
+    big = 2**70 + 1
+    path = tmp_path / "j.jsonl"
+    j = Journal(str(path), "id", "generation")
+    try:
+        j.append(big, {"id": big, "generation": "x", "n": big})
+    finally:
+        j.close()
+    j = Journal(str(path), "id", "generation")
+    try:
+        assert big in j and len(j) == 1
+        rec = j.get(big)
+        assert rec["id"] == big and rec["n"] == big and isinstance(rec["n"], int)
+    finally:
+        j.close()

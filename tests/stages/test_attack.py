@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
@@ -68,3 +69,22 @@ def test_cli_knn_identity_and_alignment_field(tmp_cache):
     r = ppt("attack", "knn", "--space", "glove-6b-50d:2000", "--summary-only", stdin=json.dumps(rec) + "\n")
     s = json.loads(r.stdout)["summary"]
     assert s["top1"]["success_rate"] == 1.0 and s["alignment"] == {"field": 1}
+
+
+def test_summary_file_is_written_through_a_symlink_and_keeps_its_mode(tmp_path):
+    """--summary FILE uses the -o sink: a symlink is written through (not replaced), an existing file keeps its mode."""
+    import os
+    import stat
+
+    target = tmp_path / "real.json"
+    target.write_text("")
+    os.chmod(target, 0o600)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    rec = json.dumps({"id": 1, "text": "hello world", "raw": "hello there"}) + "\n"
+    r = subprocess.run(["ppt", "attack", "ngram", "--original-field", "raw", "--summary", str(link), "-q"],
+                       input=rec, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink()
+    assert json.loads(target.read_text())["summary"]["attack"] == "ngram"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
