@@ -70,7 +70,7 @@ def _cache_error(root: Path, exc: OSError, what: str) -> Exception:
                         hint="set PPT_CACHE to a writable directory, or build the artifacts into this cache first "
                              "(`ppt precompute ...`) while it is writable; a read-only cache can only serve what it holds")
     return PptError(f"ppt cache {root}: cannot {what} ({reason})", exit_code=ExitCode.CONFIG,
-                    hint="set PPT_CACHE to a writable directory (`ppt env` shows the one in use)")
+                    hint="set PPT_CACHE to a writable directory")
 
 
 def _ensure_root(root: Path) -> Path:
@@ -79,7 +79,8 @@ def _ensure_root(root: Path) -> Path:
 
     if root.is_dir():
         return root
-    hint = "set PPT_CACHE to a directory ppt can create or use (`ppt env` shows the one in use)"
+    hint = ("set PPT_CACHE to a directory ppt can create or use" if os.environ.get("PPT_CACHE")
+            else "set PPT_CACHE to a directory ppt can create or use (the default is the user cache directory)")
     if root.exists():
         raise PptError(f"PPT_CACHE={root} is not a directory", exit_code=ExitCode.CONFIG, hint=hint)
     try:
