@@ -269,10 +269,13 @@ def _check(directory: Path, mode: str) -> tuple[dict[str, Any], bool]:
             raise CorruptArtifact(f"{directory}: {rel} has the wrong size (truncated?)")
         if mode == "size":
             continue
-        if mode == "fast" and st.st_size > SMALL_FILE and _fast_ok(p, info, st):
-            continue
-        if sha256_file(p) != info["sha256"]:
-            raise CorruptArtifact(f"{directory}: {rel} fails its sha256 check")
+        try:
+            if mode == "fast" and st.st_size > SMALL_FILE and _fast_ok(p, info, st):
+                continue
+            if sha256_file(p) != info["sha256"]:
+                raise CorruptArtifact(f"{directory}: {rel} fails its sha256 check")
+        except OSError as e:  # removed or unreadable while we read it (a concurrent rebuild or `cache rm`)
+            raise CorruptArtifact(f"{directory}: cannot read {rel} ({e.strerror or e})") from None
         if mode == "fast" and st.st_size > SMALL_FILE:
             refreshed = True
     return manifest, refreshed
@@ -431,7 +434,7 @@ class Cache:
         if not self.root.is_dir():
             return out
         for kdir in sorted(self.root.iterdir()):
-            if not kdir.is_dir() or kdir.is_symlink():
+            if not kdir.is_dir():
                 continue
             if kdir.name.startswith("."):  # a lock-less build dir in the root (e.g. a GGUF being assembled)
                 age = _age_s(kdir)
