@@ -10,29 +10,33 @@ from ppt.cli.common import handle_errors
 
 cache_app = typer.Typer(help="Inspect and manage cached artifacts (spaces, tables, converted models).", no_args_is_help=True)
 
+_STATE_LABEL = {"ok": "yes", "incomplete": "NO (incomplete)", "bad-manifest": "NO (bad manifest)",
+                "building": "building", "stale-build": "STALE build"}
+
 
 @cache_app.command("ls")
 def ls(json_out: Annotated[bool, typer.Option("--json", help="One JSON object per artifact on stdout.")] = False) -> None:
-    """List artifacts: kind, key, size, whether complete.
+    """List artifacts: kind, key, size, state.
+
+    State is ok, incomplete (no manifest), bad-manifest (unreadable or malformed), building (a live
+    build) or stale-build (left by a killed build; `ppt cache rm stale` removes it). Files are not
+    hashed here: `ppt cache verify` does that.
 
     Example: ppt cache ls --json | jq .path
     """
     with handle_errors():
-        import json
-
         import orjson
         from rich.console import Console
         from rich.table import Table
 
-        from ppt.cache import MANIFEST, Cache, dir_size
+        from ppt.cache import Cache, dir_size
 
         cache = Cache()
         rows = []
-        for kind, key, path in cache.entries():
-            mpath = path / MANIFEST
-            meta = json.loads(mpath.read_bytes()).get("deps", {}) if mpath.is_file() else {}
-            rows.append({"kind": kind, "key": key, "path": str(path), "bytes": dir_size(path),
-                         "complete": mpath.is_file(), "deps": meta})
+        for e in cache.scan():
+            deps = (e.manifest or {}).get("deps", {})
+            rows.append({"kind": e.kind, "key": e.key, "path": str(e.path), "bytes": dir_size(e.path),
+                         "complete": e.state == "ok", "state": e.state, "detail": e.detail, "deps": deps})
         if json_out:
             for r in rows:
                 typer.echo(orjson.dumps(r).decode())
@@ -42,47 +46,62 @@ def ls(json_out: Annotated[bool, typer.Option("--json", help="One JSON object pe
             table.add_column(col)
         for r in rows:
             deps = ", ".join(f"{k}={v}" for k, v in r["deps"].items() if k not in ("builder",))
-            table.add_row(r["kind"], r["key"], f"{r['bytes'] / 1e6:.1f}", "yes" if r["complete"] else "NO", deps[:80])
+            table.add_row(r["kind"], r["key"], f"{r['bytes'] / 1e6:.1f}", _STATE_LABEL.get(r["state"], r["state"]),
+                          deps[:80] or r["detail"][:80])
         Console().print(table)
 
 
 @cache_app.command("verify")
 def verify_cmd(
-    fix: Annotated[bool, typer.Option("--fix", help="Remove artifacts that fail (they are rebuilt on next use).")] = False,
+    fix: Annotated[bool, typer.Option("--fix", help="Remove artifacts that fail and stale build directories (artifacts are rebuilt on next use).")] = False,
 ) -> None:
-    """Check every artifact's files against its sha256 manifest; exit 1 if any fails.
+    """Check every artifact's files against the full sha256 in its manifest; exit 1 if any fails.
+
+    A passing artifact has its files' fingerprints recorded (when the cache is writable), so loads take
+    the cheap check afterwards; run it before mounting a cache read-only. Stale build directories are
+    reported and, with --fix, removed.
 
     Example: ppt cache verify --fix
     """
     with handle_errors():
         import sys
 
-        from ppt.cache import Cache, CorruptArtifact, verify
+        from ppt.cache import Cache, CorruptArtifact, record_verified, verify
 
         cache = Cache()
         bad = 0
-        for kind, key, path in cache.entries():
+        for e in cache.scan():
+            name = f"{e.kind}/{e.key}" if e.kind else e.key
+            if e.is_build_dir:
+                if e.state == "stale-build":
+                    print(f"STALE   {name}: build directory {e.detail}", file=sys.stderr)
+                    if fix and cache.remove_build_dir(e):
+                        print(f"removed {name}", file=sys.stderr)
+                continue
             try:
-                verify(path, deep=True)
-                print(f"ok      {kind}/{key}", file=sys.stderr)
-            except CorruptArtifact as e:
+                manifest = verify(e.path, deep=True)
+                record_verified(e.path, manifest)
+                print(f"ok      {name}", file=sys.stderr)
+            except CorruptArtifact as err:
                 bad += 1
-                print(f"CORRUPT {kind}/{key}: {e}", file=sys.stderr)
+                print(f"CORRUPT {name}: {err}", file=sys.stderr)
                 if fix:
-                    cache.remove(kind, key)
-                    print(f"removed {kind}/{key}", file=sys.stderr)
+                    cache.remove(e.kind, e.key)
+                    print(f"removed {name}", file=sys.stderr)
         if bad:
             raise typer.Exit(1)
 
 
 @cache_app.command("rm")
 def rm(
-    target: Annotated[list[str], typer.Argument(help="KIND, KIND/KEY, or 'all'.")],
+    target: Annotated[list[str], typer.Argument(help="KIND, KIND/KEY, 'stale' (build directories left by killed builds), 'bad' (artifacts with a missing or malformed manifest), or 'all'.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Required with 'all'.")] = False,
 ) -> None:
-    """Remove artifacts by kind, kind/key, or all of them.
+    """Remove artifacts by kind, kind/key, stale build directories, bad artifacts, or all of them.
 
-    Example: ppt cache rm sorted-rows      ppt cache rm all --yes
+    'all' removes stale build directories too; a build in progress (its lock held) is never removed.
+
+    Example: ppt cache rm sorted-rows      ppt cache rm stale bad      ppt cache rm all --yes
     """
     with handle_errors():
         import sys
@@ -93,12 +112,25 @@ def rm(
         cache = Cache()
         if "all" in target and not yes:
             raise PptError("refusing to remove the whole cache without --yes", exit_code=ExitCode.USAGE)
-        removed = 0
-        for kind, key, _ in cache.entries():
-            if "all" in target or kind in target or f"{kind}/{key}" in target:
-                cache.remove(kind, key)
+        removed = stale = busy = 0
+        for e in cache.scan():
+            if e.is_build_dir:
+                if "all" in target or "stale" in target or (e.kind and e.kind in target):
+                    if cache.remove_build_dir(e):
+                        stale += 1
+                    else:
+                        busy += 1
+                continue
+            if ("all" in target or e.kind in target or f"{e.kind}/{e.key}" in target
+                    or ("bad" in target and e.state in ("incomplete", "bad-manifest"))):
+                cache.remove(e.kind, e.key)
                 removed += 1
-        print(f"ppt: removed {removed} artifact(s)", file=sys.stderr)
+        msg = f"ppt: removed {removed} artifact(s)"
+        if stale:
+            msg += f" and {stale} stale build director{'y' if stale == 1 else 'ies'}"
+        print(msg, file=sys.stderr)
+        if busy:
+            print(f"ppt: kept {busy} build director{'y' if busy == 1 else 'ies'} in use by a live build", file=sys.stderr)
 
 
 def register(app: typer.Typer) -> None:
