@@ -1,8 +1,9 @@
 """Sanitize records: the library behind `ppt sanitize`, usable from Ray/Spark batch functions too.
 
 Fails closed: when a mechanism raises on a batch, every record of it becomes a RecordError (never the
-raw text), and the raw text (or the alignment that reveals its tokens) is written out only under
-explicitly named ``keep_original`` / ``emit_alignment`` fields.
+raw text), and the raw text (or the alignment that reveals its tokens, or the diagnostics that depend
+on it) is written out only under explicitly named ``keep_original`` / ``emit_alignment`` /
+``diagnostics`` fields. The stamp itself is data independent (:mod:`ppt.stages.sanitize_stamp`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from ppt.io import ExitCode, PptError, Record, RecordError, stamp
 from ppt.log import note
 from ppt.mechanisms import Mechanism, Policy, get_mechanism, mechanism_class
 from ppt.mechanisms.base import check_eps
-from ppt.rng import record_generator, seed_label
+from ppt.rng import record_generator
 from ppt.stages.base import Stage, prepare_mechanism
+from ppt.stages.sanitize_stamp import RecordStamper
 
 WEAK_EPS = 10.0
 
@@ -82,12 +84,20 @@ def sanitize_records(
     seed: int | None,
     keep_original: str | None = None,
     emit_alignment: str | None = None,
+    diagnostics: str | None = None,
+    stamp_mode: str = "compact",
+    stamper: RecordStamper | None = None,
 ) -> list[dict | RecordError]:
     """Sanitize one batch of records; one output dict or RecordError per record, in order.
 
     ``emit_alignment`` names a field for the exact (orig_row, new_row, start, end) of every perturbed
     token (:mod:`ppt.mechanisms.alignment`), for attacks and mapping metrics; like ``keep_original`` it
-    reveals the original tokens and stays local."""
+    reveals the original tokens and stays local. ``diagnostics`` names a field for the record's
+    per-record accounting (counts by reason, list sizes, eps') and exact privacy block: they depend on
+    the raw text, so they are never in the stamp and stay local too (:mod:`ppt.stages.sanitize_stamp`)."""
+    stamper = stamper or RecordStamper(mech, stamp_mode=stamp_mode, seed=seed, text_field=text_field,
+                                       keep_original=keep_original, emit_alignment=emit_alignment,
+                                       diagnostics=diagnostics)
     gens = [record_generator(seed, r.id) for r in records]
     texts = [r.text or "" for r in records]
     aligns: list = [None] * len(records)
@@ -102,8 +112,8 @@ def sanitize_records(
     except Exception as e:  # fail closed: never emit the raw text of a batch we could not privatize
         err = RecordError("sanitize_failed", f"{mech.name} failed on this batch ({type(e).__name__})")
         return [err] * len(records)
-    base_stamp = mech.stamp()
-    extra_fields = [(f, opt) for f, opt in ((keep_original, "--keep-original"), (emit_alignment, "--emit-alignment")) if f and f != text_field]
+    extra_fields = [(f, opt) for f, opt in ((keep_original, "--keep-original"), (emit_alignment, "--emit-alignment"),
+                                            (diagnostics, "--diagnostics")) if f and f != text_field]
     out: list[dict | RecordError] = []
     for rec, res, al in zip(records, results, aligns):
         conflict = next(((field, opt) for field, opt in extra_fields if field in rec.data), None)
@@ -119,10 +129,9 @@ def sanitize_records(
             data[keep_original] = rec.text
         if emit_alignment:
             data[emit_alignment] = al
-        block = {
-            **base_stamp, "eps": mech.eps, "accounting": res.accounting.to_dict(), "seed": seed_label(seed),
-            "text_field": text_field, "keep_original": keep_original, "alignment_field": emit_alignment,
-        }
+        if diagnostics:
+            data[diagnostics] = stamper.diagnostics_value(res)
+        block = stamper.block(res)
         out.append(stamp(data, "sanitize", block))
     return out
 
@@ -133,18 +142,27 @@ class SanitizeStage(Stage):
     name = "sanitize"
 
     def __init__(self, mech: Mechanism, *, text_field: str = "text", seed: int | None = None,
-                 keep_original: str | None = None, emit_alignment: str | None = None) -> None:
+                 keep_original: str | None = None, emit_alignment: str | None = None,
+                 diagnostics: str | None = None, stamp_mode: str = "compact") -> None:
         self.mech, self.text_field, self.seed = mech, text_field, seed
         self.keep_original, self.emit_alignment = keep_original, emit_alignment
+        self.diagnostics, self.stamp_mode = diagnostics, stamp_mode
+        self.stamper = RecordStamper(mech, stamp_mode=stamp_mode, seed=seed, text_field=text_field,
+                                     keep_original=keep_original, emit_alignment=emit_alignment, diagnostics=diagnostics)
+
+    @property
+    def private_fields(self) -> list[str]:
+        """Fields this stage writes that reveal the raw text or depend on it (--keep-original,
+        --emit-alignment, --diagnostics): the output is private when there is one (the -o file 0600)."""
+        return [f for f in (self.keep_original, self.emit_alignment, self.diagnostics) if f]
 
     def prepare(self) -> None:
         prepare_mechanism(self.mech)
 
     def __call__(self, records: list[Record]) -> list[dict | RecordError]:
         return sanitize_records(self.mech, records, text_field=self.text_field, seed=self.seed,
-                                keep_original=self.keep_original, emit_alignment=self.emit_alignment)
+                                keep_original=self.keep_original, emit_alignment=self.emit_alignment,
+                                diagnostics=self.diagnostics, stamper=self.stamper)
 
     def signature(self) -> dict[str, Any]:
-        return {"stage": self.name, **self.mech.stamp(), "eps": self.mech.eps, "seed": seed_label(self.seed),
-                "text_field": self.text_field, "keep_original": self.keep_original,
-                "alignment_field": self.emit_alignment}
+        return {"stage": self.name, **self.stamper.run_block()}
