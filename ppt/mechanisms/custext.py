@@ -156,7 +156,7 @@ class CusText(TokenMechanism):
     def privacy_events(self, acc, *, diagnostics: bool = False) -> list:
         """eps-DP only among the K words of the input's group: conditional on the group, never proven over
         the vocabulary (a word of another group has a disjoint output set: distinguishable with certainty)."""
-        cond = f"the input's group of {self.k} words (other groups: distinguishable)"
+        cond = f"the input's group of {self.k} words"
         return [SelfComposedEvent(ConditionalDpEvent(self.eps, cond), int(acc.n_perturbed))]
 
     def signature_params(self) -> dict[str, Any]:

@@ -67,12 +67,14 @@ def counted_unprotected(acc: Accounting) -> list[UnprotectedEvent]:
     return [UnprotectedEvent(int(acc.kept[r]), why) for r, why in RAW_KEPT.items() if acc.kept.get(r)]
 
 
-def privacy_block(mech: Mechanism, acc: Accounting, *, diagnostics: bool = False) -> dict[str, Any]:
+def privacy_block(mech: Mechanism, acc: Accounting, *, diagnostics: bool = False, compact: bool = False) -> dict[str, Any]:
     """The stamp's ``privacy`` block for one record (see the module docstring).
 
     ``diagnostics=False`` (the stamp): events from public parameters and the record's perturbed-token
     count, policy pass-through by reason. ``diagnostics=True`` (the --diagnostics field): the same plus
-    the record's per-reason counts, so ``proven.eps`` is exact for the record.
+    the record's per-reason counts, so ``proven.eps`` is exact for the record. ``compact=True`` lists
+    only the pass-through of raw words (what makes ``proven.eps`` infinite); the format pass-through
+    (punctuation, number formats, case) follows from the signature's policy (``ppt mechs --describe``).
     """
     events = list(mech.privacy_events(acc, diagnostics=diagnostics))
     policy = getattr(mech, "policy", None)
@@ -80,6 +82,8 @@ def privacy_block(mech: Mechanism, acc: Accounting, *, diagnostics: bool = False
         events += counted_unprotected(acc)
     block = render(events)
     passes = policy_passes(policy)
+    if compact:
+        passes = [(reason, raw) for reason, raw in passes if raw]
     if passes:
         block["unprotected_by_policy"] = [reason for reason, _ in passes]
         if not diagnostics and any(raw for _, raw in passes):

@@ -58,7 +58,7 @@ class RecordStamper:
         if self.mode == "full":
             head.update(self.mech.stamp())
             head["eps"] = self.mech.eps
-        head["privacy"] = privacy_block(self.mech, res.accounting)
+        head["privacy"] = privacy_block(self.mech, res.accounting, compact=self.mode == "compact")
         return {**head, **self._fields}
 
     def diagnostics_value(self, res: Sanitized) -> dict[str, Any]:

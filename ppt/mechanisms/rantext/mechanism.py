@@ -244,7 +244,7 @@ class Rantext(TokenMechanism):
         self._scale2  # noqa: B018 - materialises noise_scale and z (the calibration) too
         return self
 
-    CONDITION: ClassVar[str] = "the random adjacency list C_r (drawn around the input)"
+    CONDITION: ClassVar[str] = "random adjacency list C_r"
 
     def privacy_events(self, acc, *, diagnostics: bool = False) -> list:
         return [SelfComposedEvent(ConditionalDpEvent(self.eps, self.CONDITION), int(acc.n_perturbed))]
