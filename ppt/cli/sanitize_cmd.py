@@ -26,8 +26,12 @@ POLICY_PANEL = "Keep-verbatim policies (defaults per mechanism: see `ppt mechs`)
 HELP = """Perturb the text of each JSONL record with a local-DP mechanism and stamp the privacy accounting.
 
 The text field is replaced by the private text; the raw text is written only with --keep-original FIELD.
-Each record gets a [bold]ppt.sanitize[/] block: mechanism, parameters, space id/hash, notion, eps per token,
-tokens perturbed / kept (by reason) / dropped, composed eps (n * eps), seed or "os-entropy".
+Each record gets a [bold]ppt.sanitize[/] block that depends only on public parameters and the number of
+perturbed tokens: a short signature (mechanism, eps, space id#hash, key parameters, policy, version; expand
+it with `ppt mechs --describe SIGNATURE`), the privacy block (proven per-token and composed eps, or null when
+nothing is proven; conditional bounds and papers' claims labelled apart; what the policy lets through) and
+"seeded" (never the seed). --stamp full adds the whole parameter block; --diagnostics FIELD writes the
+counts that depend on the raw text (kept/dropped by reason, list sizes, eps') to FIELD, which stays local.
 A record that cannot be privatized is never emitted with its raw text.
 
 [bold]Examples[/]
@@ -35,6 +39,7 @@ A record that cannot be privatized is never emitted with its raw text.
   ppt sanitize -m santext+ -e 3 --param w=0.9 --param p=0.3 -i docs.jsonl -o private.jsonl
   ppt sanitize -m custext+ -e 1 --keep-original raw --on-error record < docs.jsonl
   ppt sanitize -m cape -e 6 --model smollm2 < docs.jsonl
+  ppt sanitize -m tem --diagnostics diag --stamp full -i docs.jsonl -o local-only.jsonl
   ppt sanitize -m rantext -e 6 --keep-original raw --emit-alignment ppt_alignment < docs.jsonl \\
     | ppt attack knn --original-field raw
 """
@@ -70,6 +75,8 @@ def sanitize(
     case: Annotated[str | None, typer.Option("--case", help="Capitalisation of replacements: sentence | vocab | original (leaks case).", rich_help_panel=POLICY_PANEL)] = None,
     keep_original: Annotated[str | None, typer.Option("--keep-original", help="Also write the raw text to this field (stays local!).", rich_help_panel=MECH_PANEL)] = None,
     min_kept: Annotated[int, typer.Option("--min-kept", min=0, help="A record whose private text keeps fewer than N tokens (e.g. all dropped as out-of-vocabulary) is an error handled by --on-error; 0 (default) keeps it, with a warning when it is empty.", rich_help_panel=POLICY_PANEL)] = 0,
+    diagnostics: Annotated[str | None, typer.Option("--diagnostics", help="Also write this record's per-record accounting (kept/dropped counts by reason, list sizes, Cape's eps') and its exact privacy block to this field: they depend on the raw text (stays local!).", rich_help_panel=MECH_PANEL)] = None,
+    stamp_mode: Annotated[str, typer.Option("--stamp", help="compact: a signature (expand it with `ppt mechs --describe`) and the privacy block; full: also the mechanism's whole parameter block.", rich_help_panel=MECH_PANEL)] = "compact",
     emit_alignment: Annotated[str | None, typer.Option("--emit-alignment", help="Also write [[orig_row, new_row, start, end], ...] per perturbed token to this field, for `ppt attack` / `ppt eval` (reveals the original tokens: stays local!).", rich_help_panel=MECH_PANEL)] = None,
     input: InputOpt = "-",  # noqa: A002
     output: OutputOpt = "-",
@@ -86,11 +93,17 @@ def sanitize(
         from ppt.rng import warn_if_seeded
         from ppt.stages.sanitize import SanitizeStage, build_mechanism
 
-        for opt, field in (("--keep-original", keep_original), ("--emit-alignment", emit_alignment)):
+        named = [("--keep-original", keep_original), ("--emit-alignment", emit_alignment), ("--diagnostics", diagnostics)]
+        for opt, field in named:
             if field is not None and field in ("", text_field, "ppt"):
                 raise PptError(f"{opt} must name a field other than the text field and 'ppt'", exit_code=ExitCode.USAGE)
-        if keep_original is not None and keep_original == emit_alignment:
-            raise PptError("--keep-original and --emit-alignment need two different fields", exit_code=ExitCode.USAGE)
+        given = [(opt, f) for opt, f in named if f is not None]
+        for i, (opt, field) in enumerate(given):
+            for opt2, field2 in given[i + 1:]:
+                if field == field2:
+                    raise PptError(f"{opt} and {opt2} need two different fields", exit_code=ExitCode.USAGE)
+        if stamp_mode not in ("compact", "full"):
+            raise PptError(f"--stamp must be compact or full (got {stamp_mode!r})", exit_code=ExitCode.USAGE)
         params = _parse_params(param)
         with stdout_guard():
             mechanism = build_mechanism(
@@ -100,7 +113,8 @@ def sanitize(
         warn_if_seeded(seed)
         args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device)
         stage = SanitizeStage(mechanism, text_field=text_field, seed=seed, keep_original=keep_original,
-                              emit_alignment=emit_alignment, min_kept=min_kept)
+                              emit_alignment=emit_alignment, min_kept=min_kept, diagnostics=diagnostics,
+                              stamp_mode=stamp_mode)
         raise typer.Exit(run_stream(args, stage, desc="sanitize"))
 
 

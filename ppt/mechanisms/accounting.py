@@ -17,7 +17,14 @@ from ppt.mechanisms.policy import REASONS
 
 @dataclass
 class Accounting:
-    """The privacy spent on one record, under which notion, and what was kept verbatim and why."""
+    """The privacy spent on one record, under which notion, and what was kept verbatim and why.
+
+    Per-record diagnostics: ``kept`` / ``dropped`` by reason and the extras (list sizes, eps') depend on
+    the raw text, so stamps carry them only under ``ppt sanitize --diagnostics FIELD``; what a stamp
+    claims by default is rendered from the mechanism's privacy events
+    (:meth:`ppt.mechanisms.base.Mechanism.privacy_events`). ``composed_eps`` is basic composition of
+    ``eps_per_token`` over the protected perturbed tokens only (a word SanText+ keeps is not among them);
+    for RANTEXT and CusText it holds only conditionally, which the events say."""
 
     notion: str
     eps_per_token: float
@@ -26,6 +33,7 @@ class Accounting:
     kept: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
     replaced_uniform: int = 0
+    digits_replaced: int = 0  # numbers whose digits were replaced by random ones (format kept; not in ``kept``)
     composed_eps: float = 0.0
     delta: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)

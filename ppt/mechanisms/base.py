@@ -93,6 +93,29 @@ class Mechanism(ABC):
     def stamp(self) -> dict[str, Any]:
         return {"mechanism": self.name, "notion": self.notion, "params": self.params()}
 
+    def privacy_events(self, acc: Accounting, *, diagnostics: bool = False) -> list:
+        """What one record's release guarantees, as :mod:`ppt.accounting` events, from public parameters
+        and the record's proven per-record figures (its number of perturbed tokens, words the mechanism
+        kept). The stamp's ``privacy`` block is rendered from these (:mod:`ppt.mechanisms.privacy`).
+
+        ``diagnostics=True`` may add figures that depend on the raw text (Cape's eps'), for the local
+        --diagnostics field only. A mechanism that does not override this has its per-token eps stamped
+        as its own claim, never as a proven bound."""
+        from ppt.accounting import ClaimedEvent, SelfComposedEvent
+
+        return [SelfComposedEvent(ClaimedEvent(float(acc.eps_per_token), f"{self.name}: the mechanism's own claim, not checked by ppt"),
+                                  int(acc.n_perturbed))]
+
+    def signature_params(self) -> dict[str, Any]:
+        """The key parameters of the compact stamp signature (:mod:`ppt.mechanisms.signature`), besides
+        mechanism, eps, space, policy and version. A plug-in that does not override this gets a short
+        hash of its full ``params()`` (``ppt sanitize --stamp full`` writes those)."""
+        import hashlib
+        import json
+
+        blob = json.dumps(self.params(), sort_keys=True, default=str).encode()
+        return {"params": hashlib.sha256(blob).hexdigest()[:8]}
+
     @classmethod
     def describe(cls, name: str | None = None) -> dict[str, Any]:
         """What ``ppt mechs`` shows about this mechanism, read from the class (nothing is loaded)."""

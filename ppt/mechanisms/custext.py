@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from ppt.accounting import ConditionalDpEvent, SelfComposedEvent
 from ppt.mechanisms.pipeline import TokenMechanism
 from ppt.mechanisms.policy import Policy
 from ppt.progress import progress_bar
@@ -136,7 +137,7 @@ class CusText(TokenMechanism):
     """CusText: each word resampled within its fixed group of K similar words (eps-LDP per group)."""
 
     name: ClassVar[str] = "custext"
-    notion: ClassVar[str] = "eps-LDP within each group (CusText)"
+    notion: ClassVar[str] = "eps-LDP only among the K words of the input word's group (conditional; other groups distinguishable with certainty)"
     summary: ClassVar[str] = "CusText: resample each word within its fixed group of K similar words (GloVe, K=20)"
     defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "k": 20}
     default_space: ClassVar[str] = "glove-6b-50d"
@@ -151,6 +152,15 @@ class CusText(TokenMechanism):
         self.groups_artifact = None
         self.table_artifact = None
         self._loaded = False
+
+    def privacy_events(self, acc, *, diagnostics: bool = False) -> list:
+        """eps-DP only among the K words of the input's group: conditional on the group, never proven over
+        the vocabulary (a word of another group has a disjoint output set: distinguishable with certainty)."""
+        cond = f"the input's group of {self.k} words"
+        return [SelfComposedEvent(ConditionalDpEvent(self.eps, cond), int(acc.n_perturbed))]
+
+    def signature_params(self) -> dict[str, Any]:
+        return {"k": self.k}
 
     def params(self) -> dict[str, Any]:
         return {

@@ -93,6 +93,19 @@ class TokenPipeline(Mechanism):
     def eps_per_token(self) -> float:
         return self.eps
 
+    def mechanism_leaks(self) -> list[str]:
+        """Words the mechanism itself may release verbatim, by its design (SanText+'s 1-p); warned like
+        the policy's leaks."""
+        return []
+
+    def warn_leaks(self) -> None:
+        """LeakWarning for every way raw words get through: the policy's settings and the mechanism's own."""
+        from ppt.log import LeakWarning, warn
+
+        self.policy.warn_leaks()
+        for msg in self.mechanism_leaks():
+            warn(f"{msg}: those words are unprotected, outside the accounting", LeakWarning)
+
     def record_extra(self, diag: dict[str, torch.Tensor]) -> dict[str, Any]:
         """Per-record additions to the accounting from this record's diagnostics."""
         return {}
@@ -168,9 +181,8 @@ class TokenPipeline(Mechanism):
         for i in np.flatnonzero(actions == DIGITS).tolist():
             out_core[i] = random_digits(core[i], generators[rec[i]])
         kept = reason_counts(rec, why, (actions == KEEP) & (why != R_WHITESPACE), n_texts)
-        for k, more in zip(kept, reason_counts(rec, why, actions == DIGITS, n_texts)):
-            for r, c in more.items():
-                k[r] = k.get(r, 0) + c
+        # numbers given random digits are replaced, not kept: counted apart (their format still shows)
+        n_digits = np.bincount(rec[actions == DIGITS], minlength=n_texts).tolist()
         dropped = reason_counts(rec, why, actions == DROP, n_texts)
         n_tokens = np.bincount(rec[codes != SPACE_CODE], minlength=n_texts).tolist()
         composed, extras = self.record_accounting(diag, counts)
@@ -180,8 +192,10 @@ class TokenPipeline(Mechanism):
             unchanged = diag.get("unchanged")
             kept_by = np.zeros(n_texts, np.int64) if unchanged is None else np.bincount(
                 rec[perturb], weights=unchanged.numpy().astype(np.float64), minlength=n_texts).astype(np.int64)
-            for extra, k in zip(extras, kept_by.tolist()):
+            for b, (extra, k) in enumerate(zip(extras, kept_by.tolist())):
                 extra.setdefault("kept_by_mechanism", k)
+                # a word the mechanism kept verbatim is unprotected: outside the composed eps
+                composed[b] = (counts[b] - k) * self.eps_per_token()
         eps_tok = self.eps_per_token()
         out_list = out_core.tolist()
         texts_out, parts = [], []
@@ -203,6 +217,7 @@ class TokenPipeline(Mechanism):
                 kept=kept[b],
                 dropped=dropped[b],
                 replaced_uniform=n_uniform[b],
+                digits_replaced=n_digits[b],
                 composed_eps=composed[b],
                 extra=extras[b],
             )
@@ -223,7 +238,7 @@ class TokenMechanism(TokenPipeline):
         self.quiet = quiet
         self.space = space if space is not None else self.load_default_space(device, quiet)
         self.device = self.space.device
-        self.policy.warn_leaks()
+        self.warn_leaks()
 
     def load_default_space(self, device: str, quiet: bool):
         from ppt.spaces import load_space

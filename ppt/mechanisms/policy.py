@@ -68,6 +68,8 @@ class Policy:
             out.append("out-of-vocabulary tokens are kept verbatim (--oov keep)")
         if self.numbers == "keep":
             out.append("numbers are kept verbatim (--numbers keep)")
+        if self.stopwords == "keep":
+            out.append("stopwords (NLTK's 179: she, him, his, I, ...) are kept verbatim (--stopwords keep)")
         if self.case == "original":
             out.append("replacements copy the original words' capitalisation (--case original)")
         return out

@@ -209,9 +209,9 @@ class LocalQueryBackend:
         self.generator, self.seed = generator, seed
 
     def describe(self) -> dict:
-        from ppt.rng import seed_label
+        from ppt.rng import seeded
 
-        return {"backend": "local", **self.generator.describe(), "seed": seed_label(self.seed)}
+        return {"backend": "local", **self.generator.describe(), "seeded": seeded(self.seed)}
 
     def run(self, items: Sequence[tuple[Any, dict]], kind: str, on_done: OnDone | None = None) -> list[Any]:
         from ppt.rng import record_generator

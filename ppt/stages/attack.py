@@ -4,8 +4,8 @@ Each runner takes a batch of :class:`ppt.io.Record` and returns one dict (or Rec
 the record with its result merged into ``result_field`` (default ``attack``) under the attack's name and
 a ``ppt.attack_<name>`` stamp; tallies for the summary accumulate on the runner.
 
-Spaces: the sanitizing mechanism's space is read from the record's ``ppt.sanitize.params.space`` stamp
-(what `ppt sanitize` writes); ``space`` overrides it for the attack (the KNN "another space" case:
+Spaces: the sanitizing mechanism's space is read from the record's ``ppt.sanitize`` stamp (its
+signature, or ``params.space`` under ``--stamp full``; :func:`ppt.mechanisms.signature.stamp_view`); ``space`` overrides it for the attack (the KNN "another space" case:
 alignment rows are then mapped through their vocabulary strings).
 """
 
@@ -21,6 +21,12 @@ from ppt.stages.base import Stage
 STOPWORD_MODES = ("auto", "include", "exclude")
 
 
+def stamp_view(block: dict) -> dict:
+    from ppt.mechanisms.signature import stamp_view as view  # lazy: ppt.mechanisms imports torch
+
+    return view(block)
+
+
 def sanitize_block(data: dict) -> dict:
     block = data.get("ppt")
     block = block.get("sanitize") if isinstance(block, dict) else None
@@ -28,23 +34,19 @@ def sanitize_block(data: dict) -> dict:
 
 
 def stamped_space(data: dict) -> str | None:
-    """The space the record was sanitized in, from its ppt.sanitize stamp (None when absent)."""
-    block = sanitize_block(data)
-    params = block.get("params") if isinstance(block.get("params"), dict) else {}
-    for cand in (params.get("space"), block.get("space")):
-        if isinstance(cand, str) and cand:
-            return cand
-        if isinstance(cand, dict) and isinstance(cand.get("id"), str):
-            return cand["id"]
-    if block.get("mechanism") == "cape" and isinstance(params.get("model"), str):
-        return params["model"]  # Cape works in its context model's input-embedding space
+    """The space the record was sanitized in, from its ppt.sanitize stamp, compact (signature) or full
+    (params) (None when absent)."""
+    view = stamp_view(sanitize_block(data))
+    if view["space"]:
+        return view["space"]
+    if view["mechanism"] == "cape" and isinstance(view["model"], str):
+        return view["model"]  # Cape works in its context model's input-embedding space
     return None
 
 
 def stamped_keeps_stopwords(data: dict) -> bool:
-    block = sanitize_block(data)
-    params = block.get("params") if isinstance(block.get("params"), dict) else {}
-    return params.get("stopwords") == "keep" or block.get("mechanism") in ("custext+", "cape")
+    view = stamp_view(sanitize_block(data))
+    return view["stopwords"] == "keep" or (view["stopwords"] is None and view["mechanism"] in ("custext+", "cape"))
 
 
 def merge_result(data: dict, result_field: str, name: str, result: dict, stage_block: dict) -> dict | RecordError:

@@ -44,7 +44,7 @@ class Extractor(Stage):
                                           {"raw": raw_field, "generation": generation_field})
         self.params = params or SamplingParams()
         self.seed, self.chat = seed, chat
-        from ppt.rng import seed_label
+        from ppt.rng import seeded
 
         self._block = {
             **generator.describe(),
@@ -53,7 +53,7 @@ class Extractor(Stage):
             "generation_field": generation_field,
             "chat": bool(chat and generator.has_chat_template),
             "params": self.params.to_dict(),
-            "seed": seed_label(seed),
+            "seeded": seeded(seed),
         }
 
     def __call__(self, records: list[Record]) -> list[dict | RecordError]:

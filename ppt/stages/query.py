@@ -82,7 +82,8 @@ def check_sanitized(data: dict, spec: QuerySpec) -> RecordError | None:
                                             "(or pass --allow-raw to send unsanitized text)")
     sanitized = block.get("text_field") or spec.text_field
     local = {block.get("keep_original"): "the raw text kept by `ppt sanitize --keep-original`",
-             block.get("alignment_field"): "the token alignment of `ppt sanitize --emit-alignment`"}
+             block.get("alignment_field"): "the token alignment of `ppt sanitize --emit-alignment`",
+             block.get("diagnostics_field"): "the per-record diagnostics of `ppt sanitize --diagnostics`"}
     for name in spec.template.fields:
         if name and name in local:
             return RecordError("raw_field_in_template", f"template field '{name}' holds {local[name]}; it is never sent")

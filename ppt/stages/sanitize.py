@@ -1,8 +1,9 @@
 """Sanitize records: the library behind `ppt sanitize`, usable from Ray/Spark batch functions too.
 
 Fails closed: when a mechanism raises on a batch, every record of it becomes a RecordError (never the
-raw text), and the raw text (or the alignment that reveals its tokens) is written out only under
-explicitly named ``keep_original`` / ``emit_alignment`` fields.
+raw text), and the raw text (or the alignment that reveals its tokens, or the diagnostics that depend
+on it) is written out only under explicitly named ``keep_original`` / ``emit_alignment`` /
+``diagnostics`` fields. The stamp itself is data independent (:mod:`ppt.stages.sanitize_stamp`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from ppt.io import ExitCode, PptError, Record, RecordError, stamp
 from ppt.log import logger, note
 from ppt.mechanisms import Mechanism, Policy, get_mechanism, mechanism_class
 from ppt.mechanisms.base import check_eps
-from ppt.rng import record_generator, seed_label
+from ppt.rng import record_generator
 from ppt.stages.base import Stage, prepare_mechanism
+from ppt.stages.sanitize_stamp import RecordStamper
 
 WEAK_EPS = 10.0
 
@@ -85,6 +87,9 @@ def sanitize_records(
     emit_alignment: str | None = None,
     min_kept: int = 0,
     on_empty: Callable[[Record, dict], None] | None = None,
+    diagnostics: str | None = None,
+    stamp_mode: str = "compact",
+    stamper: RecordStamper | None = None,
 ) -> list[dict | RecordError]:
     """Sanitize one batch of records; one output dict or RecordError per record, in order.
 
@@ -95,7 +100,12 @@ def sanitize_records(
 
     ``emit_alignment`` names a field for the exact (orig_row, new_row, start, end) of every perturbed
     token (:mod:`ppt.mechanisms.alignment`), for attacks and mapping metrics; like ``keep_original`` it
-    reveals the original tokens and stays local."""
+    reveals the original tokens and stays local. ``diagnostics`` names a field for the record's
+    per-record accounting (counts by reason, list sizes, eps') and exact privacy block: they depend on
+    the raw text, so they are never in the stamp and stay local too (:mod:`ppt.stages.sanitize_stamp`)."""
+    stamper = stamper or RecordStamper(mech, stamp_mode=stamp_mode, seed=seed, text_field=text_field,
+                                       keep_original=keep_original, emit_alignment=emit_alignment,
+                                       diagnostics=diagnostics)
     gens = [record_generator(seed, r.id) for r in records]
     texts = [r.text or "" for r in records]
     aligns: list = [None] * len(records)
@@ -110,8 +120,8 @@ def sanitize_records(
     except Exception as e:  # fail closed: never emit the raw text of a batch we could not privatize
         err = RecordError("sanitize_failed", f"{mech.name} failed on this batch ({type(e).__name__})")
         return [err] * len(records)
-    base_stamp = mech.stamp()
-    extra_fields = [(f, opt) for f, opt in ((keep_original, "--keep-original"), (emit_alignment, "--emit-alignment")) if f and f != text_field]
+    extra_fields = [(f, opt) for f, opt in ((keep_original, "--keep-original"), (emit_alignment, "--emit-alignment"),
+                                            (diagnostics, "--diagnostics")) if f and f != text_field]
     out: list[dict | RecordError] = []
     for rec, res, al in zip(records, results, aligns):
         acc = res.accounting.to_dict()
@@ -132,12 +142,11 @@ def sanitize_records(
             data[keep_original] = rec.text
         if emit_alignment:
             data[emit_alignment] = al
-        block = {
-            **base_stamp, "eps": mech.eps, "accounting": acc, "seed": seed_label(seed),
-            "text_field": text_field, "keep_original": keep_original, "alignment_field": emit_alignment,
-        }
+        if diagnostics:
+            data[diagnostics] = stamper.diagnostics_value(res)
+        block = stamper.block(res)
         if n_out == 0 and (rec.text or "").strip():
-            block["empty_output"] = True  # only when true, so other records' stamps stay as they were
+            block["empty_output"] = True  # only when true (it follows from the output text)
             (on_empty or _warn_empty)(rec, acc)
         try:
             out.append(stamp(data, "sanitize", block))
@@ -176,16 +185,25 @@ class SanitizeStage(Stage):
     MAX_EMPTY_WARNINGS = 20
 
     def __init__(self, mech: Mechanism, *, text_field: str = "text", seed: int | None = None,
-                 keep_original: str | None = None, emit_alignment: str | None = None, min_kept: int = 0) -> None:
+                 keep_original: str | None = None, emit_alignment: str | None = None, min_kept: int = 0,
+                 diagnostics: str | None = None, stamp_mode: str = "compact") -> None:
         self.mech, self.text_field, self.seed = mech, text_field, seed
         self.keep_original, self.emit_alignment, self.min_kept = keep_original, emit_alignment, min_kept
+        self.diagnostics, self.stamp_mode = diagnostics, stamp_mode
+        self.stamper = RecordStamper(mech, stamp_mode=stamp_mode, seed=seed, text_field=text_field,
+                                     keep_original=keep_original, emit_alignment=emit_alignment, diagnostics=diagnostics)
         self.n_empty = 0
 
     @property
+    def private_fields(self) -> list[str]:
+        """Fields this stage writes that reveal the raw text or depend on it (--keep-original,
+        --emit-alignment, --diagnostics)."""
+        return [f for f in (self.keep_original, self.emit_alignment, self.diagnostics) if f]
+
+    @property
     def private_output(self) -> bool:
-        """The output holds the raw text or what reveals it (so a new -o file is created 0600).
-        A diagnostics field, when one is added, belongs here too."""
-        return bool(self.keep_original or self.emit_alignment)
+        """The output holds the raw text or what depends on it (so a new -o file is created 0600)."""
+        return bool(self.private_fields)
 
     def _on_empty(self, rec: Record, accounting: dict) -> None:
         self.n_empty += 1
@@ -199,9 +217,8 @@ class SanitizeStage(Stage):
     def __call__(self, records: list[Record]) -> list[dict | RecordError]:
         return sanitize_records(self.mech, records, text_field=self.text_field, seed=self.seed,
                                 keep_original=self.keep_original, emit_alignment=self.emit_alignment,
-                                min_kept=self.min_kept, on_empty=self._on_empty)
+                                min_kept=self.min_kept, on_empty=self._on_empty,
+                                diagnostics=self.diagnostics, stamper=self.stamper)
 
     def signature(self) -> dict[str, Any]:
-        return {"stage": self.name, **self.mech.stamp(), "eps": self.mech.eps, "seed": seed_label(self.seed),
-                "text_field": self.text_field, "keep_original": self.keep_original,
-                "alignment_field": self.emit_alignment, **({"min_kept": self.min_kept} if self.min_kept else {})}
+        return {"stage": self.name, **self.stamper.run_block(), **({"min_kept": self.min_kept} if self.min_kept else {})}

@@ -420,7 +420,7 @@ def test_numbers_policy(causal):
     assert num and all(actions[i] == PERTURB for i in num)
     digits = Cape(2.0, model=causal, logit_bound=1.0, policy={"numbers": "random-digits"})
     [out] = digits.sanitize_batch([text], gens(4, 1))
-    assert out.accounting.kept.get("number", 0) == len(num)
+    assert out.accounting.digits_replaced == len(num) and "number" not in out.accounting.kept
     assert out.accounting.n_perturbed == sum(1 for a in pert.plan(toks)[0] if a == PERTURB) - len(num)
 
 
@@ -694,6 +694,6 @@ def test_sanitize_records_marks_seeded_runs(causal, monkeypatch):
     assert mixed == [True, False]
     # Cape aligns by the context model's token ids (no space to locate spans in: pairs only)
     pairs = rec["al"]
-    assert len(pairs) == rec["ppt"]["sanitize"]["accounting"]["n_perturbed"] > 0
+    assert len(pairs) == rec["ppt"]["sanitize"]["privacy"]["proven"]["tokens"] > 0
     assert all(len(p) == 2 for p in pairs)
     assert {n for _, n in pairs} <= set(mech.candidates.tolist())

@@ -424,7 +424,7 @@ def test_policies_and_accounting(space):
     assert acc.notion == Rantext.notion
     assert acc.n_tokens == 10
     assert acc.n_perturbed == 5  # apple banana and the pear (stopwords perturbed by default)
-    assert acc.kept == {"punct": 2, "number": 2}
+    assert acc.kept == {"punct": 2} and acc.digits_replaced == 2
     assert acc.dropped == {"oov": 1}
     assert acc.composed_eps == pytest.approx(5 * 2.5)
     assert acc.eps_per_token == 2.5
@@ -441,7 +441,7 @@ def test_policies_and_accounting(space):
 
     keep = Rantext(2.5, space=space, z=1.0, policy=Policy(stopwords="keep", oov="uniform", punct="drop"))
     acc2 = keep.sanitize_batch([text], [record_generator(1, 0)])[0].accounting
-    assert acc2.n_perturbed == 3 and acc2.kept == {"stopword": 2, "number": 2}
+    assert acc2.n_perturbed == 3 and acc2.kept == {"stopword": 2} and acc2.digits_replaced == 2
     assert acc2.replaced_uniform == 1 and acc2.dropped == {"punct": 2}
     assert acc2.composed_eps == pytest.approx(3 * 2.5)
 
@@ -455,5 +455,5 @@ def test_precompute_and_stamp(space):
     kinds = {a.kind for a in mech.precompute()}
     assert kinds == {"sorted-rows", "rantext-runs", "rantext-calibration"}
     st = mech.stamp()
-    assert st["mechanism"] == "rantext" and "C_r treated as fixed" in st["notion"]
+    assert st["mechanism"] == "rantext" and "given the random adjacency list C_r" in st["notion"]
     assert st["params"]["space"]["hash"] == space.hash

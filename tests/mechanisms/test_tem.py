@@ -74,7 +74,7 @@ def test_gamma_and_validation(space):
         with pytest.raises(ValueError):
             TEM(1.0, space=space, **bad)
     assert isinstance(get_mechanism("tem", eps=1.0, space=space), TEM)
-    assert "metric DP" in TEM.notion
+    assert "metric LDP" in TEM.notion
 
 
 def test_grouped_searchsorted_matches_direct():
@@ -223,7 +223,7 @@ def test_policies_and_accounting(space):
     acc = res.accounting
     assert acc.notion == TEM.notion and acc.eps_per_token == 2.0
     assert acc.n_perturbed == 5 and acc.composed_eps == pytest.approx(10.0)
-    assert acc.kept == {"punct": 2, "number": 2} and acc.dropped == {"oov": 1}
+    assert acc.kept == {"punct": 2} and acc.digits_replaced == 2 and acc.dropped == {"oov": 1}
     assert "zorblax" not in res.text
     assert acc.extra["truncated_set_size"]["max"] <= space.size
     assert 0 <= acc.extra["bottom_draws"] <= 5

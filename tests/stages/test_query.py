@@ -314,7 +314,7 @@ def test_local_backend_batched_and_seeded(tiny_lm):
     out = lines(r.stdout)
     assert [o["id"] for o in out] == ["r0", "r1", "r2"]
     q = out[0]["ppt"]["query"]
-    assert q["backend"] == "local" and q["seed"] == 3 and q["device"] == "cpu"
+    assert q["backend"] == "local" and q["seeded"] is True and "seed" not in q and q["device"] == "cpu"
     assert 1 <= q["usage"]["completion_tokens"] <= 5 and q["usage"]["prompt_tokens"] > 10
     assert_private_text_stays_local(r)
 

@@ -12,8 +12,9 @@ Privacy notion, stated honestly: the paper proves eps-LDP for the sampling step 
 C_r(t) (inputs and outputs inside one list, utility with sensitivity 1). C_r itself is drawn from a
 noise distribution centred on the private token and is not accounted for; the mechanism as a whole
 is not eps-LDP over the vocabulary (a far-away token reaches t's neighbourhood only when its radius
-is large). ppt reports eps per token and the basic composition n * eps, with that caveat in the
-notion string.
+is large). So the stamp's proven headline is null: every perturbed token is a
+ConditionalDpEvent(eps, "given the random adjacency list C_r"), and n * eps appears only as that
+conditional total (issue 16: the certified per-token loss is at least 8.5 at eps 6).
 
 Z(eps): ``z="calibrated"`` (default) fits Z per space so the median |C_r| / |V| follows a target that
 never shrinks as eps falls: the whole vocabulary at eps <= 1, the monotone envelope of the paper's list
@@ -68,6 +69,7 @@ import numpy as np
 import torch
 
 from ppt import parallel
+from ppt.accounting import ConditionalDpEvent, SelfComposedEvent
 from ppt.mechanisms.pipeline import TokenMechanism
 from ppt.mechanisms.policy import Policy
 from ppt.mechanisms.rantext import calibration
@@ -110,7 +112,7 @@ class Rantext(TokenMechanism):
     """RANTEXT: per token, Laplace-sized random adjacency list, then the exponential mechanism in it."""
 
     name: ClassVar[str] = "rantext"
-    notion: ClassVar[str] = "eps-LDP per token (RANTEXT, random adjacency list; C_r treated as fixed)"
+    notion: ClassVar[str] = "eps-LDP per token only given the random adjacency list C_r (conditional; no proven bound over the vocabulary)"
     summary: ClassVar[str] = "InferDPT's RANTEXT: Laplace-sized random adjacency list + exponential mechanism"
     default_space: ClassVar[str] = "cl100k-minilm"
     default_policy: ClassVar[Policy] = Policy(oov="drop", numbers="random-digits", punct="keep", stopwords="perturb")
@@ -241,6 +243,19 @@ class Rantext(TokenMechanism):
         super().prepare()
         self._scale2  # noqa: B018 - materialises noise_scale and z (the calibration) too
         return self
+
+    CONDITION: ClassVar[str] = "random adjacency list C_r"
+
+    def privacy_events(self, acc, *, diagnostics: bool = False) -> list:
+        return [SelfComposedEvent(ConditionalDpEvent(self.eps, self.CONDITION), int(acc.n_perturbed))]
+
+    def signature_params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"z": self._z_fixed if self.z_mode == "fixed" else self.z_mode}
+        if self._target_override is not None:
+            out["target_fraction"] = self._target_override
+        if self.z_mode == "paper" and self.z_constants != ZConstants():
+            out["z_constants"] = ",".join(f"{v!r}" for v in asdict(self.z_constants).values())
+        return out
 
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -1,0 +1,70 @@
+"""The ``ppt.sanitize`` stamp of one record: compact by default, the full parameter block on request.
+
+Why apart from the stage: what a stamp may hold is a privacy decision (issue 16). By default it holds
+only what follows from public parameters and the record's proven figures: the signature
+(:mod:`ppt.mechanisms.signature`), the ``privacy`` block rendered from the mechanism's events
+(:mod:`ppt.mechanisms.privacy`), ``seeded`` (never the seed) and the names of the fields the stage wrote.
+``--stamp full`` adds the mechanism's whole parameter block (``mechanism``, ``notion``, ``params``,
+``eps``). Everything that depends on the raw text (kept/dropped counts by reason, RANTEXT's list sizes,
+TEM's truncated-set sizes, Cape's eps') goes only to the ``--diagnostics`` field, which is local like
+``--keep-original``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ppt.mechanisms import Mechanism, Sanitized
+from ppt.mechanisms.privacy import privacy_block
+from ppt.mechanisms.signature import make_signature
+from ppt.rng import seeded
+
+STAMP_MODES = ("compact", "full")
+
+
+class RecordStamper:
+    """Builds each record's stamp block and diagnostics; the per-run parts are computed once."""
+
+    def __init__(self, mech: Mechanism, *, stamp_mode: str = "compact", seed: int | None = None,
+                 text_field: str = "text", keep_original: str | None = None, emit_alignment: str | None = None,
+                 diagnostics: str | None = None) -> None:
+        if stamp_mode not in STAMP_MODES:
+            raise ValueError(f"stamp must be one of {', '.join(STAMP_MODES)} (got {stamp_mode!r})")
+        self.mech, self.mode = mech, stamp_mode
+        self.diagnostics = diagnostics
+        self._sig: str | None = None
+        self._fields: dict[str, Any] = {"seeded": seeded(seed), "text_field": text_field}
+        for key, value in (("keep_original", keep_original), ("alignment_field", emit_alignment),
+                           ("diagnostics_field", diagnostics)):
+            if value:
+                self._fields[key] = value
+
+    @property
+    def signature(self) -> str:
+        if self._sig is None:
+            self._sig = make_signature(self.mech)
+        return self._sig
+
+    def run_block(self) -> dict[str, Any]:
+        """What every record of the run shares (the stage's signature)."""
+        head: dict[str, Any] = {"signature": self.signature}
+        if self.mode == "full":
+            head.update(self.mech.stamp())
+            head["eps"] = self.mech.eps
+        return {**head, **self._fields}
+
+    def block(self, res: Sanitized) -> dict[str, Any]:
+        head: dict[str, Any] = {"signature": self.signature}
+        if self.mode == "full":
+            head.update(self.mech.stamp())
+            head["eps"] = self.mech.eps
+        head["privacy"] = privacy_block(self.mech, res.accounting, compact=self.mode == "compact")
+        return {**head, **self._fields}
+
+    def diagnostics_value(self, res: Sanitized) -> dict[str, Any]:
+        """The --diagnostics field: the record's full accounting and its exact privacy block."""
+        return {"accounting": res.accounting.to_dict(),
+                "privacy": privacy_block(self.mech, res.accounting, diagnostics=True)}
+
+
+__all__ = ["RecordStamper", "STAMP_MODES"]
