@@ -45,7 +45,7 @@ class Claim:
     eps_per_token: float | None
     notion: str = ""
     metric: bool = False
-    source: str = "ppt.sanitize.accounting"
+    source: str = "ppt.sanitize.privacy.proven"
 
     @classmethod
     def from_accounting(cls, acc: dict | None) -> Claim:

@@ -1,7 +1,7 @@
 """`ppt audit` as a library: build each mechanism, read the claim its stamped record makes, audit it.
 
-The claim comes from a record the sanitize stage stamps (``ppt.sanitize.accounting`` of a one-token
-prompt), so the audit checks what users see, not what the class says about itself.
+The claim comes from a record the sanitize stage stamps (the ``proven`` headline of ``ppt.sanitize.privacy``
+for a one-token prompt), so the audit checks what users see, not what the class says about itself.
 """
 
 from __future__ import annotations
@@ -29,9 +29,32 @@ def stamped_claim(mech: Mechanism, seed: int | None) -> tuple[Claim, dict]:
     [rec] = sanitize_records(mech, [Record(line_no=1, id="audit-claim", data={"text": text}, text=text)], text_field="text", seed=seed)
     if not isinstance(rec, dict):
         raise PptError(f"{mech.name}: the stamp probe failed ({rec})")
-    acc = rec.get("ppt", {}).get("sanitize", {}).get("accounting", {})
-    acc = {**acc, "notion": acc.get("notion") or rec["ppt"]["sanitize"].get("notion", "")}
+    block = rec.get("ppt", {}).get("sanitize", {})
+    acc = claim_of_privacy(block.get("privacy") or {})
     return Claim.from_accounting(acc), acc
+
+
+def claim_of_privacy(privacy: dict) -> dict:
+    """The per-token figure a stamp's privacy block proves, as the auditor reads it: the ``proven``
+    headline only (eps per unit distance for metric DP, per token otherwise); conditional and claimed
+    figures are not proven, so they are no claim to audit."""
+    proven = privacy.get("proven") or {}
+    metric = proven.get("metric") or {}
+    notion = str(proven.get("notion") or "")
+    if metric:
+        unit, fig = next(iter(metric.items()))
+        return {"eps_per_token": fig.get("eps_per_unit"), "notion": f"{notion} ({unit})", "proven": True}
+    eps = proven.get("eps_per_token")
+    if isinstance(eps, (int, float)) and not isinstance(eps, bool):
+        return {"eps_per_token": eps, "notion": notion, "proven": True}
+    # nothing proven: audit the conditional figure the stamp labels apart, as what it is (a violation
+    # then shows the condition matters: the figure is no bound once the condition is random)
+    for cond in privacy.get("conditional") or []:
+        given = cond.get("eps_per_token_given")
+        if isinstance(given, (int, float)) and not isinstance(given, bool):
+            return {"eps_per_token": given, "notion": f"conditional: given {cond.get('given', '?')} (not proven)",
+                    "proven": True, "conditional": True}
+    return {"eps_per_token": None, "notion": "no proven per-token bound", "proven": False}
 
 
 def run_audit(
