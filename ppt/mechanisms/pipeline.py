@@ -240,6 +240,11 @@ class TokenMechanism(TokenPipeline):
         self.device = self.space.device
         self.warn_leaks()
 
+    @property
+    def unit(self) -> str:
+        """What a metric-DP eps is per unit of: the space's distance (SanText, TEM)."""
+        return f"{self.space.metric} distance in {self.space.name}"
+
     def load_default_space(self, device: str, quiet: bool):
         from ppt.spaces import load_space
 

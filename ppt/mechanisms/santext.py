@@ -159,10 +159,6 @@ class SanText(TokenMechanism):
     # ---- privacy ------------------------------------------------------------------------------------
 
     @property
-    def unit(self) -> str:
-        return f"{self.space.metric} distance in {self.space.name}"
-
-    @property
     def worst_case_eps(self) -> float:
         """eps * D: P[y|x] <= exp(eps d(x, x')) P[y|x'] (eps/2 in the exponent, triangle inequality on the
         numerator and the normaliser), d <= D over the vocabulary (:func:`distances.diameter_bound`)."""

@@ -89,10 +89,6 @@ class TEM(TokenMechanism):
     # ---- privacy ------------------------------------------------------------------------------------
 
     @property
-    def unit(self) -> str:
-        return f"{self.space.metric} distance in {self.space.name}"
-
-    @property
     def worst_case_eps(self) -> float:
         """eps * min(D, gamma): min(d, gamma) moves by at most min(d(x, x'), gamma) in the score and in the
         normaliser, and d(x, x') <= D over the vocabulary (:func:`diameter_bound`). eps * gamma =
