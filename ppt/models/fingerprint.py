@@ -2,10 +2,12 @@
 
 Why: a name such as ``smollm2`` or a local path does not say which weights produced an output; a stamp
 that names the model must let a reader tell two models apart, as the space hash does for spaces. Hashing
-every byte of a 135M-parameter model costs a second of start-up, so the fingerprint hashes each
-parameter's name, shape, dtype, its float64 sum (9 significant digits) and a strided sample of at most
-1,024 values: re-training, another quantization, dtype or checkpoint changes it; loading the same
-weights in the same dtype again (GGUF or its converted safetensors) does not.
+every byte of a 135M-parameter model costs over a second of start-up, and a float64 sum per tensor a
+few tenths; so the fingerprint hashes each parameter's name, shape, dtype and a strided sample of at most
+4,096 of its values (exact bytes, so it does not depend on thread count or device). Re-training,
+another quantization, dtype or checkpoint changes it; loading the same weights again does not. It names
+weights; it is not a tamper check (an edit of a few values between samples goes unseen: the cache's
+sha256 is the integrity check).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-SAMPLE = 1024
+SAMPLE = 4096
 
 
 def weights_fingerprint(model: Any) -> str:
@@ -22,13 +24,14 @@ def weights_fingerprint(model: Any) -> str:
 
     h = hashlib.sha256()
     with torch.no_grad():
-        named = list(model.named_parameters()) + list(model.named_buffers())
-        for name, t in sorted(named, key=lambda kv: kv[0]):
+        named = dict(model.named_parameters())
+        named.update(model.named_buffers())
+        for name in sorted(named):
+            t = named[name]
             flat = t.detach().reshape(-1)
             step = max(1, flat.numel() // SAMPLE)
-            sample = flat[::step][:SAMPLE].to("cpu", torch.float64)
+            sample = flat[::step][:SAMPLE].to("cpu", torch.float32)
             h.update(f"{name}|{tuple(t.shape)}|{t.dtype}|".encode())
-            h.update(f"{float(flat.double().sum()):.9g}|".encode())
             h.update(sample.numpy().tobytes())
     return h.hexdigest()
 
