@@ -7,7 +7,8 @@ determines the output distribution in a few dozen bytes::
     rantext|eps:6|space:cl100k-minilm:11000#5df6ec45|z:calibrated|pol:drop.digits.keep.perturb.sentence|v:0.1.0
 
 Fields are ``key:value`` separated by ``|`` after the mechanism name: ``eps``, ``space`` (id ``#`` the first
-8 hex digits of its hash; absent for Cape, whose ``model`` is a key parameter), the mechanism's key
+8 hex digits of its hash; absent for Cape, whose ``model`` is a key parameter written the same way,
+``name#`` the first 8 hex digits of :func:`ppt.models.fingerprint.weights_fingerprint`), the mechanism's key
 parameters (:meth:`ppt.mechanisms.base.Mechanism.signature_params`), ``pol`` (oov.numbers.punct.stopwords.case,
 "digits" for random-digits) and ``v`` (ppt's version). ``|`` and ``%`` inside values are percent-encoded
 (a key ends at its first ``:``). :func:`parse_signature` inverts it without loading anything (``ppt mechs --describe``),
@@ -92,6 +93,9 @@ def parse_signature(sig: str) -> dict[str, Any]:
             space, _, h = value.rpartition("#")
             out["space"], out["space_hash"] = (_dec(space) if space else _dec(h)), (h if space else None)
             out["space"] = str(out["space"])
+        elif key == "model" and "#" in value:
+            model, _, h = value.rpartition("#")
+            out["params"]["model"], out["params"]["model_hash"] = str(_dec(model)), h
         elif key == "pol":
             codes = value.split(".")
             if len(codes) != len(POLICY_FIELDS):

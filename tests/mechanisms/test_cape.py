@@ -697,3 +697,18 @@ def test_sanitize_records_marks_seeded_runs(causal, monkeypatch):
     assert len(pairs) == rec["ppt"]["sanitize"]["privacy"]["proven"]["tokens"] > 0
     assert all(len(p) == 2 for p in pairs)
     assert {n for _, n in pairs} <= set(mech.candidates.tolist())
+
+
+def test_signature_names_the_model_weights(causal, cape_causal):
+    """Two context models under the same name must not share a signature (issue 16: Cape's signature
+    named the model without a hash)."""
+    from ppt.mechanisms.signature import make_signature, parse_signature
+    from ppt.models.fingerprint import weights_fingerprint
+
+    model, tok = causal
+    sig = parse_signature(make_signature(cape_causal))
+    assert sig["params"]["model_hash"] == weights_fingerprint(model)[:8]
+    assert cape_causal.params()["model_hash"] == weights_fingerprint(model)
+    other = tiny_llama(len(tok), seed=5, max_position_embeddings=32, tie_word_embeddings=True)
+    sig2 = parse_signature(make_signature(Cape(3.0, model=(other, tok))))
+    assert sig2["params"]["model"] == sig["params"]["model"] and sig2["params"]["model_hash"] != sig["params"]["model_hash"]

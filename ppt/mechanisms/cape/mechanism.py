@@ -205,6 +205,9 @@ class Cape(TokenPipeline):
         self.cand_emb_mm = self.cand_emb if self.mm_dtype == torch.float32 else self.cand_emb.to(self.mm_dtype)
         self.lm = ContextModel(lm, tok, kind, self.candidates)
         self.context = kind
+        from ppt.models.fingerprint import weights_fingerprint
+
+        self.model_hash = weights_fingerprint(lm)
         if logit_bound is None:
             self.logit_bound = calibrate_logit_bound(self.tokenizer, self.lm)
             self.bound_source = f"calibrated: {CALIBRATION_QUANTILE:.1%} quantile of |logit| over candidates, all positions of {len(CALIBRATION_PROMPTS)} built-in prompts"
@@ -217,6 +220,7 @@ class Cape(TokenPipeline):
         return {
             "eps": self.eps,
             "model": self.model_name,
+            "model_hash": self.model_hash,
             "context": self.context,
             "lambda_l": self.lambda_l,
             "lambda_d": self.lambda_d,
@@ -283,7 +287,7 @@ class Cape(TokenPipeline):
         return [SelfComposedEvent(PureDpEvent(self.worst_case), n), SelfComposedEvent(ClaimedEvent(claimed, self.CLAIM), n)]
 
     def signature_params(self) -> dict[str, Any]:
-        return {"model": self.model_name, "context": self.context, "buckets": self.buckets, "utility": self.utility,
+        return {"model": f"{self.model_name}#{self.model_hash[:8]}", "context": self.context, "buckets": self.buckets, "utility": self.utility,
                 "lambda_l": self.lambda_l, "lambda_d": self.lambda_d, "B": float(f"{self.logit_bound:.6g}")}
 
     def record_accounting(self, diag: dict[str, torch.Tensor], counts: list[int]) -> tuple[list[float], list[dict[str, Any]]]:
