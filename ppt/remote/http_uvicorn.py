@@ -105,7 +105,8 @@ class _OneLine(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            sys.stderr.write(f"ppt: serve: {record.getMessage()}\n")
+            kind = "warning: " if record.levelno >= logging.WARNING else ""
+            sys.stderr.write(f"ppt: {kind}serve: {record.getMessage()}\n")
         except Exception:  # noqa: BLE001 - a closed stderr must not stop the server
             pass
 

@@ -99,7 +99,7 @@ def test_concurrent_requests_are_batched_and_seeds_are_batch_independent(served)
 def test_ppt_serve_process(tiny_lm, tmp_path, transport, stop_signal):
     port_file = tmp_path / "port"
     proc = subprocess.Popen([*ppt_serve_command(transport), "serve", "--model", str(tiny_lm), "--host", "127.0.0.1", "--port", "0",
-                             "--port-file", str(port_file), "--device", "cpu"],
+                             "--port-file", str(port_file), "--device", "cpu", "--verbose"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 90
@@ -120,6 +120,7 @@ def test_ppt_serve_process(tiny_lm, tmp_path, transport, stop_signal):
     assert f"({STARTUP[transport]}, " in err and "ppt: serve: stopped" in err
     assert out == ""  # nothing but JSONL on stdout, and a server writes none
     assert "The quick brown fox" not in err  # bodies are never logged
+    assert '"POST /v1/chat/completions HTTP/1.1" 200' in err  # --verbose: request line and status only
     assert "serving" in err or "on http://127.0.0.1" in err
 
 
@@ -135,18 +136,18 @@ def test_ppt_serve_bad_port_fails_cleanly(tiny_lm, transport):
 
 
 class _SlowGenerator:
-    """Stands in for LocalGenerator: each generate call takes 0.6 s."""
+    """Stands in for LocalGenerator: each generate call takes ``delay_s`` (0.6 s)."""
 
     name = "slow"
 
-    def __init__(self):
-        self.calls = 0
+    def __init__(self, delay_s: float = 0.6):
+        self.calls, self.delay_s = 0, delay_s
 
     def generate(self, prompts, params, generators):
         from ppt.lm.generate import Completion
 
         self.calls += 1
-        time.sleep(0.6)
+        time.sleep(self.delay_s)
         return [Completion("ok", 1, 1, "stop") for _ in prompts]
 
 
@@ -176,3 +177,32 @@ def test_requests_of_clients_that_left_are_never_generated(transport):
         server.shutdown()
         server.server_close()
         service.close()
+
+
+def test_shutdown_with_a_request_in_flight_is_prompt_and_the_client_gets_an_answer(transport):
+    """Stopping never hangs on generation: uvicorn tells the waiting request (503, the server is
+    shutting down) and finishes its graceful shutdown; stdlib stops accepting and the in-flight
+    request is answered when its batch is done."""
+    gen = _SlowGenerator(delay_s=1.5)
+    service = ModelService(gen, "slow", max_batch=1, max_wait_s=0.0)
+    server, thread = start_server(service, "127.0.0.1", 0, transport=transport)
+    got: list = []
+
+    def call() -> None:
+        try:
+            got.append(httpx.post(server.base_url + "/chat/completions", json=CHAT, timeout=30).status_code)
+        except httpx.TransportError as e:
+            got.append(type(e).__name__)
+
+    client = threading.Thread(target=call)
+    client.start()
+    time.sleep(0.4)  # the request is being generated
+    t0 = time.monotonic()
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)
+    stopped_s = time.monotonic() - t0
+    client.join(timeout=10)
+    service.close()
+    assert not thread.is_alive() and stopped_s < 4
+    assert got == [503 if transport == "starlette" else 200]

@@ -243,3 +243,28 @@ def test_a_wrong_token_is_refused_before_the_body_is_read_and_without_echoing_it
         assert ok.status_code == 200 and len(svc.bodies) == 1
     finally:
         stop(server, thread)
+
+
+def test_chunked_bodies_are_limited_as_they_stream_on_starlette_and_refused_by_stdlib(transport):
+    """uvicorn parses chunked bodies (the limit applies to what arrives); the stdlib transport cannot
+    and answers 411 instead of guessing."""
+    limit = len(BODY) + 8
+    svc = EchoService()
+    server, thread = serving(transport, svc, max_body_bytes=limit)
+
+    def chunked(data: bytes):
+        yield data[:10]
+        yield data[10:]
+
+    try:
+        small = httpx.post(server.base_url + "/chat/completions", content=chunked(BODY), timeout=10,
+                           headers={"Content-Type": "application/json"})
+        big = httpx.post(server.base_url + "/chat/completions", content=chunked(BODY + b" " * 9), timeout=10,
+                         headers={"Content-Type": "application/json"})
+        if transport == "starlette":
+            assert small.status_code == 200 and big.status_code == 413
+            assert len(svc.bodies) == 1
+        else:
+            assert small.status_code == big.status_code == 411 and svc.bodies == []
+    finally:
+        stop(server, thread)
