@@ -25,7 +25,7 @@ the command line). Connections time out after --timeout seconds of silence and a
 --max-connections are open at once (503 beyond). Runs until Ctrl-C or SIGTERM. Nothing is written to
 stdout; request bodies and keys are never logged.
 
-Served by uvicorn with starlette when they are installed (pip install 'ppt[serve]'), else by the
+Served by uvicorn with starlette when they are installed (the serve extra of ppt), else by the
 standard library's http.server, with the same limits and answers; the startup line says which.
 
 [bold]Examples[/]
