@@ -74,6 +74,7 @@ def too_large(max_bytes: int = MAX_BODY_BYTES) -> ServiceError:
 
 
 SHORT_BODY = ServiceError(400, "body shorter than its Content-Length")
+HEADERS_TOO_LARGE = ServiceError(431, f"request headers larger than {MAX_HEADER_BYTES} bytes")
 
 
 @dataclass

@@ -1,10 +1,11 @@
 """The starlette application of `ppt serve`'s preferred transport (served by ``ppt.remote.http_uvicorn``).
 
 One catch-all route hands every request to ``ppt.remote.api``, so routes, auth, validation and reply
-bodies are the stdlib transport's. What is the app's own: the body size limit, enforced while the body
-streams in (Content-Length or chunked), and the blocking model call run in a worker thread (never on
-the event loop) while a watcher task notices a client that disconnects, so its queued request is
-dropped instead of generated. Worker threads are capped at ``max_connections``.
+bodies are the stdlib transport's. What is the app's own: the header size limit (h11 bounds only
+headers that arrive in pieces), the body size limit, enforced while the body streams in (Content-Length
+or chunked), and the blocking model call, run in a worker thread (never on the event loop) while a
+watcher task notices a client that disconnects, so its queued request is dropped instead of generated.
+Worker threads are capped at ``max_connections``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ppt.remote.api import (
+    HEADERS_TOO_LARGE,
+    MAX_HEADER_BYTES,
     NOT_FOUND,
     SHORT_BODY,
     UNAUTHORIZED_HEADERS,
@@ -101,6 +104,9 @@ def build_app(host: Host) -> Starlette:
     limiter: list[anyio.CapacityLimiter] = []  # made on the event loop, at the first request
 
     async def endpoint(request: Request) -> Response:
+        # h11 bounds only headers that arrive in pieces; ones that arrive in one read are checked here
+        if sum(len(k) + len(v) + 4 for k, v in request.scope["headers"]) > MAX_HEADER_BYTES:
+            return error_response(HEADERS_TOO_LARGE, close=True)
         method, what = request.method, route(request.method, request.url.path)
         if what == "health":
             return json_response(200, {"status": "ok"})

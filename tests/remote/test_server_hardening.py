@@ -296,3 +296,33 @@ def test_uvicorn_connections_have_tcp_nodelay():
         return value
 
     assert asyncio.run(accepted_nodelay()) != 0
+
+
+def test_oversize_headers_are_refused(transport):
+    from ppt.remote.api import MAX_HEADER_BYTES
+
+    svc = EchoService()
+    server, thread = serving(transport, svc)
+    try:
+        with socket.create_connection(server.server_address[:2], timeout=5) as s:
+            s.sendall(HEAD + b"X-Pad: " + b"a" * (MAX_HEADER_BYTES + 1) + b"\r\nContent-Length: "
+                      + str(len(BODY)).encode() + b"\r\n\r\n" + BODY)
+            reply = read_reply(s)
+        assert reply[:12] in (b"HTTP/1.1 400", b"HTTP/1.0 431", b"HTTP/1.1 431"), reply[:80]
+        assert svc.bodies == []
+    finally:
+        stop(server, thread)
+
+
+@pytest.mark.parametrize("host", ["::1", "localhost"])
+def test_ipv6_and_named_loopback_hosts(transport, host):
+    if host == "::1" and not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    try:
+        server, thread = start_server(EchoService(), host, 0, transport=transport)
+    except OSError as e:
+        pytest.skip(f"cannot bind {host}: {e}")
+    try:
+        assert httpx.get(server.base_url + "/models", timeout=10).json()["data"][0]["id"] == "echo"
+    finally:
+        stop(server, thread)
