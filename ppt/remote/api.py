@@ -74,6 +74,7 @@ def too_large(max_bytes: int = MAX_BODY_BYTES) -> ServiceError:
 
 
 SHORT_BODY = ServiceError(400, "body shorter than its Content-Length")
+LOADING = ServiceError(503, "the model is still loading", "server_error")  # bound before the model loads
 HEADERS_TOO_LARGE = ServiceError(431, f"request headers larger than {MAX_HEADER_BYTES} bytes")
 
 

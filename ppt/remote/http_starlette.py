@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from ppt.remote.api import (
     HEADERS_TOO_LARGE,
+    LOADING,
     MAX_HEADER_BYTES,
     NOT_FOUND,
     SHORT_BODY,
@@ -113,6 +114,8 @@ def build_app(host: Host) -> Starlette:
         err = check_bearer(host.api_key, request.headers.get("authorization"))
         if err is not None:
             return error_response(err, UNAUTHORIZED_HEADERS, close=True)
+        if host.service is None and what in ("models", "chat", "completions"):
+            return error_response(LOADING, {"Retry-After": "5"}, close=method == "POST")
         if method in ("GET", "HEAD"):
             return json_response(200, models_body(host.service.name)) if what == "models" else error_response(NOT_FOUND)
         if method != "POST":

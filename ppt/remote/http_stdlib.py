@@ -17,6 +17,7 @@ import orjson
 
 from ppt.log import logger
 from ppt.remote.api import (
+    LOADING,
     MAX_BODY_BYTES,
     MAX_CONNECTIONS,
     NOT_FOUND,
@@ -119,6 +120,8 @@ class OpenAIHandler(BaseHTTPRequestHandler):
             self.send_json(200, {"status": "ok"})
         elif not self._authorized():
             return
+        elif what == "models" and self.server.service is None:
+            self.send_error_json(LOADING, {"Retry-After": "5"})
         elif what == "models":
             self.send_json(200, models_body(self.server.service.name))
         else:
@@ -136,6 +139,9 @@ class OpenAIHandler(BaseHTTPRequestHandler):
         kind = route("POST", path)
         if kind is None:
             self.send_error_json(NOT_FOUND)
+            return
+        if self.server.service is None:
+            self.send_error_json(LOADING, {"Retry-After": "5"})
             return
         try:
             reply = answer(self.server.service, kind, raw, gone=self._client_gone)

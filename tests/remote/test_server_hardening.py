@@ -326,3 +326,18 @@ def test_ipv6_and_named_loopback_hosts(transport, host):
         assert httpx.get(server.base_url + "/models", timeout=10).json()["data"][0]["id"] == "echo"
     finally:
         stop(server, thread)
+
+
+def test_requests_while_the_model_loads_get_503_not_a_crash(transport):
+    """`ppt serve` binds before it loads the model (a taken port fails at once): until the service is
+    set, model routes answer 503 with Retry-After and health stays up."""
+    server, thread = start_server(None, "127.0.0.1", 0, transport=transport)
+    try:
+        for r in (httpx.get(server.base_url + "/models", timeout=10),
+                  httpx.post(server.base_url + "/chat/completions", json=CHAT, timeout=10)):
+            assert r.status_code == 503 and r.headers["retry-after"] == "5" and "loading" in r.json()["error"]["message"]
+        assert httpx.get(server.base_url.removesuffix("/v1") + "/health", timeout=10).status_code == 200
+        server.service = EchoService()
+        assert httpx.post(server.base_url + "/chat/completions", json=CHAT, timeout=10).status_code == 200
+    finally:
+        stop(server, thread)
