@@ -95,7 +95,7 @@ def test_concurrent_requests_are_batched_and_seeds_are_batch_independent(served)
     assert results[0] == alone  # same seed, same answer, batched or not
 
 
-@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_ppt_serve_process(tiny_lm, tmp_path, transport, stop_signal):
     port_file = tmp_path / "port"
     proc = subprocess.Popen([*ppt_serve_command(transport), "serve", "--model", str(tiny_lm), "--host", "127.0.0.1", "--port", "0",
