@@ -13,6 +13,7 @@ Three settings, side by side in one run:
 
     python bench/query.py                       # echo only, 200 requests, 50 ms latency
     python bench/query.py --model smollm2 --n-model 16 --max-tokens 16
+    python bench/query.py --transport both      # the same runs on uvicorn+starlette and on stdlib
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class Timed:
     """Wrap a service: remember when the first request arrived and the last answer left."""
 
     def __init__(self, inner):
-        self.inner, self.name = inner, inner.name
+        self.inner, self.name, self.features = inner, inner.name, inner.features
         self.lock = threading.Lock()
         self.first = self.last = None
 
@@ -51,10 +52,10 @@ class Timed:
         self.inner.close()
 
 
-def run(service, n: int, concurrency: int, max_tokens: int) -> dict:
+def run(service, n: int, concurrency: int, max_tokens: int, transport: str = "auto") -> dict:
     data = "".join(json.dumps({"id": i, "text": f"record number {i} with a few words of text"}) + "\n" for i in range(n))
     timed = Timed(service)
-    with loopback(timed) as (_, url):
+    with loopback(timed, transport=transport) as (_, url):
         t0 = time.perf_counter()
         r = subprocess.run([*PPT, "query", "--base-url", url, "--model", "m", "--allow-raw", "-q",
                             "--concurrency", str(concurrency), "--max-tokens", str(max_tokens),
@@ -78,6 +79,8 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--model-only", action="store_true", help="skip the echo settings")
+    ap.add_argument("--transport", default="auto", choices=["auto", "starlette", "stdlib", "both"],
+                    help="the loopback server's transport (both: each setting on each, with their ratio)")
     args = ap.parse_args()
     levels = [int(x) for x in args.concurrency.split(",")]
 
@@ -93,18 +96,25 @@ def main() -> None:
         settings.append((f"model {args.model} ({gen.describe()['device']}), {args.max_tokens} tokens",
                          lambda: service, args.n_model))
 
-    print(f"{'setting':<44} {'conc':>4} {'req/s':>9} {'server window s':>16} {'wall s':>8}")
+    transports = ["starlette", "stdlib"] if args.transport == "both" else [args.transport]
+    print(f"{'setting':<44} {'conc':>4} {'transport':>10} {'req/s':>9} {'server window s':>16} {'wall s':>8}")
     for label, make, n in settings:
         rates = {}
         for c in levels:
-            res = run(make(), n, c, args.max_tokens)
-            rates[c] = res["req_s"]
-            print(f"{label:<44} {c:>4} {res['req_s']:>9.1f} {res['window_s']:>16.2f} {res['wall_s']:>8.2f}", flush=True)
+            for t in transports:
+                res = run(make(), n, c, args.max_tokens, t)
+                rates[c, t] = res["req_s"]
+                print(f"{label:<44} {c:>4} {t:>10} {res['req_s']:>9.1f} {res['window_s']:>16.2f} {res['wall_s']:>8.2f}",
+                      flush=True)
         if hasattr(make(), "batches"):
             print(f"{'':<44} server batch sizes: {make().batches}")
         base = levels[0]
-        for c in levels[1:]:
-            print(f"{'':<44} ratio c{c}/c{base}: {rates[c] / rates[base]:.2f}x")
+        for t in transports:
+            for c in levels[1:]:
+                print(f"{'':<44} ratio c{c}/c{base} ({t}): {rates[c, t] / rates[base, t]:.2f}x")
+        if len(transports) == 2:
+            for c in levels:
+                print(f"{'':<44} ratio starlette/stdlib at c{c}: {rates[c, 'starlette'] / rates[c, 'stdlib']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,9 @@ the command line). Connections time out after --timeout seconds of silence and a
 --max-connections are open at once (503 beyond). Runs until Ctrl-C or SIGTERM. Nothing is written to
 stdout; request bodies and keys are never logged.
 
+Served by uvicorn with starlette when they are installed (the serve extra of ppt), else by the
+standard library's http.server, with the same limits and answers; the startup line says which.
+
 [bold]Examples[/]
   ppt serve --model smollm2 --port 8000 &
   curl -s http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' \\
@@ -62,7 +65,7 @@ def serve(
         from ppt.io import ExitCode, PptError, stdout_guard
         from ppt.lm.generate import LocalGenerator
         from ppt.remote.auth import check_env_name, env_not_set_message, is_loopback_host
-        from ppt.remote.server import ModelService, make_server
+        from ppt.remote.server import ModelService, describe_transport, make_server
 
         api_key = None
         if api_key_env is not None:
@@ -104,11 +107,15 @@ def serve(
                 fh.write(f"{server.server_address[1]}\n")
             os.replace(tmp, port_file)
         if not quiet:
-            print(f"ppt: serve: {served_name or model} on {server.base_url} (max batch {max_batch}, "
-                  f"device {gen.describe()['device']}{'; bearer token required' if api_key else ''}); Ctrl-C to stop", file=sys.stderr, flush=True)
+            print(f"ppt: serve: {served_name or model} on {server.base_url} ({describe_transport(server.transport)}, "
+                  f"max batch {max_batch}, device {gen.describe()['device']}{'; bearer token required' if api_key else ''}"
+                  "); Ctrl-C to stop", file=sys.stderr, flush=True)
 
         def stop(signum, frame):  # noqa: ARG001 - signal handler signature
             threading.Thread(target=server.shutdown, daemon=True).start()
+
+        # the stdlib transport stops through this handler; uvicorn handles SIGINT/SIGTERM itself while it
+        # serves (graceful shutdown), then re-raises the signal, which lands here or as KeyboardInterrupt
 
         signal.signal(signal.SIGTERM, stop)
         try:

@@ -8,7 +8,11 @@ the loopback server behind `ppt serve`.
     backends.py   request bodies <-> generation requests; LocalQueryBackend (a local causal LM)
     endpoint.py   EndpointLM: an OpenAI-compatible endpoint as a ppt.lm LanguageModel
     journal.py    the --resume journal
-    server.py     `ppt serve`: OpenAI-compatible HTTP server with dynamic batching
+    server.py     `ppt serve`: OpenAI-compatible HTTP server, transport picked here (make_server)
+    service.py    the Service contract;  batching.py  ModelService (dynamic batching);  logprobs.py
+    api.py        routes, bearer auth, body limits, answering a POST;  shapes.py  OpenAI JSON bodies
+    http_uvicorn.py, http_starlette.py   preferred transport (`pip install 'ppt[serve]'`)
+    http_stdlib.py                       fallback transport (http.server)
 
 Importing this package does not import torch or httpx; the submodules do what they need lazily.
 """

@@ -14,7 +14,7 @@ from typing import Any
 
 from ppt.io import RecordError
 from ppt.lm.generate import Completion, SamplingParams, content_text
-from ppt.remote.server import Service, ServiceError
+from ppt.remote.service import Service, ServiceError
 
 # ---------------------------------------------------------------------- a model-free LanguageModel
 

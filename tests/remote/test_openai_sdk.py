@@ -1,6 +1,6 @@
 """`ppt serve`'s server with the official `openai` Python SDK as the client (issue 15): logprobs,
 streaming (server-sent events) and n > 1 are served, never silently ignored; bearer tokens enforced.
-Loopback only (127.0.0.1, ephemeral ports), a tiny random model."""
+Loopback only (127.0.0.1, ephemeral ports), a tiny random model, on both transports (conftest.py)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ MSG = [{"role": "user", "content": "The quick brown fox"}]
 
 
 @pytest.fixture(scope="module")
-def server(tiny_lm):
+def server(tiny_lm, transport):
     gen = LocalGenerator.load(str(tiny_lm), device="cpu", batch_size=8)
     service = ModelService(gen, "tiny", max_batch=8, max_wait_s=0.02)
-    srv, thread = start_server(service, "127.0.0.1", 0)
+    srv, thread = start_server(service, "127.0.0.1", 0, transport=transport)
     yield srv
     srv.shutdown()
     srv.server_close()
@@ -91,7 +91,7 @@ def test_n_choices_seeded_and_counted(client):
     assert {c.choices[0].index for c in streamed if c.choices} == {0, 1}
 
 
-def test_unservable_requests_are_refused_not_ignored(client, server):
+def test_unservable_requests_are_refused_not_ignored(client, server, transport):
     with pytest.raises(openai.BadRequestError):
         client.chat.completions.create(model="tiny", messages=MSG, max_tokens=3, presence_penalty=0.5)
     with pytest.raises(openai.BadRequestError):
@@ -99,7 +99,7 @@ def test_unservable_requests_are_refused_not_ignored(client, server):
     with pytest.raises(openai.BadRequestError):
         client.completions.create(model="tiny", prompt="x", max_tokens=3, logprobs=9)
     # a service that cannot compute logprobs or several choices refuses them
-    echo_srv, thread = start_server(EchoService(), "127.0.0.1", 0)
+    echo_srv, thread = start_server(EchoService(), "127.0.0.1", 0, transport=transport)
     try:
         echo = openai.OpenAI(base_url=echo_srv.base_url, api_key="x", max_retries=0, timeout=30)
         with pytest.raises(openai.BadRequestError):
@@ -114,8 +114,8 @@ def test_unservable_requests_are_refused_not_ignored(client, server):
         thread.join(timeout=5)
 
 
-def test_bearer_token_with_the_sdk():
-    srv, thread = start_server(EchoService(), "127.0.0.1", 0, api_key="test-token-123")
+def test_bearer_token_with_the_sdk(transport):
+    srv, thread = start_server(EchoService(), "127.0.0.1", 0, api_key="test-token-123", transport=transport)
     try:
         with pytest.raises(openai.AuthenticationError):
             openai.OpenAI(base_url=srv.base_url, api_key="wrong", max_retries=0, timeout=30).models.list()

@@ -1,4 +1,5 @@
-"""The loopback OpenAI-compatible server: in-process over a tiny model, and `ppt serve` as a process."""
+"""The loopback OpenAI-compatible server: in-process over a tiny model, and `ppt serve` as a process,
+on both transports (uvicorn+starlette and stdlib; see conftest.py)."""
 
 from __future__ import annotations
 
@@ -15,16 +16,17 @@ torch = pytest.importorskip("torch")
 
 from ppt.lm.generate import LocalGenerator  # noqa: E402
 from ppt.remote.server import ModelService, start_server  # noqa: E402
-from tests.helpers import PPT  # noqa: E402
+from tests.remote.conftest import STARTUP, ppt_serve_command  # noqa: E402
 
 CHAT = {"model": "anything", "messages": [{"role": "user", "content": "The quick brown fox"}], "max_tokens": 6}
 
 
 @pytest.fixture(scope="module")
-def served(tiny_lm):
+def served(tiny_lm, transport):
     gen = LocalGenerator.load(str(tiny_lm), device="cpu", batch_size=8)
     service = ModelService(gen, "tiny", max_batch=8, max_wait_s=0.05)
-    server, thread = start_server(service, "127.0.0.1", 0)
+    server, thread = start_server(service, "127.0.0.1", 0, transport=transport)
+    assert server.transport == transport
     with httpx.Client(base_url=server.base_url, timeout=30) as client:
         yield service, client
     server.shutdown()
@@ -93,10 +95,11 @@ def test_concurrent_requests_are_batched_and_seeds_are_batch_independent(served)
     assert results[0] == alone  # same seed, same answer, batched or not
 
 
-def test_ppt_serve_process(tiny_lm, tmp_path):
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_ppt_serve_process(tiny_lm, tmp_path, transport, stop_signal):
     port_file = tmp_path / "port"
-    proc = subprocess.Popen([*PPT, "serve", "--model", str(tiny_lm), "--host", "127.0.0.1", "--port", "0",
-                             "--port-file", str(port_file), "--device", "cpu"],
+    proc = subprocess.Popen([*ppt_serve_command(transport), "serve", "--model", str(tiny_lm), "--host", "127.0.0.1", "--port", "0",
+                             "--port-file", str(port_file), "--device", "cpu", "--verbose"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 90
@@ -107,52 +110,54 @@ def test_ppt_serve_process(tiny_lm, tmp_path):
         url = f"http://127.0.0.1:{int(port_file.read_text())}/v1"
         r = httpx.post(url + "/chat/completions", json=CHAT, timeout=60)
         assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] in ("stop", "length")
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(stop_signal)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 0, err
+    assert proc.returncode == 0, err  # a clean stop on SIGTERM and on Ctrl-C
+    assert f"({STARTUP[transport]}, " in err and "ppt: serve: stopped" in err
     assert out == ""  # nothing but JSONL on stdout, and a server writes none
     assert "The quick brown fox" not in err  # bodies are never logged
+    assert '"POST /v1/chat/completions HTTP/1.1" 200' in err  # --verbose: request line and status only
     assert "serving" in err or "on http://127.0.0.1" in err
 
 
-def test_ppt_serve_bad_port_fails_cleanly(tiny_lm):
+def test_ppt_serve_bad_port_fails_cleanly(tiny_lm, transport):
     with __import__("socket").socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
         env = {**os.environ, "PPT_QUIET": "1"}
-        r = subprocess.run([*PPT, "serve", "--model", str(tiny_lm), "--port", str(port), "--device", "cpu"],
+        r = subprocess.run([*ppt_serve_command(transport), "serve", "--model", str(tiny_lm), "--port", str(port), "--device", "cpu"],
                            capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 69 and "cannot bind" in r.stderr and r.stdout == ""
 
 
 class _SlowGenerator:
-    """Stands in for LocalGenerator: each generate call takes 0.6 s."""
+    """Stands in for LocalGenerator: each generate call takes ``delay_s`` (0.6 s)."""
 
     name = "slow"
 
-    def __init__(self):
-        self.calls = 0
+    def __init__(self, delay_s: float = 0.6):
+        self.calls, self.delay_s = 0, delay_s
 
     def generate(self, prompts, params, generators):
         from ppt.lm.generate import Completion
 
         self.calls += 1
-        time.sleep(0.6)
+        time.sleep(self.delay_s)
         return [Completion("ok", 1, 1, "stop") for _ in prompts]
 
 
-def test_requests_of_clients_that_left_are_never_generated():
+def test_requests_of_clients_that_left_are_never_generated(transport):
     import json
     import socket
 
     gen = _SlowGenerator()
     service = ModelService(gen, "slow", max_batch=1, max_wait_s=0.0)
-    server, thread = start_server(service, "127.0.0.1", 0)
+    server, thread = start_server(service, "127.0.0.1", 0, transport=transport)
     try:
         busy = threading.Thread(target=lambda: httpx.post(server.base_url + "/chat/completions", json=CHAT, timeout=30))
         busy.start()
@@ -172,3 +177,32 @@ def test_requests_of_clients_that_left_are_never_generated():
         server.shutdown()
         server.server_close()
         service.close()
+
+
+def test_shutdown_with_a_request_in_flight_is_prompt_and_the_client_gets_an_answer(transport):
+    """Stopping never hangs on generation: uvicorn tells the waiting request (503, the server is
+    shutting down) and finishes its graceful shutdown; stdlib stops accepting and the in-flight
+    request is answered when its batch is done."""
+    gen = _SlowGenerator(delay_s=1.5)
+    service = ModelService(gen, "slow", max_batch=1, max_wait_s=0.0)
+    server, thread = start_server(service, "127.0.0.1", 0, transport=transport)
+    got: list = []
+
+    def call() -> None:
+        try:
+            got.append(httpx.post(server.base_url + "/chat/completions", json=CHAT, timeout=30).status_code)
+        except httpx.TransportError as e:
+            got.append(type(e).__name__)
+
+    client = threading.Thread(target=call)
+    client.start()
+    time.sleep(0.4)  # the request is being generated
+    t0 = time.monotonic()
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)
+    stopped_s = time.monotonic() - t0
+    client.join(timeout=10)
+    service.close()
+    assert not thread.is_alive() and stopped_s < 4
+    assert got == [503 if transport == "starlette" else 200]
