@@ -30,9 +30,9 @@ def dchi_noise_seeded(n: int, d: int, eta: float, seed: int) -> np.ndarray:
     """``[n, d]`` float64 d_chi noise vectors from the stream ``seed`` (eta = inf: zeros)."""
     if math.isinf(eta):
         return np.zeros((n, d))
-    rng = np.random.Generator(np.random.PCG64(seed))
-    r = rng.standard_gamma(d, size=n) / eta
-    v = rng.standard_normal((n, d))
+    radii, directions = (np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(2))
+    r = radii.standard_gamma(d, size=n) / eta
+    v = directions.standard_normal((n, d))
     norms = np.linalg.norm(v, axis=1, keepdims=True)
     return v * (r[:, None] / np.maximum(norms, np.finfo(np.float64).tiny))
 

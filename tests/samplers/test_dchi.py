@@ -105,3 +105,7 @@ def test_per_record_generators_batch_independent_and_inf():
     assert torch.equal(noisy, x) and not z.any()
     with pytest.raises(ValueError):
         dchi_noise(shape, 0.0, [record_generator(0, i) for i in range(3)])
+
+
+def test_padding_does_not_change_a_records_rows():
+    assert np.array_equal(dchi_noise_seeded(5, 8, 1.0, 3), dchi_noise_seeded(12, 8, 1.0, 3)[:5])
