@@ -8,8 +8,9 @@ Split-N-Denoise authors' code) has density exp(-eta * ||z||_1) instead, a differ
 distance, much weaker mechanism. Clipping is post-processing, so it keeps the guarantee.
 
 Each record's noise comes from that record's own generator (``ppt.rng.record_generator``): one 63-bit
-draw seeds a numpy PCG64 stream for the radii and directions (numpy's Gamma sampler takes a generator,
-torch's does not), so a record's noise depends only on its own seed and shape, never on its batch.
+draw seeds two numpy PCG64 streams, one for the radii and one for the directions (numpy's Gamma sampler
+takes a generator, torch's does not). Rows are drawn front to back in each stream, so a record's first n
+rows are the same whatever the padded length: its noise never depends on its batch.
 """
 
 from __future__ import annotations
