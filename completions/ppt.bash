@@ -32,11 +32,15 @@ _ppt() {
             "query") path="query" ;;
             "sanitize") path="sanitize" ;;
             "serve") path="serve" ;;
+            "snd") path="snd" ;;
+            "snd embed") path="snd embed" ;;
+            "snd serve") path="snd serve" ;;
+            "snd train-denoiser") path="snd train-denoiser" ;;
         esac
     done
     local opts=""
     case "$path" in
-        "") opts="attack audit cache env eval extract mechs models precompute query sanitize serve --help --version" ;;
+        "") opts="attack audit cache env eval extract mechs models precompute query sanitize serve snd --help --version" ;;
         "attack") opts="knn llm mti ngram --help" ;;
         "attack knn") opts="--alignment-field --batch-size --device --help --id-field --input --k --on-error --original-field --output --quiet --result-field --space --stopwords --summary --summary-only --text-field -i -k -o -q" ;;
         "attack llm") opts="--api-key-env --base-url --batch-size --device --help --id-field --input --max-new-tokens --model --on-error --original-field --output --prompt-file --quiet --result-field --summary --summary-only --text-field -i -o -q" ;;
@@ -62,6 +66,10 @@ _ppt() {
         "query") opts="--allow-raw --api-key-env --backend --base-url --batch-size --concurrency --device --dry-run --dtype --endpoint --extra-body --help --id-field --input --max-retries --max-tokens --model --on-error --output --output-field --quiet --resume --retry-backoff --seed --stop --system --temperature --template --text-field --timeout --top-p -c -i -m -o -q" ;;
         "sanitize") opts="--batch-size --case --device --diagnostics --emit-alignment --eps --help --id-field --input --keep-original --mech --min-kept --model --numbers --on-error --oov --output --param --punct --quiet --seed --space --stamp --stopwords --text-field -e -i -m -o -p -q" ;;
         "serve") opts="--allow-remote --api-key-env --batch-wait-ms --device --dtype --help --host --max-batch --max-connections --max-tokens-limit --model --port --port-file --quiet --served-name --timeout --verbose -m -p -q -v" ;;
+        "snd") opts="embed serve train-denoiser --help" ;;
+        "snd embed") opts="--api-key-env --batch-size --denoiser --device --emit --eta --field-prefix --format --help --id-field --input --max-length --model --on-error --output --quiet --seed --server --text-field --vectors -i -m -o -q" ;;
+        "snd serve") opts="--allow-remote --api-key-env --device --help --host --max-connections --max-length --model --port --port-file --quiet --timeout --verbose -m -p -q -v" ;;
+        "snd train-denoiser") opts="--batch-size --checkpoint-dir --checkpoint-every --corpus --device --epochs --eta --ff --heads --help --layers --limit --lr --max-length --model --output --quiet --resume --seed --text-field --width -m -o -q" ;;
     esac
     COMPREPLY=( $(compgen -W "$opts" -- "$cur") )
 }
