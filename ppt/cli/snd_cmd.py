@@ -54,7 +54,8 @@ EMBED_HELP = """Split-N-Denoise embeddings of each record's text.
 The client half runs here: the text's tokens become input-embedding rows, get d_chi noise and the clip;
 the server half (the rest of the model and its pooling) runs in-process, or behind --server URL (a
 `ppt snd serve` of the same model), which receives only the noisy rows. With --denoiser the answer is
-denoised locally. Vectors go into the record as float lists (snd_noisy, snd_denoised; --emit picks), or
+denoised locally. Vectors go into the record as float lists (snd_noisy, snd_denoised, and snd_clean, the
+local model's clean output for evaluation such as `ppt eval mi`; --emit picks), or
 with --format npy|parquet into files next to --vectors PREFIX (the record then holds snd_row). Each
 record gets a [bold]ppt.snd[/] stamp: eta, clip bound, the notion (eta * d_chi metric LDP per token,
 unit: L2 distance in the model's input-embedding space), the model id and hash, the denoiser's hash.
@@ -136,7 +137,7 @@ def embed(
     denoiser: Annotated[str | None, typer.Option("--denoiser", help="A directory from train-denoiser -o, a cache key, or auto (the newest cached one for this model and eta).", rich_help_panel=MODEL_PANEL)] = None,
     server: Annotated[str | None, typer.Option("--server", help="URL of a `ppt snd serve` (default: the server half runs in-process).", rich_help_panel=SERVER_PANEL)] = None,
     api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="NAME of the environment variable holding the server's bearer token.", rich_help_panel=SERVER_PANEL)] = None,
-    emit: Annotated[str, typer.Option("--emit", help="Comma-separated: noisy, denoised (default: both with --denoiser, else noisy).", rich_help_panel=MODEL_PANEL)] = "",
+    emit: Annotated[str, typer.Option("--emit", help="Comma-separated: noisy, denoised, clean (default: both with --denoiser, else noisy).", rich_help_panel=MODEL_PANEL)] = "",
     fmt: Annotated[str, typer.Option("--format", help="jsonl (vectors in the record), npy or parquet (vector files at --vectors).")] = "jsonl",
     vectors: Annotated[str | None, typer.Option("--vectors", help="Prefix of the vector files for --format npy|parquet (PREFIX.noisy.npy, PREFIX.parquet, ...).")] = None,
     field_prefix: Annotated[str, typer.Option("--field-prefix", help="Prefix of the output fields.")] = "snd_",

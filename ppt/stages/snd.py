@@ -19,7 +19,7 @@ from ppt.rng import record_generator, seeded
 from ppt.samplers.dchi import check_eta
 from ppt.stages.base import Stage
 
-EMITS = ("noisy", "denoised")
+EMITS = ("noisy", "denoised", "clean")  # clean: in-process, for evaluation (ppt eval mi) only
 
 
 class SndEmbedStage(Stage):
@@ -111,6 +111,8 @@ class SndEmbedStage(Stage):
         batch = snd_embed(self.split, [records[i].text for i in todo], self.eta, gens, pool=self.pool,
                           denoiser=self.denoiser if "denoised" in self.emit else None)
         vecs = {"noisy": batch.noisy, "denoised": batch.denoised if batch.denoised is not None else batch.noisy}
+        if "clean" in self.emit:  # never sent anywhere: the local model's own output, for evaluation
+            vecs["clean"] = self.split.server_pool(batch.clean_rows)
         first = None
         if self.sink is not None:
             first = self.sink.write([records[i].id for i in todo], {k: vecs[k].numpy() for k in self.emit})
@@ -211,3 +213,128 @@ def train_and_store(split: Any, texts: list[str], cfg: Any, *, out_dir: str | No
     return {**summary, "cached": False, "eta": cfg.eta, "model": split.describe(), "epochs": len(res.history),
             "train_seconds": round(res.seconds, 2), "device": str(split.device), "n_texts": len(texts),
             "last_epoch": last}
+
+
+class SndInversionStage(Stage):
+    """``ppt attack snd-inversion``: privatize each record's token rows as ``ppt snd embed`` does (same
+    per-record stream, so with the same --seed these are the rows the server saw) and invert them to the
+    nearest vocabulary rows; per-record top-1/top-k rates, pooled rates with intervals in the summary."""
+
+    name = "attack"
+
+    def __init__(self, load_split: Callable[[], Any], *, eta: float, seed: int | None = None, k: int = 10,
+                 result_field: str = "attack", ci_method: str = "wilson", confidence: float = 0.95) -> None:
+        from ppt.attacks.snd_inversion import METHODS
+
+        try:
+            self.eta = check_eta(eta)
+        except ValueError as e:
+            raise PptError(str(e), ExitCode.USAGE) from None
+        if ci_method not in METHODS:
+            raise PptError(f"--ci must be one of {', '.join(METHODS)}", ExitCode.USAGE)
+        self.load_split, self.seed, self.k, self.result_field = load_split, seed, max(1, int(k)), result_field
+        self.ci_method, self.confidence = ci_method, confidence
+        self.split: Any = None
+        self.special: Any = None
+        self.counts = {"top1": 0, "topk": 0, "n": 0, "records": 0}
+
+    def prepare(self) -> None:
+        if self.split is None:
+            import torch
+
+            self.split = self.load_split()
+            special = getattr(self.split.tokenizer, "all_special_ids", []) or []
+            self.special = torch.tensor(sorted(set(special)), dtype=torch.long)
+
+    def __call__(self, records: list[Record]) -> list[dict | RecordError]:
+        import torch
+
+        from ppt.attacks.snd_inversion import hits, nearest_rows
+        from ppt.snd.pipeline import privatize_rows
+
+        self.prepare()
+        results: list[Any] = []
+        tr = self.split.client_rows([r.text for r in records])
+        gens = [record_generator(self.seed, r.id, "snd") for r in records]
+        noisy, _ = privatize_rows(tr.rows, self.eta, gens, self.split.bound)
+        ids = torch.tensor([i for x in tr.ids for i in x], dtype=torch.long)
+        keep = ~torch.isin(ids, self.special)
+        ranked = nearest_rows(torch.cat(noisy), self.split.table, k=self.k)
+        h = hits(ids, ranked, (1, self.k))
+        owner = torch.repeat_interleave(torch.arange(len(records)), torch.tensor([len(x) for x in tr.ids]))
+        for j, rec in enumerate(records):
+            m = keep & (owner == j)
+            n, h1, hk = int(m.sum()), int(h[1][m].sum()), int(h[self.k][m].sum())
+            self.counts["top1"] += h1
+            self.counts["topk"] += hk
+            self.counts["n"] += n
+            self.counts["records"] += 1
+            data = dict(rec.data)
+            box = data.get(self.result_field)
+            if box is not None and not isinstance(box, dict):
+                results.append(RecordError("field_conflict", f"field '{self.result_field}' is not an object"))
+                continue
+            box = dict(box or {})
+            box["snd-inversion"] = {"top1": h1 / n if n else None, f"top{self.k}": hk / n if n else None, "n_tokens": n}
+            data[self.result_field] = box
+            results.append(data)
+        return results
+
+    def summary(self) -> dict[str, Any]:
+        from ppt.attacks.snd_inversion import rate_ci
+
+        c = self.counts
+        d = self.split.describe() if self.split is not None else {}
+        return {"attack": "snd-inversion", "eta": self.eta, "model": {"id": d.get("id"), "hash": d.get("hash")},
+                "records": c["records"], "tokens": c["n"], "special_tokens": "excluded",
+                "top1": rate_ci(c["top1"], c["n"], self.confidence, self.ci_method),
+                f"top{self.k}": rate_ci(c["topk"], c["n"], self.confidence, self.ci_method),
+                "seeded": seeded(self.seed)}
+
+
+def read_lines(path: str) -> list[bytes]:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().splitlines()
+    except OSError as e:
+        raise PptError(f"cannot read {path}: {e.strerror or e}", ExitCode.NOINPUT) from None
+
+
+def read_vectors(lines: list[bytes], x_field: str, y_field: str, limit: int | None = None,
+                 where: str = "input") -> tuple[Any, Any]:
+    """Two ``[n, d]`` float64 arrays from JSONL fields holding float lists (every record has both)."""
+    import numpy as np
+    import orjson
+
+    xs, ys = [], []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            raise PptError(f"{where}: line {n} is not JSON", ExitCode.DATAERR) from None
+        for field, out in ((x_field, xs), (y_field, ys)):
+            v = rec.get(field) if isinstance(rec, dict) else None
+            if not isinstance(v, list) or not v:
+                raise PptError(f"{where}: line {n} has no vector field '{field}'", ExitCode.DATAERR)
+            out.append(v)
+        if limit is not None and len(xs) >= limit:
+            break
+    try:
+        return np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
+    except ValueError:
+        raise PptError(f"{where}: the vectors of a field do not all have the same length", ExitCode.DATAERR) from None
+
+
+def mutual_information(x: Any, y: Any, k: int = 3) -> dict[str, Any]:
+    """What ``ppt eval mi`` prints: the KSG estimate with its sizes and its caveat."""
+    from ppt.metrics.mi import ksg_mi
+
+    if x.shape[0] != y.shape[0]:
+        raise PptError(f"x has {x.shape[0]} rows and y has {y.shape[0]}", ExitCode.DATAERR)
+    if x.shape[0] <= k:
+        raise PptError(f"need more than k={k} records", ExitCode.DATAERR)
+    return {"mi_nats": ksg_mi(x, y, k=k), "estimator": "KSG algorithm 1 (Kozachenko-Leonenko neighbours, max-norm)",
+            "k": k, "n": int(x.shape[0]), "dim_x": int(x.shape[1]), "dim_y": int(y.shape[1]),
+            "caveat": "biased towards 0 in high dimension and capped near log(n): compare settings at equal n"}

@@ -106,3 +106,24 @@ def test_embed_through_a_real_loopback_server(tiny_encoder, tmp_path):
             proc.kill()
             proc.communicate()
     assert token not in out + err
+
+
+def test_attack_snd_inversion_and_eval_mi(tiny_encoder, corpus):
+    inp = corpus.read_text()
+    r = ppt("attack", "snd-inversion", "--model", str(tiny_encoder), "--eta", "1000000", "--seed", "0",
+            "--summary-only", "--device", "cpu", stdin=inp)
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)["summary"]
+    assert s["top1"]["rate"] == 1.0 and s["tokens"] > len(CORPUS)  # almost no noise: every token read back
+    r = ppt("attack", "snd-inversion", "--model", str(tiny_encoder), "--eta", "1", "--seed", "0", "--ci",
+            "clopper-pearson", "--summary", "none", "--device", "cpu", stdin=inp)
+    assert r.returncode == 0, r.stderr
+    per = [json.loads(x)["attack"]["snd-inversion"] for x in r.stdout.splitlines()]
+    assert len(per) == len(CORPUS) and sum(p["top1"] for p in per) / len(per) < 0.5
+    r = ppt("snd", "embed", "--model", str(tiny_encoder), "--eta", "50", "--emit", "clean,noisy", "--seed", "0",
+            "--device", "cpu", stdin=inp)
+    assert r.returncode == 0, r.stderr
+    m = ppt("eval", "mi", "--x-field", "snd_clean", "--y-field", "snd_noisy", stdin=r.stdout)
+    assert m.returncode == 0, m.stderr
+    out = json.loads(m.stdout)
+    assert out["n"] == len(CORPUS) and out["dim_x"] == 32 and out["mi_nats"] >= 0
