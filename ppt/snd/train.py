@@ -125,8 +125,9 @@ def train_denoiser(split: SplitModel, texts: list[str], cfg: TrainConfig, *, che
             raise PptError(f"{ckpt} was written for another model, eta, architecture or corpus", ExitCode.CONFIG,
                            hint="drop --resume, or remove the checkpoint directory")
         dcfg = DenoiserConfig.from_dict(state["config"])  # the scales it was trained with
-    torch.manual_seed(cfg.seed if cfg.seed is not None else torch.seed())
-    model = Denoiser(dcfg).to(dev)
+    with torch.random.fork_rng(devices=[]):  # seeded initial weights without touching the caller's global RNG
+        torch.manual_seed(cfg.seed if cfg.seed is not None else torch.seed())
+        model = Denoiser(dcfg).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     if state is not None:
         model.load_state_dict(state["model"])
