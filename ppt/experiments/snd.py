@@ -255,6 +255,8 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     for ax, title in zip(axes, ("MSE to clean (held out)", "cosine to clean", "probe test accuracy (gray: clean)",
                                 "nearest-token inversion")):
         ax.set_xscale("log")
+        ax.set_xticks(xs, [f"{x:g}" for x in xs])
+        ax.minorticks_off()
         ax.set_xlabel("eta (per-token d_chi)")
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=7)
