@@ -27,9 +27,9 @@ def test_minilm_split_equals_the_sentence_encoder():
     ref = load_sentence_encoder("minilm", device="cpu").encode(TEXTS)
     clean = snd_embed(split, TEXTS, math.inf, [record_generator(0, i) for i in range(2)])
     assert torch.allclose(clean.noisy, ref, atol=1e-5)
-    noisy = snd_embed(split, TEXTS, 100.0, [record_generator(0, i) for i in range(2)])
+    noisy = snd_embed(split, TEXTS, 500.0, [record_generator(0, i) for i in range(2)])
     cos = torch.nn.functional.cosine_similarity(noisy.noisy, ref)
-    assert (cos < 0.999).all() and (cos > 0.2).all()
+    assert (cos < 0.999).all() and (cos > 0.5).all()  # eta 500: mean radius 0.77, docs/snd cos 0.94
 
 
 @pytest.mark.integration
