@@ -144,7 +144,7 @@ def embed(
     max_length: MaxLenOpt = 128,
     seed: SeedOpt = None,
     device: DeviceOpt = "auto",
-    input: InputOpt = "-",  # noqa: A002
+    input: InputOpt = "-",
     output: OutputOpt = "-",
     text_field: TextFieldOpt = "text",
     id_field: IdFieldOpt = "id",
@@ -219,7 +219,11 @@ def serve(
 
         from ppt.cli.common import warn
         from ppt.io import ExitCode, PptError, stdout_guard
-        from ppt.remote.auth import check_env_name, env_not_set_message, is_loopback_host
+        from ppt.remote.auth import (
+            check_env_name,
+            env_not_set_message,
+            is_loopback_host,
+        )
         from ppt.remote.snd import SndService, make_snd_server
         from ppt.snd.split import SplitModel
 
@@ -261,7 +265,7 @@ def serve(
             print(f"ppt: snd serve: {split.name} (hash {split.hash}) on {server.base_url}"
                   f"{'; bearer token required' if api_key else ''}; Ctrl-C to stop", file=sys.stderr, flush=True)
 
-        def stop(signum, frame):  # noqa: ARG001 - signal handler signature
+        def stop(signum, frame):
             threading.Thread(target=server.shutdown, daemon=True).start()
 
         signal.signal(signal.SIGTERM, stop)

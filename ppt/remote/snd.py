@@ -106,7 +106,7 @@ class SndHandler(BaseHTTPRequestHandler):
         self.timeout = self.server.socket_timeout_s
         super().setup()
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         if self.server.verbose:  # request line and status only, never bodies
             sys.stderr.write(f"ppt: snd serve: {self.address_string()} {format % args}\n")
 
@@ -136,7 +136,7 @@ class SndHandler(BaseHTTPRequestHandler):
         self.error(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
         return False
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+    def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         if path == "/health":
             self.send_json(200, {"status": "ok"})
@@ -147,7 +147,7 @@ class SndHandler(BaseHTTPRequestHandler):
         else:
             self.error(404, "no such route")
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+    def do_POST(self) -> None:
         if not self.authorized():
             return
         if self.path.split("?", 1)[0].rstrip("/") != EMBED:

@@ -33,7 +33,7 @@ def privatize_rows(rows: list[torch.Tensor], eta: float, generators: Sequence[to
     """Each record's rows after d_chi noise and the clip, and the noise actually added (x~ - x)."""
     if not rows:
         return [], []
-    x, mask = pad_right(rows)
+    x, _ = pad_right(rows)
     noisy, z = privatize(x, eta, generators, bound)
     lengths = [r.shape[0] for r in rows]
     return [noisy[i, :n] for i, n in enumerate(lengths)], [z[i, :n] for i, n in enumerate(lengths)]

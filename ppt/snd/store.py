@@ -13,8 +13,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from ppt.cache import MANIFEST, Artifact, Cache, CorruptArtifact, verify, write_manifest
 from ppt.io import ExitCode, PptError
 from ppt.snd.denoiser import Denoiser, DenoiserConfig

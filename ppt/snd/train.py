@@ -112,7 +112,7 @@ def train_denoiser(split: SplitModel, texts: list[str], cfg: TrainConfig, *, che
     out_scale = float(clean.norm(dim=1).mean().clamp_min(1e-6))
     dcfg = DenoiserConfig(in_dim=split.dim, out_dim=split.out_dim, row_scale=split.bound, out_scale=out_scale,
                           delta_scale=_error_scale(split, ids, clean, cfg),
-                          **{**{"max_len": split.max_length}, **cfg.arch})
+                          **{"max_len": split.max_length, **cfg.arch})
     recipe = cfg.recipe(corpus_hash(texts), len(texts))
     recipe.pop("epochs")  # a resumed run may train for more epochs
     tag = hashlib.sha256(canonical_json({"model": split.hash, "eta": cfg.eta, "arch": dcfg.arch(),

@@ -23,7 +23,7 @@ def split(tiny_encoder):
 @pytest.fixture
 def recording_server(split):
     got: list[list[torch.Tensor]] = []
-    server, thread = start_snd_server(SndService(split, on_request=lambda rows: got.append([r.clone() for r in rows])))
+    server, _ = start_snd_server(SndService(split, on_request=lambda rows: got.append([r.clone() for r in rows])))
     yield server, got
     server.shutdown()
     server.server_close()
