@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from ppt.cache import Cache
+from ppt.cache import Cache, verify
 from ppt.rng import record_generator
 from ppt.snd import store
 from ppt.snd.pipeline import snd_embed
@@ -53,6 +53,7 @@ def test_train_store_load_denoise(tiny_encoder, tmp_cache, tmp_path):
     meta = {"config": res.config.to_dict(), "eta": eta, "model": split.describe()}
     art = store.save_cached(res.model, deps, meta)
     assert any(e.kind == store.KIND for e in Cache().scan())
+    verify(art.path)  # what `ppt cache verify` runs
     path = store.resolve_ref("auto", split.hash, eta)
     assert path == art.path
     den, meta2, h = store.load(path)
@@ -81,3 +82,24 @@ def test_resume_continues_where_it_stopped(tiny_encoder, tmp_path):
     assert [h["epoch"] for h in res.history] == [1, 2, 3]
     for a, b in zip(full.model.state_dict().values(), res.model.state_dict().values(), strict=True):
         assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_resume_refuses_a_checkpoint_for_another_eta(tiny_encoder, tmp_path):
+    from ppt.io import PptError
+
+    split = SplitModel.load(str(tiny_encoder), device="cpu")
+    train_denoiser(split, CORPUS[:10], TrainConfig(eta=20.0, epochs=1, batch_size=10, seed=1, arch=ARCH),
+                   checkpoint_dir=tmp_path)
+    with pytest.raises(PptError, match="another model, eta"):
+        train_denoiser(split, CORPUS[:10], TrainConfig(eta=40.0, epochs=1, batch_size=10, seed=1, arch=ARCH),
+                       checkpoint_dir=tmp_path, resume=True)
+
+
+def test_stamp_claims():
+    from ppt.snd.privacy import snd_privacy
+
+    p = snd_privacy(100.0, 1.5, 384, {"id": "m"})
+    assert p["protected"] and p["eps_per_token_at_most"] == 300.0 and "d=384" in p["unit"]
+    assert "the number of tokens" in p["not_hidden"]
+    q = snd_privacy(math.inf, 1.5, 384, {"id": "m"})
+    assert q["protected"] is False and "clip_bound" not in q
