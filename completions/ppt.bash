@@ -12,6 +12,7 @@ _ppt() {
             "attack llm") path="attack llm" ;;
             "attack mti") path="attack mti" ;;
             "attack ngram") path="attack ngram" ;;
+            "attack snd-inversion") path="attack snd-inversion" ;;
             "audit") path="audit" ;;
             "cache") path="cache" ;;
             "cache ls") path="cache ls" ;;
@@ -21,6 +22,7 @@ _ppt() {
             "eval") path="eval" ;;
             "eval mapping") path="eval mapping" ;;
             "eval metrics") path="eval metrics" ;;
+            "eval mi") path="eval mi" ;;
             "eval sweep") path="eval sweep" ;;
             "extract") path="extract" ;;
             "mechs") path="mechs" ;;
@@ -32,25 +34,31 @@ _ppt() {
             "query") path="query" ;;
             "sanitize") path="sanitize" ;;
             "serve") path="serve" ;;
+            "snd") path="snd" ;;
+            "snd embed") path="snd embed" ;;
+            "snd serve") path="snd serve" ;;
+            "snd train-denoiser") path="snd train-denoiser" ;;
         esac
     done
     local opts=""
     case "$path" in
-        "") opts="attack audit cache env eval extract mechs models precompute query sanitize serve --help --version" ;;
-        "attack") opts="knn llm mti ngram --help" ;;
+        "") opts="attack audit cache env eval extract mechs models precompute query sanitize serve snd --help --version" ;;
+        "attack") opts="knn llm mti ngram snd-inversion --help" ;;
         "attack knn") opts="--alignment-field --batch-size --device --help --id-field --input --k --on-error --original-field --output --quiet --result-field --space --stopwords --summary --summary-only --text-field -i -k -o -q" ;;
         "attack llm") opts="--api-key-env --base-url --batch-size --device --help --id-field --input --max-new-tokens --model --on-error --original-field --output --prompt-file --quiet --result-field --summary --summary-only --text-field -i -o -q" ;;
         "attack mti") opts="--alignment-field --batch-size --device --help --id-field --input --mask-length --max-copies --model --on-error --original-field --output --quiet --result-field --space --stopwords --summary --summary-only --text-field -i -o -q" ;;
         "attack ngram") opts="--batch-size --help --id-field --input --n --on-error --original-field --output --quiet --result-field --summary --summary-only --text-field -i -n -o -q" ;;
+        "attack snd-inversion") opts="--batch-size --ci --device --eta --help --id-field --input --max-length --model --on-error --output --quiet --result-field --seed --summary --summary-only --text-field -i -k -m -o -q" ;;
         "audit") opts="--alpha --device --e2e-samples --eps --fail-on-violation --help --mech --model --pairs --param --quiet --samples --seed --space --top -e -m -p -q" ;;
         "cache") opts="ls rm verify --help" ;;
         "cache ls") opts="--help --json" ;;
         "cache rm") opts="--help --yes -y" ;;
         "cache verify") opts="--fix --help" ;;
         "env") opts="--help --json" ;;
-        "eval") opts="mapping metrics sweep --help" ;;
+        "eval") opts="mapping metrics mi sweep --help" ;;
         "eval mapping") opts="--device --draws --eps --help --mech --seed --space --tokens -e -m" ;;
         "eval metrics") opts="--alignment-field --batch-size --device --diversity-combine --doc-field --encoder --help --id-field --input --items-field --label-field --labels --length-norm --lm --mauve-features --mauve-seed --on-error --per-record --quiet --reference-field --template --text-field -i -q" ;;
+        "eval mi") opts="--help --input --limit --x-field --y-field -i -k" ;;
         "eval sweep") opts="--corpus --device --eps --help --mech --mti-model --n-docs --out-dir --prefix-tokens --probe-draws --probe-tokens --seed --text-field -e -m" ;;
         "extract") opts="--batch-size --device --dtype --generation-field --help --id-field --input --max-new-tokens --model --no-chat --on-error --output --output-field --quiet --raw-field --seed --stop --temperature --template --top-p -i -m -o -q" ;;
         "mechs") opts="--describe --help --json" ;;
@@ -62,6 +70,10 @@ _ppt() {
         "query") opts="--allow-raw --api-key-env --backend --base-url --batch-size --concurrency --device --dry-run --dtype --endpoint --extra-body --help --id-field --input --max-retries --max-tokens --model --on-error --output --output-field --quiet --resume --retry-backoff --seed --stop --system --temperature --template --text-field --timeout --top-p -c -i -m -o -q" ;;
         "sanitize") opts="--batch-size --case --device --diagnostics --emit-alignment --eps --help --id-field --input --keep-original --mech --min-kept --model --numbers --on-error --oov --output --param --punct --quiet --seed --space --stamp --stopwords --text-field -e -i -m -o -p -q" ;;
         "serve") opts="--allow-remote --api-key-env --batch-wait-ms --device --dtype --help --host --max-batch --max-connections --max-tokens-limit --model --port --port-file --quiet --served-name --timeout --verbose -m -p -q -v" ;;
+        "snd") opts="embed serve train-denoiser --help" ;;
+        "snd embed") opts="--api-key-env --batch-size --denoiser --device --emit --eta --field-prefix --format --help --id-field --input --max-length --model --on-error --output --quiet --seed --server --text-field --vectors -i -m -o -q" ;;
+        "snd serve") opts="--allow-remote --api-key-env --device --help --host --max-connections --max-length --model --port --port-file --quiet --timeout --verbose -m -p -q -v" ;;
+        "snd train-denoiser") opts="--batch-size --checkpoint-dir --checkpoint-every --corpus --device --epochs --eta --ff --heads --help --layers --limit --lr --max-length --model --output --quiet --resume --seed --text-field --width -m -o -q" ;;
     esac
     COMPREPLY=( $(compgen -W "$opts" -- "$cur") )
 }

@@ -11,6 +11,7 @@ _ppt() {
       "attack llm") path_="attack llm" ;;
       "attack mti") path_="attack mti" ;;
       "attack ngram") path_="attack ngram" ;;
+      "attack snd-inversion") path_="attack snd-inversion" ;;
       "audit") path_="audit" ;;
       "cache") path_="cache" ;;
       "cache ls") path_="cache ls" ;;
@@ -20,6 +21,7 @@ _ppt() {
       "eval") path_="eval" ;;
       "eval mapping") path_="eval mapping" ;;
       "eval metrics") path_="eval metrics" ;;
+      "eval mi") path_="eval mi" ;;
       "eval sweep") path_="eval sweep" ;;
       "extract") path_="extract" ;;
       "mechs") path_="mechs" ;;
@@ -31,24 +33,30 @@ _ppt() {
       "query") path_="query" ;;
       "sanitize") path_="sanitize" ;;
       "serve") path_="serve" ;;
+      "snd") path_="snd" ;;
+      "snd embed") path_="snd embed" ;;
+      "snd serve") path_="snd serve" ;;
+      "snd train-denoiser") path_="snd train-denoiser" ;;
     esac
   done
   case $path_ in
-    "") words_=('attack:Privacy attacks on sanitized text: knn, mti, llm, ngram.' 'audit:Certify a lower bound on each mechanisms per-token privacy loss vs its stamp.' 'cache:Inspect and manage cached artifacts: ls, verify, rm.' 'env:Versions, device, cache dir and installed offline models.' 'eval:Metrics over JSONL: diversity, mauve, coherence, rouge, accuracy, phr, ... ; sweep.' 'extract:InferDPT extraction: align the remote answer with the raw document on a local LM.' 'mechs:List mechanisms with their privacy notion and defaults.' 'models:Offline models: ls, install, verify.' 'precompute:Build and cache an embedding space and its distance tables.' 'query:Send sanitized prompts to an OpenAI-compatible LLM (or a local model); retries, resume.' 'sanitize:Perturb prompts token by token with local DP (RANTEXT, Cape, SanText, CusText, TEM).' 'serve:OpenAI-compatible HTTP server over a local model (offline pipelines, tests).' '--help' '--version') ;;
-    "attack") words_=('knn:Embedding inversion: is the original among the K...' 'llm:LLM inference: a generative model is asked to restore the...' 'mti:Mask token inference: mask each perturbed token and let a...' 'ngram:N-gram leakage (InferDPT Table VI): share of the raw...' '--help') ;;
+    "") words_=('attack:Privacy attacks on sanitized text: knn, mti, llm, ngram.' 'audit:Certify a lower bound on each mechanisms per-token privacy loss vs its stamp.' 'cache:Inspect and manage cached artifacts: ls, verify, rm.' 'env:Versions, device, cache dir and installed offline models.' 'eval:Metrics over JSONL: diversity, mauve, coherence, rouge, accuracy, phr, ... ; sweep.' 'extract:InferDPT extraction: align the remote answer with the raw document on a local LM.' 'mechs:List mechanisms with their privacy notion and defaults.' 'models:Offline models: ls, install, verify.' 'precompute:Build and cache an embedding space and its distance tables.' 'query:Send sanitized prompts to an OpenAI-compatible LLM (or a local model); retries, resume.' 'sanitize:Perturb prompts token by token with local DP (RANTEXT, Cape, SanText, CusText, TEM).' 'serve:OpenAI-compatible HTTP server over a local model (offline pipelines, tests).' 'snd:Split-N-Denoise private embeddings: train-denoiser,...' '--help' '--version') ;;
+    "attack") words_=('knn:Embedding inversion: is the original among the K...' 'llm:LLM inference: a generative model is asked to restore the...' 'mti:Mask token inference: mask each perturbed token and let a...' 'ngram:N-gram leakage (InferDPT Table VI): share of the raw...' 'snd-inversion:Invert SnDs noisy token rows to their nearest tokens.' '--help') ;;
     "attack knn") words_=('--alignment-field' '--batch-size' '--device' '--help' '--id-field' '--input' '--k' '--on-error' '--original-field' '--output' '--quiet' '--result-field' '--space' '--stopwords' '--summary' '--summary-only' '--text-field' '-i' '-k' '-o' '-q') ;;
     "attack llm") words_=('--api-key-env' '--base-url' '--batch-size' '--device' '--help' '--id-field' '--input' '--max-new-tokens' '--model' '--on-error' '--original-field' '--output' '--prompt-file' '--quiet' '--result-field' '--summary' '--summary-only' '--text-field' '-i' '-o' '-q') ;;
     "attack mti") words_=('--alignment-field' '--batch-size' '--device' '--help' '--id-field' '--input' '--mask-length' '--max-copies' '--model' '--on-error' '--original-field' '--output' '--quiet' '--result-field' '--space' '--stopwords' '--summary' '--summary-only' '--text-field' '-i' '-o' '-q') ;;
     "attack ngram") words_=('--batch-size' '--help' '--id-field' '--input' '--n' '--on-error' '--original-field' '--output' '--quiet' '--result-field' '--summary' '--summary-only' '--text-field' '-i' '-n' '-o' '-q') ;;
+    "attack snd-inversion") words_=('--batch-size' '--ci' '--device' '--eta' '--help' '--id-field' '--input' '--max-length' '--model' '--on-error' '--output' '--quiet' '--result-field' '--seed' '--summary' '--summary-only' '--text-field' '-i' '-k' '-m' '-o' '-q') ;;
     "audit") words_=('--alpha' '--device' '--e2e-samples' '--eps' '--fail-on-violation' '--help' '--mech' '--model' '--pairs' '--param' '--quiet' '--samples' '--seed' '--space' '--top' '-e' '-m' '-p' '-q') ;;
     "cache") words_=('ls:List artifacts: kind, key, size, state.' 'rm:Remove artifacts by kind, kind/key, stale build...' 'verify:Check every artifacts files against the full sha256 in...' '--help') ;;
     "cache ls") words_=('--help' '--json') ;;
     "cache rm") words_=('--help' '--yes' '-y') ;;
     "cache verify") words_=('--fix' '--help') ;;
     "env") words_=('--help' '--json') ;;
-    "eval") words_=('mapping:N_w and retention ratio of a mechanism.' 'metrics:Score records with metrics (default command).' 'sweep:Privacy-utility sweep over mechanisms x eps (CSV + PNG).' '--help') ;;
+    "eval") words_=('mapping:N_w and retention ratio of a mechanism.' 'metrics:Score records with metrics (default command).' 'mi:Mutual information between two vector fields (KSG).' 'sweep:Privacy-utility sweep over mechanisms x eps (CSV + PNG).' '--help') ;;
     "eval mapping") words_=('--device' '--draws' '--eps' '--help' '--mech' '--seed' '--space' '--tokens' '-e' '-m') ;;
     "eval metrics") words_=('--alignment-field' '--batch-size' '--device' '--diversity-combine' '--doc-field' '--encoder' '--help' '--id-field' '--input' '--items-field' '--label-field' '--labels' '--length-norm' '--lm' '--mauve-features' '--mauve-seed' '--on-error' '--per-record' '--quiet' '--reference-field' '--template' '--text-field' '-i' '-q') ;;
+    "eval mi") words_=('--help' '--input' '--limit' '--x-field' '--y-field' '-i' '-k') ;;
     "eval sweep") words_=('--corpus' '--device' '--eps' '--help' '--mech' '--mti-model' '--n-docs' '--out-dir' '--prefix-tokens' '--probe-draws' '--probe-tokens' '--seed' '--text-field' '-e' '-m') ;;
     "extract") words_=('--batch-size' '--device' '--dtype' '--generation-field' '--help' '--id-field' '--input' '--max-new-tokens' '--model' '--no-chat' '--on-error' '--output' '--output-field' '--quiet' '--raw-field' '--seed' '--stop' '--temperature' '--template' '--top-p' '-i' '-m' '-o' '-q') ;;
     "mechs") words_=('--describe' '--help' '--json') ;;
@@ -60,6 +68,10 @@ _ppt() {
     "query") words_=('--allow-raw' '--api-key-env' '--backend' '--base-url' '--batch-size' '--concurrency' '--device' '--dry-run' '--dtype' '--endpoint' '--extra-body' '--help' '--id-field' '--input' '--max-retries' '--max-tokens' '--model' '--on-error' '--output' '--output-field' '--quiet' '--resume' '--retry-backoff' '--seed' '--stop' '--system' '--temperature' '--template' '--text-field' '--timeout' '--top-p' '-c' '-i' '-m' '-o' '-q') ;;
     "sanitize") words_=('--batch-size' '--case' '--device' '--diagnostics' '--emit-alignment' '--eps' '--help' '--id-field' '--input' '--keep-original' '--mech' '--min-kept' '--model' '--numbers' '--on-error' '--oov' '--output' '--param' '--punct' '--quiet' '--seed' '--space' '--stamp' '--stopwords' '--text-field' '-e' '-i' '-m' '-o' '-p' '-q') ;;
     "serve") words_=('--allow-remote' '--api-key-env' '--batch-wait-ms' '--device' '--dtype' '--help' '--host' '--max-batch' '--max-connections' '--max-tokens-limit' '--model' '--port' '--port-file' '--quiet' '--served-name' '--timeout' '--verbose' '-m' '-p' '-q' '-v') ;;
+    "snd") words_=('embed:Private embeddings: noise on the client, model on the server, denoise.' 'serve:Serve the model half: privatized token rows in, pooled embeddings out.' 'train-denoiser:Train the client-side denoiser on a public corpus.' '--help') ;;
+    "snd embed") words_=('--api-key-env' '--batch-size' '--denoiser' '--device' '--emit' '--eta' '--field-prefix' '--format' '--help' '--id-field' '--input' '--max-length' '--model' '--on-error' '--output' '--quiet' '--seed' '--server' '--text-field' '--vectors' '-i' '-m' '-o' '-q') ;;
+    "snd serve") words_=('--allow-remote' '--api-key-env' '--device' '--help' '--host' '--max-connections' '--max-length' '--model' '--port' '--port-file' '--quiet' '--timeout' '--verbose' '-m' '-p' '-q' '-v') ;;
+    "snd train-denoiser") words_=('--batch-size' '--checkpoint-dir' '--checkpoint-every' '--corpus' '--device' '--epochs' '--eta' '--ff' '--heads' '--help' '--layers' '--limit' '--lr' '--max-length' '--model' '--output' '--quiet' '--resume' '--seed' '--text-field' '--width' '-m' '-o' '-q') ;;
   esac
   _describe 'ppt' words_
 }

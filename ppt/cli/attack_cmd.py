@@ -328,3 +328,54 @@ def ngram(
 def register(app: typer.Typer) -> None:
     app.add_typer(attack_app, name="attack", help="Measure what an adversary recovers: knn, mti, llm, ngram; privacy = 1 - success rate.\n\n" + RAW_NOTE,
                   short_help="Privacy attacks on sanitized text: knn, mti, llm, ngram.")
+
+
+# ---- snd-inversion (Split-N-Denoise; issue 9) --------------------------------------------------------
+
+SND_INVERSION_HELP = """Nearest-token inversion of Split-N-Denoise's noisy token rows (what `ppt snd serve` sees).
+
+Each record's text is privatized as `ppt snd embed` does it (same --model, --eta and per-record noise
+stream: with the same --seed these are the very rows the server received), and every noisy row is mapped
+to the nearest vocabulary rows in L2. Per record: top-1 and top-k rates under --result-field; summary:
+pooled rates over all non-special tokens with binomial intervals (--ci wilson or clopper-pearson).
+
+[bold]Examples[/]
+  ppt attack snd-inversion --model minilm --eta 100 --summary-only < texts.jsonl
+  ppt attack snd-inversion --model minilm --eta 25 -k 10 --ci clopper-pearson -i texts.jsonl -o inv.jsonl
+"""
+
+
+@attack_app.command("snd-inversion", help=SND_INVERSION_HELP, short_help="Invert SnD's noisy token rows to their nearest tokens.")
+def snd_inversion(
+    eta: Annotated[float, typer.Option("--eta", help="The d_chi eta of the rows attacked.", rich_help_panel=ATTACK_PANEL)] = 100.0,
+    model: Annotated[str, typer.Option("--model", "-m", help="minilm, smollm2, a path or a hub id.", rich_help_panel=ATTACK_PANEL)] = "minilm",
+    k: Annotated[int, typer.Option("-k", min=1, help="Top-k reported besides top-1.", rich_help_panel=ATTACK_PANEL)] = 10,
+    ci: Annotated[str, typer.Option("--ci", help="Interval: wilson or clopper-pearson.", rich_help_panel=ATTACK_PANEL)] = "wilson",
+    max_length: Annotated[int, typer.Option("--max-length", min=1, help="Tokens kept per text.", rich_help_panel=ATTACK_PANEL)] = 128,
+    result_field: ResultFieldOpt = "attack",
+    summary: SummaryOpt = "stderr",
+    summary_only: SummaryOnlyOpt = False,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the noise (the same as `ppt snd embed --seed` to attack those rows).")] = None,
+    device: DeviceOpt = "auto",
+    input: InputOpt = "-",  # noqa: A002
+    output: OutputOpt = "-",
+    text_field: TextFieldOpt = "text",
+    id_field: IdFieldOpt = "id",
+    on_error: OnErrorOpt = "fail",
+    batch_size: BatchSizeOpt = 32,
+    quiet: QuietOpt = False,
+) -> None:
+    with handle_errors():
+        from ppt.io import stdout_guard
+        from ppt.snd.split import SplitModel
+        from ppt.stages.snd import SndInversionStage
+
+        _check_summary(summary)
+
+        def load():
+            with stdout_guard():
+                return SplitModel.load(model, device=device, max_length=max_length)
+
+        runner = SndInversionStage(load, eta=eta, seed=seed, k=k, result_field=result_field, ci_method=ci)
+        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device)
+        raise typer.Exit(_run(runner, args, "attack snd-inversion", summary, summary_only))

@@ -28,6 +28,7 @@ SUBCOMMANDS = [
     "models",
     "env",
     "audit",
+    "snd",
 ]
 
 app = typer.Typer(

@@ -61,3 +61,19 @@ def jsonl_prefixes(path: str, text_field: str, n_docs: int, n_tokens: int) -> li
             if len(out) >= n_docs:
                 break
     return out
+
+
+def bbc_docs(per_class: int, n_tokens: int = 50, skip: int = 0) -> list[dict]:
+    """``per_class`` BBC News articles of each class after the first ``skip`` (by file name), cut to their
+    first ``n_tokens`` GPT-2 tokens, classes interleaved; ``skip`` makes splits disjoint from
+    :func:`bbc_prefixes` (which takes the first files of each class). Deterministic."""
+    from ppt.models import get_encoding
+
+    enc = get_encoding("gpt2")
+    root = _bbc_dir()
+    by_cls = []
+    for cls in BBC_CLASSES:
+        files = sorted((root / cls).iterdir())[skip : skip + per_class]
+        by_cls.append([{"id": f"{cls}/{f.stem}", "label": cls,
+                        "text": prefix(f.read_text(encoding="utf-8", errors="replace"), n_tokens, enc)} for f in files])
+    return [d for group in zip(*by_cls) for d in group]

@@ -1,4 +1,4 @@
-"""Sampling kernels shared by mechanisms: exponential-mechanism draws and Laplace noise.
+"""Sampling kernels shared by mechanisms: exponential-mechanism draws, Laplace noise and d_chi noise.
 
 Why a floor of their own: these are the numerical rules a mechanism's privacy proof rests on (one
 uniform per position, inverse CDF, noise from the record's own generator). Keeping them free of any

@@ -1,0 +1,81 @@
+"""d_chi (metric-LDP) noise for embedding vectors: one Gamma(d, 1/eta) radius per vector times a uniform
+direction, then a projection onto the ball of radius C.
+
+Why this shape: the density of z = r * v with r ~ Gamma(d, scale 1/eta) and v uniform on the unit
+sphere of R^d is proportional to exp(-eta * ||z||_2), so releasing x + z is eta * d_chi private
+(Pr[y | x] / Pr[y | x'] <= exp(eta * ||x - x'||_2)). Drawing Laplace noise per coordinate (the
+Split-N-Denoise authors' code) has density exp(-eta * ||z||_1) instead, a different and, per unit of L2
+distance, much weaker mechanism. Clipping is post-processing, so it keeps the guarantee.
+
+Each record's noise comes from that record's own generator (``ppt.rng.record_generator``): one 63-bit
+draw seeds two numpy PCG64 streams, one for the radii and one for the directions (numpy's Gamma sampler
+takes a generator, torch's does not). Rows are drawn front to back in each stream, so a record's first n
+rows are the same whatever the padded length: its noise never depends on its batch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+
+def dchi_seed(g: torch.Generator) -> int:
+    """The one draw a record's noise takes from its generator."""
+    return int(torch.randint(0, 2**63 - 1, (1,), generator=g, dtype=torch.int64))
+
+
+def dchi_noise_seeded(n: int, d: int, eta: float, seed: int) -> np.ndarray:
+    """``[n, d]`` float64 d_chi noise vectors from the stream ``seed`` (eta = inf: zeros)."""
+    if math.isinf(eta):
+        return np.zeros((n, d))
+    radii, directions = (np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(2))
+    r = radii.standard_gamma(d, size=n) / eta
+    v = directions.standard_normal((n, d))
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    return v * (r[:, None] / np.maximum(norms, np.finfo(np.float64).tiny))
+
+
+def check_eta(eta: float) -> float:
+    eta = float(eta)
+    if not (eta > 0) or math.isnan(eta):
+        raise ValueError(f"eta must be > 0 (inf for no noise), got {eta}")
+    return eta
+
+
+def dchi_noise(shape: tuple[int, int, int], eta: float, generators: Sequence[torch.Generator],
+               device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Noise ``[batch, tokens, d]`` on ``device``: record b's rows from ``generators[b]``.
+
+    Every record draws the same ``tokens`` rows whatever the padding: callers pass the padded shape and
+    ignore the padded rows, so a record's noise on its real tokens depends on its length only through
+    the row index (rows are drawn front to back)."""
+    b, t, d = shape
+    eta = check_eta(eta)
+    if len(generators) != b:
+        raise ValueError(f"{len(generators)} generators for a batch of {b}")
+    out = np.stack([dchi_noise_seeded(t, d, eta, dchi_seed(g)) for g in generators]) if b else np.zeros((0, t, d))
+    return torch.from_numpy(out).to(device=device, dtype=dtype)
+
+
+def clip_norms(x: torch.Tensor, bound: float) -> torch.Tensor:
+    """Project each row (last dimension) onto the L2 ball of radius ``bound``."""
+    norms = x.norm(dim=-1, keepdim=True)
+    scale = torch.clamp(bound / norms.clamp_min(torch.finfo(x.dtype).tiny), max=1.0)
+    return x * scale
+
+
+def privatize(x: torch.Tensor, eta: float, generators: Sequence[torch.Generator], bound: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(x~, z)`` for token embeddings ``x [batch, tokens, d]``: x~ = clip_C(x + noise), z = x~ - x.
+
+    eta = inf adds no noise (and skips the clip: the clean embeddings are released unchanged)."""
+    eta = check_eta(eta)
+    if math.isinf(eta):
+        return x, torch.zeros_like(x)
+    noisy = clip_norms(x + dchi_noise(tuple(x.shape), eta, generators, device=x.device, dtype=x.dtype), bound)
+    return noisy, noisy - x
+
+
+__all__ = ["check_eta", "clip_norms", "dchi_noise", "dchi_noise_seeded", "dchi_seed", "privatize"]

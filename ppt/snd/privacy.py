@@ -1,0 +1,36 @@
+"""What an ``snd`` stamp may claim, and only that.
+
+Proven: each released token row is eta * d_chi private: for tokens t, t' and any set S of rows,
+Pr[x~(t) in S] <= exp(eta * ||E[t] - E[t']||_2) * Pr[x~(t') in S], with E the model's input-embedding
+table (the unit of distance); the clip is post-processing. Every vocabulary row lies in the ball of
+radius C (the clip bound is the largest row norm), so ||E[t] - E[t']|| <= 2C and the per-token epsilon
+is at most 2 * eta * C. A text's rows compose: two texts of the same length n differing in k positions
+are within exp(eta * sum of the k distances). The number of tokens is sent in the clear; the denoiser,
+run by the client on its own noise, is post-processing too.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+NOTION = "eta * d_chi metric LDP per token (multivariate Laplace: one Gamma(d, 1/eta) radius, uniform direction)"
+
+
+def snd_privacy(eta: float, bound: float, dim: int, model: dict[str, Any]) -> dict[str, Any]:
+    """The stamp's privacy description for noise ``eta`` over ``model``'s input-embedding space."""
+    unit = f"L2 distance between token vectors in the input-embedding space of {model.get('id')} (d={dim})"
+    if math.isinf(eta):
+        return {"notion": "none: clean token embeddings were released (eta = inf)", "eta": "inf", "unit": unit,
+                "protected": False}
+    return {
+        "notion": NOTION,
+        "eta": float(eta),
+        "unit": unit,
+        "clip_bound": float(bound),
+        "eps_per_token_at_most": 2.0 * float(eta) * float(bound),
+        "eps_per_token_bound_from": "diameter 2C of the clip ball, C = the largest token-embedding norm",
+        "composition": "a text's rows compose: eta * (sum over positions of the token distances)",
+        "not_hidden": ["the number of tokens"],
+        "protected": True,
+    }
