@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from ppt.exec.readonly import read_only_cache
-from ppt.exec.shards import SUMMARY_NAME, InputShard, ShardWriter, output_name, prepare_output_dir, resolve_inputs
+from ppt.exec.shards import SUMMARY_NAME, InputShard, ShardWriter, prepare_output_dir, resolve_inputs
 from ppt.io import ExitCode, PptError, Record, RecordError, StreamArgs, dumps_line, error_stream, parse_line, stdout_guard
 from ppt.io.jsonl import iter_lines
 from ppt.io.records import ON_ERROR_MODES, BadLine
@@ -396,5 +396,5 @@ def _write_summary(out_dir: Any, shards: list[InputShard], names: list[str], tal
     os.replace(tmp, out_dir / SUMMARY_NAME)
 
 
-__all__ = ["INSTALL", "RayOptions", "StageActor", "build_dataset", "check_options", "count_rows", "output_name",
+__all__ = ["INSTALL", "RayOptions", "StageActor", "build_dataset", "check_options", "count_rows",
            "require_ray", "run_stage_on_ray", "shard_rows"]

@@ -37,9 +37,11 @@ def shard_format(path: str) -> str:
     return "parquet" if path.lower().endswith(PARQUET_SUFFIXES) else "jsonl"
 
 
-def output_name(index: int) -> str:
-    """The output shard of input shard ``index``."""
-    return f"part-{index:05d}.jsonl"
+def output_name(index: int, n_shards: int = 1) -> str:
+    """The output shard of input shard ``index`` of ``n_shards``: zero-padded to 5 digits, or more when a
+    run has more shards, so the names of one run sort in input order (``cat part-*`` is the output)."""
+    width = max(5, len(str(max(n_shards, index + 1) - 1)))
+    return f"part-{index:0{width}d}.jsonl"
 
 
 def _is_uri(spec: str) -> bool:
@@ -126,7 +128,7 @@ class ShardWriter:
 
     def _fd(self, index: int) -> int:
         if index not in self._files:
-            fd, tmp = tempfile.mkstemp(prefix=f".{output_name(index)}.", dir=self.dir)
+            fd, tmp = tempfile.mkstemp(prefix=f".{output_name(index, self.n)}.", dir=self.dir)
             if not self.private:
                 umask = os.umask(0)
                 os.umask(umask)
@@ -152,8 +154,8 @@ class ShardWriter:
             fd, tmp = self._files.pop(index)
             os.fsync(fd)
             os.close(fd)
-            os.replace(tmp, self.dir / output_name(index))
-            names.append(output_name(index))
+            os.replace(tmp, self.dir / output_name(index, self.n))
+            names.append(output_name(index, self.n))
         keep = set(names)
         for p in self.dir.iterdir():
             if _PART_RE.fullmatch(p.name) and p.name not in keep:
