@@ -318,8 +318,9 @@ def run_stage_on_ray(args: StreamArgs, make_stage: Callable[[], Stage], *, optio
     ray = require_ray()
     check_options(args, options)
     shards = resolve_inputs(args.input)
-    out_dir = prepare_output_dir(args.output)
-    with stdout_guard(), read_only_cache(build_hint):
+    if args.output in ("", "-"):
+        prepare_output_dir(args.output)  # the usage error, before any table is loaded
+    with stdout_guard(), read_only_cache(build_hint):  # a missing table fails here, before the job
         stage = make_stage()
         stage.prepare()
     if type(stage).summary is not Stage.summary:
@@ -328,6 +329,7 @@ def run_stage_on_ray(args: StreamArgs, make_stage: Callable[[], Stage], *, optio
     signature = stage.signature()
     private = bool(args.private or getattr(stage, "private_output", False))
     del stage
+    out_dir = prepare_output_dir(args.output)
     err = error_stream(_stderr)
     started = _connect(ray, options.address)
     t0 = time.perf_counter()
