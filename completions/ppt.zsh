@@ -58,7 +58,7 @@ _ppt() {
     "models verify") words_=('--help') ;;
     "precompute") words_=('--device' '--help' '--k' '--quiet' '--table' '-q' '-t') ;;
     "query") words_=('--allow-raw' '--api-key-env' '--backend' '--base-url' '--batch-size' '--concurrency' '--device' '--dry-run' '--dtype' '--endpoint' '--extra-body' '--help' '--id-field' '--input' '--max-retries' '--max-tokens' '--model' '--on-error' '--output' '--output-field' '--quiet' '--resume' '--retry-backoff' '--seed' '--stop' '--system' '--temperature' '--template' '--text-field' '--timeout' '--top-p' '-c' '-i' '-m' '-o' '-q') ;;
-    "sanitize") words_=('--batch-size' '--case' '--device' '--diagnostics' '--emit-alignment' '--eps' '--help' '--id-field' '--input' '--keep-original' '--mech' '--min-kept' '--model' '--numbers' '--on-error' '--oov' '--output' '--param' '--punct' '--quiet' '--seed' '--space' '--stamp' '--stopwords' '--text-field' '-e' '-i' '-m' '-o' '-p' '-q') ;;
+    "sanitize") words_=('--actors' '--batch-size' '--case' '--device' '--diagnostics' '--emit-alignment' '--engine' '--eps' '--help' '--id-field' '--input' '--keep-original' '--mech' '--min-kept' '--model' '--numbers' '--on-error' '--oov' '--output' '--param' '--punct' '--quiet' '--ray-address' '--seed' '--space' '--stamp' '--stopwords' '--text-field' '-e' '-i' '-m' '-o' '-p' '-q') ;;
     "serve") words_=('--allow-remote' '--api-key-env' '--batch-wait-ms' '--device' '--dtype' '--help' '--host' '--max-batch' '--max-connections' '--max-tokens-limit' '--model' '--port' '--port-file' '--quiet' '--served-name' '--timeout' '--verbose' '-m' '-p' '-q' '-v') ;;
   esac
   _describe 'ppt' words_
