@@ -323,7 +323,7 @@ def run_stage_on_ray(args: StreamArgs, make_stage: Callable[[], Stage], *, optio
     with stdout_guard(), read_only_cache(build_hint):  # a missing table fails here, before the job
         stage = make_stage()
         stage.prepare()
-    if type(stage).summary is not Stage.summary:
+    if getattr(type(stage), "summary", Stage.summary) is not Stage.summary:
         raise PptError(f"{stage.name or type(stage).__name__} writes an end-of-run summary, which --engine ray cannot merge "
                        "across actors yet", ExitCode.USAGE, hint="run it with --engine local")
     signature = stage.signature()
