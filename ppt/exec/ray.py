@@ -235,7 +235,6 @@ def _connect(ray: Any, address: str | None) -> bool:
         kwargs["runtime_env"] = {"env_vars": env}
     try:
         ray.init(address=address, **kwargs)
-        logging.getLogger("ray.data").setLevel(logging.WARNING)  # ppt owns stderr: its summary, not Ray's progress
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise PptError(f"cannot connect to the Ray cluster at {address or os.environ.get('RAY_ADDRESS', 'a new local cluster')} "
                        f"({type(e).__name__})", ExitCode.UNAVAILABLE,
@@ -286,6 +285,7 @@ def build_dataset(ray: Any, shards: list[InputShard], make_stage: Callable[[], S
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order = True
     ctx.enable_progress_bars = False
+    logging.getLogger("ray.data").setLevel(logging.WARNING)  # ppt owns stderr: its summary, not Ray's progress
     items = [{"shard": s.index, "path": s.path, "fmt": s.fmt} for s in shards]
     # reading takes no CPU slot of its own: the actors hold them all, and a read task waiting for one
     # would starve the pool (a deadlock on a small cluster)
