@@ -189,6 +189,7 @@ class _Tally:
         self.failed: Counter[str] = Counter()
         self.failed_lines: list[int] = []
         self.per_shard = [{"ok": 0, "failed": 0} for _ in range(n_shards)]
+        self.first_result: float | None = None  # when the first results arrived (actors up and running)
 
     def say(self, text: str) -> None:
         try:
@@ -355,13 +356,16 @@ def run_stage_on_ray(args: StreamArgs, make_stage: Callable[[], Stage], *, optio
         if started:
             ray.shutdown()
     _write_summary(out_dir, shards, names, tally, code, signature=signature, actors=actors, num_gpus=num_gpus,
-                   seconds=time.perf_counter() - t0)
+                   seconds=time.perf_counter() - t0,
+                   first_result_seconds=None if tally.first_result is None else tally.first_result - t0)
     return code
 
 
 def _drain(results: Any, args: StreamArgs, tally: _Tally, writer: ShardWriter) -> int | None:
     """Write result rows in input order; the exit code where --on-error fail stops, else None."""
     for batch in results.iter_batches(batch_size=None, batch_format="numpy"):
+        if tally.first_result is None:
+            tally.first_result = time.perf_counter()
         pending: dict[int, list[bytes]] = {}
         fatal = None
         for shard, line_no, status, out, etype, emsg in zip(batch["shard"], batch["line_no"], batch["status"],
