@@ -27,8 +27,24 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from ppt.exec.readonly import read_only_cache
-from ppt.exec.shards import SUMMARY_NAME, InputShard, ShardWriter, prepare_output_dir, resolve_inputs
-from ppt.io import ExitCode, PptError, Record, RecordError, StreamArgs, dumps_line, error_stream, parse_line, stdout_guard
+from ppt.exec.shards import (
+    SUMMARY_NAME,
+    InputShard,
+    ShardWriter,
+    prepare_output_dir,
+    resolve_inputs,
+)
+from ppt.io import (
+    ExitCode,
+    PptError,
+    Record,
+    RecordError,
+    StreamArgs,
+    dumps_line,
+    error_stream,
+    parse_line,
+    stdout_guard,
+)
 from ppt.io.jsonl import iter_lines
 from ppt.io.records import ON_ERROR_MODES, BadLine
 from ppt.stages.base import Stage
@@ -51,7 +67,7 @@ def require_ray() -> Any:
     """The ``ray`` module, or PptError 78 with the install command."""
     try:
         import ray
-        import ray.data  # noqa: F401
+        import ray.data
     except ImportError:
         raise PptError("--engine ray needs Ray, which is not installed", ExitCode.CONFIG,
                        hint=f"install it with: {INSTALL}") from None
@@ -78,7 +94,7 @@ def _open(path: str) -> IO[bytes]:
 
         filesystem, inner = fs.FileSystem.from_uri(path)
         return filesystem.open_input_stream(inner)
-    return open(path, "rb")  # noqa: SIM115 - closed by the caller
+    return open(path, "rb")
 
 
 def count_rows(path: str, fmt: str) -> int:
@@ -343,7 +359,7 @@ def run_stage_on_ray(args: StreamArgs, make_stage: Callable[[], Stage], *, optio
             code = _drain(results, args, tally, writer)
         except PptError:
             raise
-        except Exception as e:  # a Ray failure: report it without its text
+        except Exception as e:  # noqa: BLE001 - a Ray failure of any kind: report it without its text
             raise _worker_error(e) from None
         if code is None:
             tally.summary()

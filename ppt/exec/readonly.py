@@ -22,7 +22,7 @@ def read_only_cache(hint: str | None = None) -> Iterator[None]:
 
     original = Cache.get_or_build
 
-    def get_or_build(self, kind, deps, build, *, deep=True, on_rebuild=None):  # noqa: ARG001 - same signature
+    def get_or_build(self, kind, deps, build, *, deep=True, on_rebuild=None):
         art = self.lookup(kind, deps, deep=deep)
         if art is None:
             raise PptError(f"the cache at {self.root} has no usable {kind} artifact for this job; "

@@ -11,7 +11,16 @@ import pickle
 import numpy as np
 import pytest
 
-from ppt.exec.ray import BAD_INPUT, FAILED, OK, RayOptions, StageActor, _drain, _Tally, check_options
+from ppt.exec.ray import (
+    BAD_INPUT,
+    FAILED,
+    OK,
+    RayOptions,
+    StageActor,
+    _drain,
+    _Tally,
+    check_options,
+)
 from ppt.exec.readonly import read_only_cache
 from ppt.exec.recipes import SanitizeRecipe
 from ppt.exec.shards import ShardWriter, output_name

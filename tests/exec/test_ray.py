@@ -15,12 +15,12 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from ppt.exec.ray import RayOptions, run_stage_on_ray  # noqa: E402
-from ppt.exec.recipes import SanitizeRecipe  # noqa: E402
-from ppt.exec.shards import SUMMARY_NAME  # noqa: E402
-from ppt.io import ExitCode, PptError, StreamArgs, run_stream  # noqa: E402
-from tests.exec.ray_helpers import KillOnceRecipe  # noqa: E402
-from tests.helpers import ppt  # noqa: E402
+from ppt.exec.ray import RayOptions, run_stage_on_ray
+from ppt.exec.recipes import SanitizeRecipe
+from ppt.exec.shards import SUMMARY_NAME
+from ppt.io import ExitCode, PptError, StreamArgs, run_stream
+from tests.exec.ray_helpers import KillOnceRecipe
+from tests.helpers import ppt
 
 pytestmark = pytest.mark.ray
 
