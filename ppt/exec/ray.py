@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -245,8 +246,9 @@ def _connect(ray: Any, address: str | None) -> bool:
     """Join ``address`` (or RAY_ADDRESS), or start a local cluster; True when this call started Ray."""
     if ray.is_initialized():
         return False
-    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING,
-                              "configure_logging": True, "log_to_driver": True}
+    # ppt owns stderr (its own summary and errors); the workers' logs stay in `ray logs`
+    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR,
+                              "configure_logging": True, "log_to_driver": False}
     env = {k: os.environ[k] for k in ("PPT_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE") if k in os.environ}
     if env:  # workers read the same cache path (shared storage on a multi-node cluster)
         kwargs["runtime_env"] = {"env_vars": env}
@@ -302,7 +304,7 @@ def build_dataset(ray: Any, shards: list[InputShard], make_stage: Callable[[], S
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order = True
     ctx.enable_progress_bars = False
-    logging.getLogger("ray.data").setLevel(logging.WARNING)  # ppt owns stderr: its summary, not Ray's progress
+    logging.getLogger("ray.data").setLevel(logging.ERROR)  # ppt owns stderr: its summary, not Ray's progress
     items = [{"shard": s.index, "path": s.path, "fmt": s.fmt} for s in shards]
     # reading takes no CPU slot of its own: the actors hold them all, and a read task waiting for one
     # would starve the pool (a deadlock on a small cluster)
@@ -356,7 +358,9 @@ def run_stage_on_ray(args: StreamArgs, make_stage: Callable[[], Stage], *, optio
     try:
         results, actors, num_gpus = build_dataset(ray, shards, make_stage, args, options, build_hint)
         try:
-            code = _drain(results, args, tally, writer)
+            with warnings.catch_warnings():  # Ray Data's tuning advice is not the user's business here
+                warnings.filterwarnings("ignore", module=r"ray(\.|$)")
+                code = _drain(results, args, tally, writer)
         except PptError:
             raise
         except Exception as e:  # noqa: BLE001 - a Ray failure of any kind: report it without its text
