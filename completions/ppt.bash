@@ -68,7 +68,7 @@ _ppt() {
         "models verify") opts="--help" ;;
         "precompute") opts="--device --help --k --quiet --table -q -t" ;;
         "query") opts="--allow-raw --api-key-env --backend --base-url --batch-size --concurrency --device --dry-run --dtype --endpoint --extra-body --help --id-field --input --max-retries --max-tokens --model --on-error --output --output-field --quiet --resume --retry-backoff --seed --stop --system --temperature --template --text-field --timeout --top-p -c -i -m -o -q" ;;
-        "sanitize") opts="--batch-size --case --device --diagnostics --emit-alignment --eps --help --id-field --input --keep-original --mech --min-kept --model --numbers --on-error --oov --output --param --punct --quiet --seed --space --stamp --stopwords --text-field -e -i -m -o -p -q" ;;
+        "sanitize") opts="--actors --batch-size --case --device --diagnostics --emit-alignment --engine --eps --help --id-field --input --keep-original --mech --min-kept --model --numbers --on-error --oov --output --param --punct --quiet --ray-address --seed --space --stamp --stopwords --text-field -e -i -m -o -p -q" ;;
         "serve") opts="--allow-remote --api-key-env --batch-wait-ms --device --dtype --help --host --max-batch --max-connections --max-tokens-limit --model --port --port-file --quiet --served-name --timeout --verbose -m -p -q -v" ;;
         "snd") opts="embed serve train-denoiser --help" ;;
         "snd embed") opts="--api-key-env --batch-size --denoiser --device --emit --eta --field-prefix --format --help --id-field --input --max-length --model --on-error --output --quiet --seed --server --text-field --vectors -i -m -o -q" ;;

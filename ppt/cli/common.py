@@ -92,6 +92,34 @@ DeviceOpt = Annotated[
     ),
 ]
 
+EngineOpt = Annotated[
+    Literal["local", "ray"],
+    typer.Option(
+        "--engine",
+        help="local: this process (default); ray: a Ray cluster (`pip install 'ppt[ray]'`), --input a file, "
+        "directory or glob of JSONL/Parquet shards, --output a directory of JSONL shards + summary.json.",
+        rich_help_panel=RUN_PANEL,
+    ),
+]
+RayAddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        help="Ray cluster to join (HOST:6379, ray://HOST:10001; default: $RAY_ADDRESS, else a new local cluster).",
+        rich_help_panel=RUN_PANEL,
+    ),
+]
+ActorsOpt = Annotated[
+    int | None,
+    typer.Option("--actors", min=1, help="Ray actors (default: one per GPU, else one per CPU).", rich_help_panel=RUN_PANEL),
+]
+
+
+def check_engine(engine: str, ray_address: str | None, actors: int | None) -> None:
+    """--ray-address and --actors only mean something with --engine ray."""
+    if engine != "ray" and (ray_address is not None or actors is not None):
+        raise PptError("--ray-address and --actors need --engine ray", exit_code=ExitCode.USAGE)
+
 
 def stream_args(
     input: str = "-",  # noqa: A002 - mirrors the --input flag

@@ -7,15 +7,19 @@ from typing import Annotated
 import typer
 
 from ppt.cli.common import (
+    ActorsOpt,
     BatchSizeOpt,
     DeviceOpt,
+    EngineOpt,
     IdFieldOpt,
     InputOpt,
     OnErrorOpt,
     OutputOpt,
     QuietOpt,
+    RayAddressOpt,
     SeedOpt,
     TextFieldOpt,
+    check_engine,
     handle_errors,
     stream_args,
 )
@@ -40,6 +44,7 @@ A record that cannot be privatized is never emitted with its raw text.
   ppt sanitize -m custext+ -e 1 --keep-original raw --on-error record < docs.jsonl
   ppt sanitize -m cape -e 6 --model smollm2 < docs.jsonl
   ppt sanitize -m tem --diagnostics diag --stamp full -i docs.jsonl -o local-only.jsonl
+  ppt sanitize -m custext+ -e 1 --engine ray --input 'shards/*.jsonl' --output private/   # docs/scale.md
   ppt sanitize -m rantext -e 6 --keep-original raw --emit-alignment ppt_alignment < docs.jsonl \\
     | ppt attack knn --original-field raw
 """
@@ -87,6 +92,9 @@ def sanitize(
     seed: SeedOpt = None,
     device: DeviceOpt = "auto",
     quiet: QuietOpt = False,
+    engine: EngineOpt = "local",
+    ray_address: RayAddressOpt = None,
+    actors: ActorsOpt = None,
 ) -> None:
     with handle_errors():
         from ppt.io import ExitCode, PptError, run_stream, stdout_guard
@@ -105,11 +113,23 @@ def sanitize(
         if stamp_mode not in ("compact", "full"):
             raise PptError(f"--stamp must be compact or full (got {stamp_mode!r})", exit_code=ExitCode.USAGE)
         params = _parse_params(param)
+        policy = {"oov": oov, "numbers": numbers, "punct": punct, "stopwords": stopwords, "case": case}
+        check_engine(engine, ray_address, actors)
+        if engine == "ray":
+            from ppt.exec.ray import RayOptions, run_stage_on_ray
+            from ppt.exec.recipes import SanitizeRecipe
+
+            recipe = SanitizeRecipe(mech, eps, space=space, model=model, params=params, policy=policy, device=device,
+                                    text_field=text_field, seed=seed, keep_original=keep_original,
+                                    emit_alignment=emit_alignment, min_kept=min_kept, diagnostics=diagnostics,
+                                    stamp_mode=stamp_mode)
+            warn_if_seeded(seed)
+            args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device)
+            raise typer.Exit(run_stage_on_ray(args, recipe, options=RayOptions(address=ray_address, actors=actors),
+                                              desc="sanitize", build_hint=recipe.build_hint()))
         with stdout_guard():
-            mechanism = build_mechanism(
-                mech, eps, space=space, model=model, params=params, device=device, quiet=quiet,
-                policy={"oov": oov, "numbers": numbers, "punct": punct, "stopwords": stopwords, "case": case},
-            )
+            mechanism = build_mechanism(mech, eps, space=space, model=model, params=params, device=device, quiet=quiet,
+                                        policy=policy)
         warn_if_seeded(seed)
         args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device)
         stage = SanitizeStage(mechanism, text_field=text_field, seed=seed, keep_original=keep_original,
