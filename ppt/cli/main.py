@@ -28,6 +28,7 @@ SUBCOMMANDS = [
     "models",
     "env",
     "audit",
+    "dpopt",
 ]
 
 app = typer.Typer(
