@@ -17,12 +17,34 @@ def label_logprobs(model, tokenizer, instruction: str, texts: list[str], labels:
 
     bos = bos_prefix(tokenizer)
     conts = [tokenizer(" " + y, add_special_tokens=False)["input_ids"] for y in labels]
+    if all(len(c) == 1 for c in conts):  # one forward pass per text scores every label at once
+        prefixes = [bos + tokenizer(forward(instruction, t), add_special_tokens=False)["input_ids"] for t in texts]
+        return _single_token_logprobs(model, prefixes, [c[0] for c in conts], pad_id(tokenizer), batch_size)
     pairs = []
     for t in texts:
         pre = bos + tokenizer(forward(instruction, t), add_special_tokens=False)["input_ids"]
         pairs += [(pre, c) for c in conts]
     scores = continuation_logprobs(model, pairs, pad_id=pad_id(tokenizer), batch_size=batch_size)
     return np.array([s for s, _ in scores], dtype=np.float64).reshape(len(texts), len(labels))
+
+
+def _single_token_logprobs(model, prefixes: list[list[int]], label_ids: list[int], pad: int, batch_size: int) -> np.ndarray:
+    import torch
+
+    from ppt.lm.base import gathered_logits, length_batches, model_device, right_pad
+
+    dev = model_device(model)
+    out = np.zeros((len(prefixes), len(label_ids)), dtype=np.float64)
+    cols_l = torch.tensor(label_ids, dtype=torch.long)
+    with torch.inference_mode():
+        for idx in length_batches([len(p) for p in prefixes], batch_size):
+            ids, attn = right_pad([prefixes[j] for j in idx], pad)
+            rows = torch.arange(len(idx))
+            last = torch.tensor([len(prefixes[j]) - 1 for j in idx], dtype=torch.long)
+            logits = gathered_logits(model, ids.to(dev), attn.to(dev), rows.to(dev), last.to(dev)).float()
+            lp = torch.log_softmax(logits, dim=-1)[:, cols_l.to(dev)].cpu().double().numpy()
+            out[idx] = lp
+    return out
 
 
 def predictions(logprobs: np.ndarray) -> np.ndarray:

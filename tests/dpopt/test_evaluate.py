@@ -51,3 +51,21 @@ def test_selection_is_the_exponential_mechanism_on_counts():
 def test_backward_template_sections():
     s = backward("Do it.", [("x1", "pos")], [("x2", "neg", "pos")], message=1)
     assert "# Student successes" in s and "# Student errors" in s and s.endswith("Improved Instruction:")
+
+
+def test_single_token_fast_path_equals_the_general_scorer(tiny_lm):
+    from ppt.dpopt import evaluate as ev
+    from ppt.models import load_causal_lm
+
+    model, tok = load_causal_lm(str(tiny_lm), device="cpu", dtype="float32")
+    singles = [w for w in ("the", "and", "is", "your") if len(tok(" " + w, add_special_tokens=False)["input_ids"]) == 1]
+    assert len(singles) >= 2
+    texts = ["a quick fox", "the lazy dog jumps", "x"]
+    fast = ev.label_logprobs(model, tok, "Classify.", texts, singles[:2])
+    from ppt.lm.base import bos_prefix, pad_id
+    from ppt.lm.score import continuation_logprobs
+
+    pairs = [(bos_prefix(tok) + tok(ev.forward("Classify.", t), add_special_tokens=False)["input_ids"],
+              tok(" " + y, add_special_tokens=False)["input_ids"]) for t in texts for y in singles[:2]]
+    slow = np.array([s for s, _ in continuation_logprobs(model, pairs, pad_id=pad_id(tok))]).reshape(3, 2)
+    assert np.allclose(fast, slow, atol=1e-4)
