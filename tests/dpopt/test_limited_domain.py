@@ -29,15 +29,17 @@ COUNTS = torch.tensor([14.0, 11.0, 9.0, 3.0, 0.0, 0.0, 0.0, 0.0])
 
 
 def test_releases_follow_the_exact_law_with_noise_scale_2_over_eps0():
+    """The sampler's frequencies against the law written out here (Gumbel-max = softmax of score / scale),
+    not against the module's own helper, so a halved scale anywhere in the sampler fails."""
     eps0, delta0, k_bar = 2.0, 1e-2, 3
-    freq = _sample(COUNTS, eps0, delta0, k_bar, 20_000, seed=7)
-    _, p = ld.release_probabilities(COUNTS, eps0, delta0, k_bar)
-    assert chisquare(freq.numpy(), (p * freq.sum()).numpy()).pvalue > ALPHA
-    # the same samples reject the law of the published noise (Gumbel(1/eps0), half of ours)
-    ids, scores = ld.candidates(COUNTS, eps0, delta0, k_bar)
-    half = torch.softmax(scores / (ld.noise_scale(eps0) / 2), 0)
-    assert chisquare(freq.numpy(), (half * freq.sum()).numpy()).pvalue < ALPHA
-    assert ld.noise_scale(eps0) == pytest.approx(2 / eps0)
+    freq = _sample(COUNTS, eps0, delta0, k_bar, 20_000, seed=7).numpy()
+    top = [14.0, 11.0, 9.0]
+    bottom = 3.0 + 1 + math.log(min(2, k_bar, 8 - k_bar) / delta0) / (eps0 / 2)
+    scores = torch.tensor(top + [bottom], dtype=torch.float64)
+    ours = torch.softmax(scores * eps0 / 2, 0).numpy()
+    published = torch.softmax(scores * eps0, 0).numpy()  # Gumbel(1/eps0): half our noise
+    assert chisquare(freq, ours * freq.sum()).pvalue > ALPHA
+    assert chisquare(freq, published * freq.sum()).pvalue < ALPHA
 
 
 def test_one_moved_vote_changes_no_output_probability_by_more_than_e_eps0():
