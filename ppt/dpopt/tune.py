@@ -194,6 +194,9 @@ def tune(model, tok, plan: Plan, texts: list[str], labels: list[str], *, checkpo
 
     p = len(state["candidates"])
     while not state["generation_done"] and p < cfg.max_prompts:
+        if not acct.allow():  # not even one query left: build no meta-prompts
+            state["budget_stop"] = True
+            break
         cur = state["current"] if state["current"] is not None and state["current"]["p"] == p else {"p": p, "tokens": []}
         state["current"] = cur
         subsets = assign(key, gtexts, glabels, cfg.ensemble, cfg.shots, salt=str(p))
@@ -242,10 +245,13 @@ def tune(model, tok, plan: Plan, texts: list[str], labels: list[str], *, checkpo
     pool = list(dict.fromkeys(pool))
     vtexts, vgold = [texts[i] for i in val], np.array([cfg.labels.index(labels[i]) for i in val])
     correct = []
-    for inst in pool:
-        lp = label_logprobs(model, tok, inst, vtexts, cfg.labels)
-        correct.append(int((lp.argmax(1) == vgold).sum()))
-    chosen = select(torch.tensor(correct), cfg.eps_select, record_generator(cfg.seed, "dp-opt", "select"))
+    if len(pool) > 1:  # one candidate: the choice is forced and the validation split is not read
+        for inst in pool:
+            lp = label_logprobs(model, tok, inst, vtexts, cfg.labels)
+            correct.append(int((lp.argmax(1) == vgold).sum()))
+        chosen = select(torch.tensor(correct), cfg.eps_select, record_generator(cfg.seed, "dp-opt", "select"))
+    else:
+        chosen, correct = 0, [None]
     eps_gen = acct.epsilon()
     released_scores = None if cfg.private else correct
     block = {

@@ -51,17 +51,17 @@ def tweets(n_train: int, n_val: int, n_test: int) -> dict[str, list[dict]]:
 @dataclass
 class Config:
     model: str = "smollm2"
-    n_train: int = 240
+    n_train: int = 200
     n_val: int = 0
-    n_test: int = 150
+    n_test: int = 100
     eps: list[float] = field(default_factory=lambda: [8.0, 4.0, math.inf])
     init: str = "Classify the sentiment of the tweet as negative or positive."
-    ensemble: int = 48
+    ensemble: int = 32
     shots: int = 1
-    rate: float = 0.6
+    rate: float = 0.75
     eps0: float = 2.0
     max_prompts: int = 2
-    max_tokens: int = 8
+    max_tokens: int = 6
     temperature: float = 1.1
     seed: int = 0
 
