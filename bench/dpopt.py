@@ -22,7 +22,7 @@ def _model(name: str, device: str):
     try:
         m, tok = load_causal_lm(name, device=device, dtype="float32")
         return m, tok, name
-    except Exception as exc:  # noqa: BLE001 - the fallback is reported
+    except Exception as exc:
         if name != "smollm2":
             raise
         import torch

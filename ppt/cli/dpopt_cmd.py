@@ -38,7 +38,7 @@ LabelFieldOpt = Annotated[str, typer.Option("--label-field", help="Field holding
 @dpopt_app.command("tune")
 def tune(
     labels: Annotated[str, typer.Option("--labels", help="Comma-separated label words, e.g. 'negative,positive'.", rich_help_panel=PANEL)],
-    input: InputOpt = "-",  # noqa: A002
+    input: InputOpt = "-",
     output: OutputOpt = "-",
     eps: Annotated[float, typer.Option("--eps", help="Privacy budget eps (inf: the non-private run, same code path).", rich_help_panel=PANEL)] = 8.0,
     delta: Annotated[float | None, typer.Option("--delta", help="Privacy budget delta (default: min(1e-5, 1/records)).", rich_help_panel=PANEL)] = None,
@@ -100,7 +100,7 @@ def tune(
 @dpopt_app.command("eval")
 def eval_(
     prompt: Annotated[str, typer.Option("--prompt", help="The JSON object written by `ppt dp-opt tune`.", rich_help_panel=PANEL)],
-    input: InputOpt = "-",  # noqa: A002
+    input: InputOpt = "-",
     output: OutputOpt = "-",
     model: Annotated[str | None, typer.Option("--model", help="Local causal LM that scores the labels.", rich_help_panel=PANEL)] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint returning prompt logprobs (/completions, echo).", rich_help_panel=PANEL)] = None,
@@ -133,7 +133,7 @@ def eval_(
 @dpopt_app.command("apply")
 def apply(
     prompt: Annotated[str, typer.Option("--prompt", help="The JSON object written by `ppt dp-opt tune`.", rich_help_panel=PANEL)],
-    input: InputOpt = "-",  # noqa: A002
+    input: InputOpt = "-",
     output: OutputOpt = "-",
     text_field: TextFieldOpt = "text",
     id_field: IdFieldOpt = "id",

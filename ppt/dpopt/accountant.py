@@ -149,13 +149,13 @@ class Accountant:
         return d
 
     @classmethod
-    def from_state(cls, d: dict[str, Any]) -> "Accountant":
+    def from_state(cls, d: dict[str, Any]) -> Accountant:
         d = dict(d)
         for k in ("eps", "eps0"):
             d[k] = math.inf if d[k] == "inf" else float(d[k])
         return cls(**d)
 
-    def same_budget(self, other: "Accountant") -> bool:
+    def same_budget(self, other: Accountant) -> bool:
         keys = ("eps", "delta", "eps0", "delta0", "rate", "method")
         return all(getattr(self, k) == getattr(other, k) for k in keys)
 

@@ -63,6 +63,6 @@ def wilson(correct: int, n: int, z: float = 1.959963984540054) -> tuple[float, f
 
 
 def accuracy(pred: np.ndarray, gold: np.ndarray) -> dict:
-    n, c = int(len(gold)), int((pred == gold).sum())
+    n, c = len(gold), int((pred == gold).sum())
     lo, hi = wilson(c, n)
     return {"n": n, "correct": c, "accuracy": c / n if n else float("nan"), "ci95": [lo, hi]}

@@ -63,7 +63,7 @@ def assign(key: bytes, texts: list[str], labels: list[str], n: int, shots: int, 
     return out
 
 
-def participation(n: int, rate: float, generator) -> "torch.Tensor":  # noqa: F821
+def participation(n: int, rate: float, generator) -> torch.Tensor:  # noqa: F821
     """Which of the ``n`` subsets vote this query: each independently with probability ``rate`` (Poisson)."""
     import torch
 

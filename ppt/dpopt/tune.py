@@ -17,8 +17,9 @@ disjoint keyed-hash split, so the two steps compose in parallel) and one is chos
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -58,7 +59,7 @@ class TuneConfig:
         """Every query the run may make: each token of each candidate, with its one retry."""
         return self.max_prompts * self.max_tokens * 2
 
-    def resolved(self, n_records: int) -> "TuneConfig":
+    def resolved(self, n_records: int) -> TuneConfig:
         out = TuneConfig(**asdict(self))
         if out.delta is None:
             out.delta = min(1e-5, 1.0 / max(n_records, 1))

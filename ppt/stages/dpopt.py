@@ -9,10 +9,20 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Any, Callable
+from typing import IO, Any
 
-from ppt.io import ExitCode, PptError, Record, RecordError, StreamArgs, iter_lines, parse_line, stamp
+from ppt.io import (
+    ExitCode,
+    PptError,
+    Record,
+    RecordError,
+    StreamArgs,
+    iter_lines,
+    parse_line,
+    stamp,
+)
 from ppt.stages.base import Stage
 
 STAGE = "dp-opt"
@@ -33,7 +43,7 @@ def _open(path: str) -> tuple[IO[bytes], bool]:
     if os.path.isdir(path):
         raise PptError(f"input path is a directory: {path}", ExitCode.NOINPUT, hint="give a JSONL file")
     try:
-        return open(path, "rb"), True  # noqa: SIM115 - closed below
+        return open(path, "rb"), True
     except FileNotFoundError:
         raise PptError(f"input file not found: {path}", ExitCode.NOINPUT, hint="check the path, or pass '-'") from None
     except OSError as exc:

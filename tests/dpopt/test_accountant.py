@@ -11,7 +11,13 @@ from scipy.optimize import brentq
 from scipy.stats import binom
 
 from ppt.dpopt import limited_domain as ld
-from ppt.dpopt.accountant import Accountant, composed_epsilon, published_epsilon, query_pld, subsampled_rr
+from ppt.dpopt.accountant import (
+    Accountant,
+    composed_epsilon,
+    published_epsilon,
+    query_pld,
+    subsampled_rr,
+)
 
 
 def exact_epsilon(eps0: float, q: float, T: int, delta: float) -> float:

@@ -63,7 +63,7 @@ def test_one_moved_vote_changes_no_output_probability_by_more_than_e_eps0():
 
 
 def test_threshold_and_non_private_path():
-    ids, scores = ld.candidates(COUNTS, 2.0, 1e-6, 3)
+    _ids, scores = ld.candidates(COUNTS, 2.0, 1e-6, 3)
     assert scores[-1] == pytest.approx(3.0 + 1 + math.log(2 / 1e-6) / 1.0)  # h_(k_bar+1) + 1 + ln(2/d0)/(eps0/2)
     g = torch.Generator().manual_seed(0)
     assert ld.release(COUNTS, math.inf, 1e-6, 3, g) == 0  # no noise: the top token, margin > 1
