@@ -161,8 +161,12 @@ def _demos(model, tok, cfg: TuneConfig, texts, labels, subsets) -> list[str]:
     return prompts
 
 
-def _stops(tok, token: int, eos: set[int]) -> bool:
-    return token in eos or "\n" in tok.decode([token])
+def _stops(tok, token: int, eos: set[int], so_far: list[int]) -> bool:
+    """End of a candidate: an end-of-sequence token, or a line break once some text was released (a
+    model often starts its answer on a new line after "Improved Instruction:")."""
+    if token in eos:
+        return True
+    return "\n" in tok.decode([token]) and bool(tok.decode(so_far, skip_special_tokens=True).strip())
 
 
 def tune(model, tok, plan: Plan, texts: list[str], labels: list[str], *, checkpoint: str | None = None,
@@ -224,7 +228,7 @@ def tune(model, tok, plan: Plan, texts: list[str], labels: list[str], *, checkpo
             if stop or released is None:
                 stop = stop or "bottom"
                 break
-            if _stops(tok, released, eos):
+            if _stops(tok, released, eos, cur["tokens"]):
                 stop = "end"
                 break
             cur["tokens"].append(int(released))

@@ -95,3 +95,15 @@ def test_validation_fails_before_any_model(kw, labels, texts, code):
         prepare(TuneConfig(**kw), texts, labels)
     assert e.value.exit_code == code and e.value.hint
     assert "neutral" not in str(e.value) and "fox" not in str(e.value)
+
+
+def test_a_leading_line_break_does_not_end_a_candidate(lm):
+    from ppt.dpopt.tune import _stops
+
+    _, tok = lm
+    nl = tok("\n", add_special_tokens=False)["input_ids"][-1]
+    word = tok("the", add_special_tokens=False)["input_ids"]
+    assert not _stops(tok, nl, set(), [])
+    assert not _stops(tok, nl, set(), [nl])
+    assert _stops(tok, nl, set(), word)
+    assert _stops(tok, 7, {7}, [])
