@@ -225,6 +225,7 @@ def tune(model, tok, plan: Plan, texts: list[str], labels: list[str], *, checkpo
                 if released is not None:
                     break
                 acct.failures += 1
+                save()
             if stop or released is None:
                 stop = stop or "bottom"
                 break
