@@ -18,6 +18,10 @@ _ppt() {
             "cache ls") path="cache ls" ;;
             "cache rm") path="cache rm" ;;
             "cache verify") path="cache verify" ;;
+            "dp-opt") path="dp-opt" ;;
+            "dp-opt apply") path="dp-opt apply" ;;
+            "dp-opt eval") path="dp-opt eval" ;;
+            "dp-opt tune") path="dp-opt tune" ;;
             "env") path="env" ;;
             "eval") path="eval" ;;
             "eval mapping") path="eval mapping" ;;
@@ -42,7 +46,7 @@ _ppt() {
     done
     local opts=""
     case "$path" in
-        "") opts="attack audit cache env eval extract mechs models precompute query sanitize serve snd --help --version" ;;
+        "") opts="attack audit cache dp-opt env eval extract mechs models precompute query sanitize serve snd --help --version" ;;
         "attack") opts="knn llm mti ngram snd-inversion --help" ;;
         "attack knn") opts="--alignment-field --batch-size --device --help --id-field --input --k --on-error --original-field --output --quiet --result-field --space --stopwords --summary --summary-only --text-field -i -k -o -q" ;;
         "attack llm") opts="--api-key-env --base-url --batch-size --device --help --id-field --input --max-new-tokens --model --on-error --original-field --output --prompt-file --quiet --result-field --summary --summary-only --text-field -i -o -q" ;;
@@ -54,6 +58,10 @@ _ppt() {
         "cache ls") opts="--help --json" ;;
         "cache rm") opts="--help --yes -y" ;;
         "cache verify") opts="--fix --help" ;;
+        "dp-opt") opts="apply eval tune --help" ;;
+        "dp-opt apply") opts="--batch-size --help --id-field --input --on-error --output --prompt --quiet --text-field -i -o -q" ;;
+        "dp-opt eval") opts="--api-key-env --base-url --batch-size --device --help --id-field --initial --input --label-field --model --output --prompt --quiet --remote-model --text-field -i -o -q" ;;
+        "dp-opt tune") opts="--accountant --checkpoint --delta --device --ensemble --eps --eps0 --help --id-field --init --input --k-bar --label-field --labels --max-prompts --max-tokens --model --output --quiet --rate --seed --shots --temperature --text-field --val-fraction -i -o -q" ;;
         "env") opts="--help --json" ;;
         "eval") opts="mapping metrics mi sweep --help" ;;
         "eval mapping") opts="--device --draws --eps --help --mech --seed --space --tokens -e -m" ;;

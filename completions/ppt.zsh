@@ -17,6 +17,10 @@ _ppt() {
       "cache ls") path_="cache ls" ;;
       "cache rm") path_="cache rm" ;;
       "cache verify") path_="cache verify" ;;
+      "dp-opt") path_="dp-opt" ;;
+      "dp-opt apply") path_="dp-opt apply" ;;
+      "dp-opt eval") path_="dp-opt eval" ;;
+      "dp-opt tune") path_="dp-opt tune" ;;
       "env") path_="env" ;;
       "eval") path_="eval" ;;
       "eval mapping") path_="eval mapping" ;;
@@ -40,7 +44,7 @@ _ppt() {
     esac
   done
   case $path_ in
-    "") words_=('attack:Privacy attacks on sanitized text: knn, mti, llm, ngram.' 'audit:Certify a lower bound on each mechanisms per-token privacy loss vs its stamp.' 'cache:Inspect and manage cached artifacts: ls, verify, rm.' 'env:Versions, device, cache dir and installed offline models.' 'eval:Metrics over JSONL: diversity, mauve, coherence, rouge, accuracy, phr, ... ; sweep.' 'extract:InferDPT extraction: align the remote answer with the raw document on a local LM.' 'mechs:List mechanisms with their privacy notion and defaults.' 'models:Offline models: ls, install, verify.' 'precompute:Build and cache an embedding space and its distance tables.' 'query:Send sanitized prompts to an OpenAI-compatible LLM (or a local model); retries, resume.' 'sanitize:Perturb prompts token by token with local DP (RANTEXT, Cape, SanText, CusText, TEM).' 'serve:OpenAI-compatible HTTP server over a local model (offline pipelines, tests).' 'snd:Split-N-Denoise private embeddings: train-denoiser,...' '--help' '--version') ;;
+    "") words_=('attack:Privacy attacks on sanitized text: knn, mti, llm, ngram.' 'audit:Certify a lower bound on each mechanisms per-token privacy loss vs its stamp.' 'cache:Inspect and manage cached artifacts: ls, verify, rm.' 'dp-opt:Private prompt tuning (DP-OPT): tune, eval, apply.' 'env:Versions, device, cache dir and installed offline models.' 'eval:Metrics over JSONL: diversity, mauve, coherence, rouge, accuracy, phr, ... ; sweep.' 'extract:InferDPT extraction: align the remote answer with the raw document on a local LM.' 'mechs:List mechanisms with their privacy notion and defaults.' 'models:Offline models: ls, install, verify.' 'precompute:Build and cache an embedding space and its distance tables.' 'query:Send sanitized prompts to an OpenAI-compatible LLM (or a local model); retries, resume.' 'sanitize:Perturb prompts token by token with local DP (RANTEXT, Cape, SanText, CusText, TEM).' 'serve:OpenAI-compatible HTTP server over a local model (offline pipelines, tests).' 'snd:Split-N-Denoise private embeddings: train-denoiser,...' '--help' '--version') ;;
     "attack") words_=('knn:Embedding inversion: is the original among the K...' 'llm:LLM inference: a generative model is asked to restore the...' 'mti:Mask token inference: mask each perturbed token and let a...' 'ngram:N-gram leakage (InferDPT Table VI): share of the raw...' 'snd-inversion:Invert SnDs noisy token rows to their nearest tokens.' '--help') ;;
     "attack knn") words_=('--alignment-field' '--batch-size' '--device' '--help' '--id-field' '--input' '--k' '--on-error' '--original-field' '--output' '--quiet' '--result-field' '--space' '--stopwords' '--summary' '--summary-only' '--text-field' '-i' '-k' '-o' '-q') ;;
     "attack llm") words_=('--api-key-env' '--base-url' '--batch-size' '--device' '--help' '--id-field' '--input' '--max-new-tokens' '--model' '--on-error' '--original-field' '--output' '--prompt-file' '--quiet' '--result-field' '--summary' '--summary-only' '--text-field' '-i' '-o' '-q') ;;
@@ -52,6 +56,10 @@ _ppt() {
     "cache ls") words_=('--help' '--json') ;;
     "cache rm") words_=('--help' '--yes' '-y') ;;
     "cache verify") words_=('--fix' '--help') ;;
+    "dp-opt") words_=('apply:Wrap each records text in the tuned instructions...' 'eval:Zero-shot accuracy of a tuned instruction by label-word...' 'tune:Tune an instruction privately: ensemble generation with...' '--help') ;;
+    "dp-opt apply") words_=('--batch-size' '--help' '--id-field' '--input' '--on-error' '--output' '--prompt' '--quiet' '--text-field' '-i' '-o' '-q') ;;
+    "dp-opt eval") words_=('--api-key-env' '--base-url' '--batch-size' '--device' '--help' '--id-field' '--initial' '--input' '--label-field' '--model' '--output' '--prompt' '--quiet' '--remote-model' '--text-field' '-i' '-o' '-q') ;;
+    "dp-opt tune") words_=('--accountant' '--checkpoint' '--delta' '--device' '--ensemble' '--eps' '--eps0' '--help' '--id-field' '--init' '--input' '--k-bar' '--label-field' '--labels' '--max-prompts' '--max-tokens' '--model' '--output' '--quiet' '--rate' '--seed' '--shots' '--temperature' '--text-field' '--val-fraction' '-i' '-o' '-q') ;;
     "env") words_=('--help' '--json') ;;
     "eval") words_=('mapping:N_w and retention ratio of a mechanism.' 'metrics:Score records with metrics (default command).' 'mi:Mutual information between two vector fields (KSG).' 'sweep:Privacy-utility sweep over mechanisms x eps (CSV + PNG).' '--help') ;;
     "eval mapping") words_=('--device' '--draws' '--eps' '--help' '--mech' '--seed' '--space' '--tokens' '-e' '-m') ;;

@@ -20,7 +20,7 @@ FLOORS: dict[str, int] = {
     "ppt.io": 1, "ppt.accounting": 1,
     "ppt.samplers": 2, "ppt.models": 2,
     "ppt.lm": 3, "ppt.spaces": 3,
-    "ppt.mechanisms": 4, "ppt.metrics": 4, "ppt.snd": 4,
+    "ppt.mechanisms": 4, "ppt.metrics": 4, "ppt.snd": 4, "ppt.dpopt": 4,
     "ppt.attacks": 5, "ppt.remote": 5, "ppt.audit": 5,
     "ppt.stages": 6, "ppt.experiments": 6, "ppt.testing": 6, "ppt.exec": 6,
     "ppt.cli": 7,

@@ -29,6 +29,7 @@ SUBCOMMANDS = [
     "env",
     "audit",
     "snd",
+    "dpopt",
 ]
 
 app = typer.Typer(

@@ -1,0 +1,68 @@
+"""Zero-shot accuracy of an instruction: each label word scored by log-probability after the forward
+template, the best one predicted; a Wilson 95% interval on the accuracy."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ppt.dpopt.templates import forward
+
+
+def label_logprobs(model, tokenizer, instruction: str, texts: list[str], labels: list[str], batch_size: int = 16) -> np.ndarray:
+    """[len(texts), len(labels)] sum log P(' ' + label | forward template) under a local causal LM."""
+    from ppt.lm.base import bos_prefix, pad_id
+    from ppt.lm.score import continuation_logprobs
+
+    bos = bos_prefix(tokenizer)
+    conts = [tokenizer(" " + y, add_special_tokens=False)["input_ids"] for y in labels]
+    if all(len(c) == 1 for c in conts):  # one forward pass per text scores every label at once
+        prefixes = [bos + tokenizer(forward(instruction, t), add_special_tokens=False)["input_ids"] for t in texts]
+        return _single_token_logprobs(model, prefixes, [c[0] for c in conts], pad_id(tokenizer), batch_size)
+    pairs = []
+    for t in texts:
+        pre = bos + tokenizer(forward(instruction, t), add_special_tokens=False)["input_ids"]
+        pairs += [(pre, c) for c in conts]
+    scores = continuation_logprobs(model, pairs, pad_id=pad_id(tokenizer), batch_size=batch_size)
+    return np.array([s for s, _ in scores], dtype=np.float64).reshape(len(texts), len(labels))
+
+
+def _single_token_logprobs(model, prefixes: list[list[int]], label_ids: list[int], pad: int, batch_size: int) -> np.ndarray:
+    import torch
+
+    from ppt.lm.base import gathered_logits, length_batches, model_device, right_pad
+
+    dev = model_device(model)
+    out = np.zeros((len(prefixes), len(label_ids)), dtype=np.float64)
+    cols_l = torch.tensor(label_ids, dtype=torch.long)
+    with torch.inference_mode():
+        for idx in length_batches([len(p) for p in prefixes], batch_size):
+            ids, attn = right_pad([prefixes[j] for j in idx], pad)
+            rows = torch.arange(len(idx))
+            last = torch.tensor([len(prefixes[j]) - 1 for j in idx], dtype=torch.long)
+            logits = gathered_logits(model, ids.to(dev), attn.to(dev), rows.to(dev), last.to(dev)).float()
+            lp = torch.log_softmax(logits, dim=-1)[:, cols_l.to(dev)].cpu().double().numpy()
+            out[idx] = lp
+    return out
+
+
+def predictions(logprobs: np.ndarray) -> np.ndarray:
+    return logprobs.argmax(axis=1)
+
+
+def wilson(correct: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (95% by default)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = correct / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, mid - half), min(1.0, mid + half))
+
+
+def accuracy(pred: np.ndarray, gold: np.ndarray) -> dict:
+    n, c = len(gold), int((pred == gold).sum())
+    lo, hi = wilson(c, n)
+    return {"n": n, "correct": c, "accuracy": c / n if n else float("nan"), "ci95": [lo, hi]}

@@ -1,0 +1,290 @@
+"""The DP-OPT algorithm: private generation of candidate instructions, then private selection.
+
+Generation, per candidate c: the generation split is partitioned by a keyed hash (salted with c) into
+``ensemble`` disjoint subsets of at most ``shots`` records; each subset's meta-prompt (backward template:
+the subset's successes and errors under the initial instruction) is prefilled once; then per token, each
+subset votes with probability ``rate`` (its next token sampled at ``temperature``), the vote histogram goes
+through LimitedDomain, and the released token is appended to every prompt's KV cache. Bottom: one retry
+with fresh participation and votes; a second bottom ends the candidate. The accountant is consulted before
+every query; the run stops (keeping what was released) when the next query would exceed the budget.
+
+Selection: the initial instruction and the non-empty candidates are scored on the validation split (a
+disjoint keyed-hash split, so the two steps compose in parallel) and one is chosen by report-noisy-max.
+
+``eps = inf`` runs the same code with no noise, every subset voting, and no budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ppt.dpopt import checkpoint as ckpt
+from ppt.dpopt import templates
+from ppt.dpopt.accountant import Accountant
+from ppt.dpopt.subsets import assign, make_key, split
+from ppt.io import ExitCode, PptError
+
+MIN_VALIDATION = 1
+
+
+@dataclass
+class TuneConfig:
+    labels: list[str]
+    eps: float = 8.0
+    delta: float | None = None  # default: min(1e-5, 1 / number of records)
+    init: str = "Classify the sentiment."
+    ensemble: int = 32
+    shots: int = 4
+    rate: float = 0.5
+    eps0: float = 2.0
+    k_bar: int = 10
+    max_prompts: int = 4
+    max_tokens: int = 24
+    temperature: float = 1.1
+    val_fraction: float = 0.3
+    accountant: str = "pld"
+    eps_select: float | None = None  # default: eps (disjoint split: parallel composition)
+    seed: int | None = None
+
+    @property
+    def private(self) -> bool:
+        return not math.isinf(self.eps)
+
+    def max_queries(self) -> int:
+        """Every query the run may make: each token of each candidate, with its one retry."""
+        return self.max_prompts * self.max_tokens * 2
+
+    def resolved(self, n_records: int) -> TuneConfig:
+        out = TuneConfig(**asdict(self))
+        if out.delta is None:
+            out.delta = min(1e-5, 1.0 / max(n_records, 1))
+        if out.eps_select is None:
+            out.eps_select = out.eps
+        if not out.private:
+            out.eps0, out.rate, out.eps_select = math.inf, 1.0, math.inf
+        return out
+
+    def delta0(self) -> float:
+        """LimitedDomain's delta per query, so that all of them together use at most half of delta."""
+        return self.delta / (2.0 * self.rate * self.max_queries())
+
+    def accountant_for(self) -> Accountant:
+        return Accountant(eps=self.eps, delta=self.delta, eps0=self.eps0, delta0=self.delta0(), rate=self.rate,
+                          method=self.accountant, cap=self.max_queries())
+
+
+@dataclass
+class Plan:
+    """A validated run, before any model is loaded: resolved options, accountant, subset key, saved state."""
+
+    cfg: TuneConfig
+    acct: Accountant
+    key: bytes
+    state: dict[str, Any]
+    signature: dict[str, Any]
+
+
+def prepare(cfg: TuneConfig, texts: list[str], labels: list[str], *, checkpoint: str | None = None,
+            model_name: str = "") -> Plan:
+    """Every check that needs no model (bad labels, too few records, a budget below one token) and the
+    checkpoint, if one is there: its accountant replaces a fresh one, so nothing is spent twice."""
+    if len(cfg.labels) < 2 or len(set(cfg.labels)) != len(cfg.labels) or any(not y.strip() for y in cfg.labels):
+        raise PptError("--labels needs at least two distinct, non-empty labels", ExitCode.USAGE,
+                       hint="e.g. --labels 'negative,positive'")
+    known = set(cfg.labels)
+    bad = [i for i, y in enumerate(labels) if y not in known]
+    if bad:
+        raise PptError(f"{len(bad)} record(s) have a label outside --labels (first at record {bad[0] + 1})",
+                       ExitCode.DATAERR, hint="list every label value in --labels, or filter the input")
+    for name, v, lo in (("--ensemble", cfg.ensemble, 1), ("--shots", cfg.shots, 1), ("--max-prompts", cfg.max_prompts, 1),
+                        ("--max-tokens", cfg.max_tokens, 1), ("--k-bar", cfg.k_bar, 1)):
+        if v < lo:
+            raise PptError(f"{name} must be >= {lo}", ExitCode.USAGE)
+    if not (cfg.eps > 0) or (cfg.delta is not None and not 0 < cfg.delta < 1) or not 0 < cfg.rate <= 1 \
+            or not cfg.eps0 > 0 or not 0 < cfg.val_fraction < 1 or cfg.temperature < 0:
+        raise PptError("need eps > 0, 0 < delta < 1, 0 < rate <= 1, eps0 > 0, 0 < val-fraction < 1, temperature >= 0",
+                       ExitCode.USAGE)
+    r = cfg.resolved(len(texts))
+    signature = {k: (str(v) if isinstance(v, float) and math.isinf(v) else v) for k, v in asdict(r).items()
+                 if k != "seed"} | {"n": len(texts), "model": model_name,
+                                      "input": _digest(texts, labels)}
+    state = ckpt.load(checkpoint)
+    if state is not None and state.get("signature") != signature:
+        raise PptError("the checkpoint belongs to another run (options, input or model differ)", ExitCode.USAGE,
+                       hint="use a new --checkpoint directory, or the same options and input")
+    key = bytes.fromhex(state["key"]) if state is not None else make_key(r.seed)
+    gen, val = split(key, texts, labels, r.val_fraction)
+    need = r.ensemble + MIN_VALIDATION
+    if len(gen) < r.ensemble or len(val) < MIN_VALIDATION:
+        raise PptError(f"{len(texts)} records are too few for an ensemble of {r.ensemble} subsets plus a validation split",
+                       ExitCode.DATAERR, hint=f"give at least ~{int(need / (1 - r.val_fraction)) + 1} records, or lower --ensemble")
+    acct = r.accountant_for()
+    if r.private and acct.max_queries() == 0:
+        raise PptError(f"budget eps={r.eps:g} delta={r.delta:g} cannot cover one token at eps0={r.eps0:g}, rate={r.rate:g}",
+                       ExitCode.USAGE, hint="raise --eps, or lower --eps0 or --rate")
+    if state is not None:
+        acct = Accountant.from_state(state["accountant"])
+    else:
+        state = {"signature": signature, "key": key.hex(), "candidates": [], "current": None,
+                 "generation_done": False, "budget_stop": False}
+    return Plan(r, acct, key, state, signature)
+
+
+def _digest(texts: list[str], labels: list[str]) -> str:
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    for t, y in zip(texts, labels):
+        h.update(f"{y}\x1f{t}\x1e".encode())
+    return h.hexdigest()
+
+
+def _demos(model, tok, cfg: TuneConfig, texts, labels, subsets) -> list[str]:
+    """Meta-prompts of the subsets: each demo classified under the initial instruction."""
+    from ppt.dpopt.evaluate import label_logprobs
+
+    idx = sorted({i for s in subsets for i in s})
+    pred = {}
+    if idx:
+        lp = label_logprobs(model, tok, cfg.init, [texts[i] for i in idx], cfg.labels)
+        pred = {i: cfg.labels[int(j)] for i, j in zip(idx, lp.argmax(1))}
+    prompts = []
+    for c, s in enumerate(subsets):
+        ok = [(texts[i], labels[i]) for i in s if pred[i] == labels[i]]
+        bad = [(texts[i], pred[i], labels[i]) for i in s if pred[i] != labels[i]]
+        prompts.append(templates.backward(cfg.init, ok, bad, message=c))
+    return prompts
+
+
+def _stops(tok, token: int, eos: set[int], so_far: list[int]) -> bool:
+    """End of a candidate: an end-of-sequence token, or a line break once some text was released (a
+    model often starts its answer on a new line after "Improved Instruction:")."""
+    if token in eos:
+        return True
+    return "\n" in tok.decode([token]) and bool(tok.decode(so_far, skip_special_tokens=True).strip())
+
+
+def tune(model, tok, plan: Plan, texts: list[str], labels: list[str], *, checkpoint: str | None = None,
+         progress: Callable[[dict], None] | None = None, model_name: str = "") -> dict[str, Any]:
+    """Run DP-OPT on (texts, labels) as ``plan`` (from :func:`prepare`) says; returns the result object
+    (instruction, candidates, stamp block). ``checkpoint``: the directory the state is saved to."""
+    import torch
+
+    from ppt.dpopt import limited_domain
+    from ppt.dpopt.ensemble import EnsembleDecoder, sample_votes
+    from ppt.dpopt.evaluate import label_logprobs
+    from ppt.dpopt.selection import select
+    from ppt.dpopt.subsets import participation
+    from ppt.lm.base import eos_ids
+    from ppt.rng import record_generator
+
+    cfg, acct, key, state = plan.cfg, plan.acct, plan.key, plan.state
+    gen, val = split(key, texts, labels, cfg.val_fraction)
+    gtexts, glabels = [texts[i] for i in gen], [labels[i] for i in gen]
+    eos = set(eos_ids(model, tok))
+
+    def save() -> None:
+        state["accountant"] = acct.state()
+        if checkpoint is not None:
+            ckpt.save(checkpoint, state)
+
+    def say(**kw) -> None:
+        if progress is not None:
+            progress({"queries": acct.queries, "failures": acct.failures, "eps_spent": acct.epsilon(), **kw})
+
+    p = len(state["candidates"])
+    while not state["generation_done"] and p < cfg.max_prompts:
+        if not acct.allow():  # not even one query left: build no meta-prompts
+            state["budget_stop"] = True
+            break
+        cur = state["current"] if state["current"] is not None and state["current"]["p"] == p else {"p": p, "tokens": []}
+        state["current"] = cur
+        subsets = assign(key, gtexts, glabels, cfg.ensemble, cfg.shots, salt=str(p))
+        prompts = _demos(model, tok, cfg, gtexts, glabels, subsets)
+        ids = [tok(s, add_special_tokens=True)["input_ids"] + cur["tokens"] for s in prompts]
+        dec = EnsembleDecoder(model, tok, ids)
+        stop = None
+        while len(cur["tokens"]) < cfg.max_tokens:
+            released = None
+            for attempt in (0, 1):
+                if not acct.allow():
+                    stop = "budget"
+                    break
+                acct.spend(failed=False)  # paid before the draw; saved before anything is released
+                save()
+                g = record_generator(cfg.seed, "dp-opt", f"gen:{p}:{len(cur['tokens'])}:{attempt}")
+                mask = participation(cfg.ensemble, cfg.rate, g)
+                votes = sample_votes(dec.logits[mask.to(dec.logits.device)], cfg.temperature, g)
+                hist = torch.bincount(votes, minlength=dec.logits.shape[-1])
+                released = limited_domain.release(hist, cfg.eps0, acct.delta0, cfg.k_bar, g)
+                if released is not None:
+                    break
+                acct.failures += 1
+                save()
+            if stop or released is None:
+                stop = stop or "bottom"
+                break
+            if _stops(tok, released, eos, cur["tokens"]):
+                stop = "end"
+                break
+            cur["tokens"].append(int(released))
+            save()
+            say(candidate=p, tokens=len(cur["tokens"]))
+            dec.append(released)
+        text = tok.decode(cur["tokens"], skip_special_tokens=True).strip()
+        state["candidates"].append({"text": text, "tokens": len(cur["tokens"]), "stop": stop or "max_tokens"})
+        state["current"] = None
+        p += 1
+        if stop == "budget":
+            state["budget_stop"] = True
+            break
+    state["generation_done"] = True
+    save()
+
+    # selection on the validation split
+    pool = [cfg.init] + [c["text"] for c in state["candidates"] if c["text"]]
+    pool = list(dict.fromkeys(pool))
+    vtexts, vgold = [texts[i] for i in val], np.array([cfg.labels.index(labels[i]) for i in val])
+    correct = []
+    if len(pool) > 1:  # one candidate: the choice is forced and the validation split is not read
+        for inst in pool:
+            lp = label_logprobs(model, tok, inst, vtexts, cfg.labels)
+            correct.append(int((lp.argmax(1) == vgold).sum()))
+        chosen = select(torch.tensor(correct), cfg.eps_select, record_generator(cfg.seed, "dp-opt", "select"))
+    else:
+        chosen, correct = 0, [None]
+    eps_gen = acct.epsilon()
+    released_scores = None if cfg.private else correct
+    block = {
+        "eps": max(eps_gen, cfg.eps_select) if cfg.private else "inf",
+        "delta": cfg.delta,
+        "budget": {"eps": cfg.eps if cfg.private else "inf", "delta": cfg.delta},
+        "generation": {
+            "eps": eps_gen if cfg.private else "inf",
+            "accountant": f"{cfg.accountant} (dp-accounting): Poisson-subsampled randomized response dominating pair"
+            if cfg.accountant == "pld" else "rdp (dp-accounting via ppt.accounting events)",
+            "amplification": f"Poisson subset participation, rate {cfg.rate:g} per query (advanced joint convexity)",
+            "queries": acct.queries, "failures": acct.failures,
+            "eps0": cfg.eps0 if cfg.private else "inf", "delta0": acct.delta0,
+            "delta_limited_domain": acct.queries * cfg.rate * acct.delta0,
+            "k_bar": cfg.k_bar, "noise": "Gumbel(2/eps0): vote histograms are not monotone",
+            "ensemble": cfg.ensemble, "shots": cfg.shots, "temperature": cfg.temperature,
+            "subsets": "keyed hash of each record", "stopped": "budget" if state["budget_stop"] else "done",
+            "events": acct.events().to_dict() if cfg.private else None,
+        },
+        "selection": {"eps": cfg.eps_select if cfg.private else "inf",
+                      "mechanism": "report-noisy-max, Gumbel(1/eps), monotone correct-counts",
+                      "split": f"keyed-hash validation split ({cfg.val_fraction:g}), disjoint: parallel composition",
+                      "released": "chosen index only" if cfg.private else "exact counts (eps = inf)"},
+        "private": cfg.private,
+        "seeded": cfg.seed is not None,
+        "model": model_name,
+    }
+    return {"instruction": pool[chosen], "init": cfg.init, "labels": list(cfg.labels), "template": templates.FORWARD,
+            "candidates": pool, "chosen": chosen, "validation_correct": released_scores,
+            "validation_n": len(val) if not cfg.private else None, "block": block}

@@ -1,0 +1,109 @@
+"""DP-OPT end to end on a tiny random LM: budget stop, checkpoint/resume, validation before any model."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ppt.dpopt import checkpoint as ckpt
+from ppt.dpopt.tune import TuneConfig, prepare, tune
+from ppt.io import ExitCode, PptError
+
+TEXTS = [f"the quick brown fox {i} jumps over the lazy dog" for i in range(80)]
+LABELS = ["positive" if i % 2 else "negative" for i in range(80)]
+LAB = ["negative", "positive"]
+
+
+@pytest.fixture(scope="module")
+def lm(tiny_lm):
+    from ppt.models import load_causal_lm
+
+    return load_causal_lm(str(tiny_lm), device="cpu", dtype="float32")
+
+
+def test_non_private_run_releases_tokens_and_selects(lm):
+    cfg = TuneConfig(labels=LAB, eps=math.inf, ensemble=6, shots=2, max_prompts=2, max_tokens=4, seed=3)
+    out = tune(*lm, prepare(cfg, TEXTS, LABELS), TEXTS, LABELS)
+    g = out["block"]["generation"]
+    assert g["queries"] >= 1 and out["candidates"][0] == cfg.init
+    assert out["instruction"] in out["candidates"] and out["validation_correct"] is not None
+    assert out["block"]["eps"] == "inf" and g["events"] is None
+
+
+def test_budget_stop_keeps_spent_within_budget(lm):
+    cfg = TuneConfig(labels=LAB, eps=2.0, eps0=1.0, rate=0.5, ensemble=6, shots=2, max_prompts=4, max_tokens=4, seed=3)
+    plan = prepare(cfg, TEXTS, LABELS)
+    limit = plan.acct.max_queries()
+    assert 1 <= limit < cfg.max_queries()
+    out = tune(*lm, plan, TEXTS, LABELS)
+    g = out["block"]["generation"]
+    assert g["stopped"] == "budget" and g["queries"] == limit
+    assert g["eps"] <= 2.0 and out["validation_correct"] is None
+    assert g["events"]["count"] == limit and g["delta_limited_domain"] <= cfg.resolved(80).delta / 2
+
+
+class Crash(Exception):
+    pass
+
+
+def test_checkpoint_resume_continues_and_never_respends(lm, tmp_path):
+    cfg = TuneConfig(labels=LAB, eps=math.inf, ensemble=6, shots=2, max_prompts=2, max_tokens=4, seed=11)
+    whole = tune(*lm, prepare(cfg, TEXTS, LABELS), TEXTS, LABELS)
+
+    seen = []
+
+    def crash(ev):
+        seen.append(ev)
+        if len(seen) == 3:
+            raise Crash
+
+    d = tmp_path / "ck"
+    with pytest.raises(Crash):
+        tune(*lm, prepare(cfg, TEXTS, LABELS, checkpoint=str(d)), TEXTS, LABELS, checkpoint=str(d), progress=crash)
+    saved = ckpt.load(d)
+    assert saved["accountant"]["queries"] == seen[-1]["queries"]
+    assert oct((d / ckpt.NAME).stat().st_mode & 0o777) == "0o600"
+    plan = prepare(cfg, TEXTS, LABELS, checkpoint=str(d))
+    assert plan.acct.queries == saved["accountant"]["queries"]  # what was spent is still spent
+    resumed = tune(*lm, plan, TEXTS, LABELS, checkpoint=str(d))
+    assert resumed["candidates"] == whole["candidates"]
+    assert resumed["block"]["generation"]["queries"] == whole["block"]["generation"]["queries"]
+    # another run's options are refused
+    with pytest.raises(PptError):
+        prepare(TuneConfig(labels=LAB, eps=math.inf, ensemble=5, seed=11), TEXTS, LABELS, checkpoint=str(d))
+
+
+def test_private_checkpoint_keeps_the_accountant(lm, tmp_path):
+    cfg = TuneConfig(labels=LAB, eps=4.0, eps0=1.0, rate=0.5, ensemble=6, shots=2, max_prompts=2, max_tokens=3, seed=2)
+    d = tmp_path / "ck"
+    first = tune(*lm, prepare(cfg, TEXTS, LABELS, checkpoint=str(d)), TEXTS, LABELS, checkpoint=str(d))
+    again = prepare(cfg, TEXTS, LABELS, checkpoint=str(d))
+    assert again.state["generation_done"] and again.acct.queries == first["block"]["generation"]["queries"]
+    second = tune(*lm, again, TEXTS, LABELS, checkpoint=str(d))
+    assert second["block"]["generation"]["queries"] == first["block"]["generation"]["queries"]
+
+
+@pytest.mark.parametrize("kw,labels,texts,code", [
+    ({"labels": ["negative"]}, LABELS, TEXTS, ExitCode.USAGE),
+    ({"labels": LAB}, LABELS[:-1] + ["neutral"], TEXTS, ExitCode.DATAERR),
+    ({"labels": LAB, "ensemble": 64}, LABELS, TEXTS, ExitCode.DATAERR),
+    ({"labels": LAB, "eps": 0.05, "eps0": 4.0}, LABELS, TEXTS, ExitCode.USAGE),
+])
+def test_validation_fails_before_any_model(kw, labels, texts, code):
+    with pytest.raises(PptError) as e:
+        prepare(TuneConfig(**kw), texts, labels)
+    assert e.value.exit_code == code and e.value.hint
+    assert "neutral" not in str(e.value) and "fox" not in str(e.value)
+
+
+def test_a_leading_line_break_does_not_end_a_candidate(lm):
+    from ppt.dpopt.tune import _stops
+
+    _, tok = lm
+    nl = tok("\n", add_special_tokens=False)["input_ids"][-1]
+    word = tok("the", add_special_tokens=False)["input_ids"]
+    assert not _stops(tok, nl, set(), [])
+    assert not _stops(tok, nl, set(), [nl])
+    assert _stops(tok, nl, set(), word)
+    assert _stops(tok, 7, {7}, [])
