@@ -164,7 +164,9 @@ def test_prebuilt_cache_mounted_read_only_serves_sanitize(tmp_cache):
     for sub in (["cache", "ls", "--json"], ["cache", "verify"]):
         r = ro_ppt(*sub)
         assert r.returncode == 0, r.stderr
-    r = ro_ppt(*args[:4], "1.5", *args[5:], stdin='{"text": "the river"}\n')  # eps 1.5: a table it lacks
+    r = ro_ppt(*args[:4], "1.5", *args[5:], stdin='{"text": "the river"}\n')  # SanText+ needs no table per eps
+    assert r.returncode == 0, r.stderr
+    r = ro_ppt("sanitize", "-m", "custext+", *args[3:], stdin='{"text": "the river"}\n')  # tables it lacks
     assert r.returncode == ExitCode.CONFIG and "not writable" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert {p: p.stat().st_mtime_ns for p in tmp_cache.rglob("*")} == before
 
