@@ -58,8 +58,9 @@ from ppt.spaces import distances
 KEPT_REASON = "kept by SanText+ (non-sensitive, 1-p)"  # the unprotected reason of the words it keeps
 SENSITIVE_RULE = "least-frequent floor(w*V+0.5) min 1, ties by row"
 BAND_NATS = 8.0  # width of a band of the inverse CDF, in nats of gap (see the module docstring)
-MAX_GAP = 745.0  # exp(-gap) underflows float64 beyond this: such an output has probability 0
+MAX_GAP = 760.0  # exp(-gap) is 0 in float64 beyond ~745: gaps are clipped here, such an output has probability 0
 ROW_CHUNK = 128  # distinct input words whose rows are held at once ([ROW_CHUNK, |V_s|] float64)
+GEMM_BLOCK = 64  # rows per distance matrix product (a fixed shape: a row's values do not depend on its batch)
 
 
 def sensitive_size(w: float, vocab_size: int) -> int:
@@ -97,10 +98,10 @@ def bands(gap: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, 
 
     Band b holds the columns with b * BAND_NATS <= gap < (b + 1) * BAND_NATS; the inverse CDF runs from the
     last band (least likely) to band 0, so band b starts at offset sum_{k > b} total_k."""
-    weight = torch.exp(-gap)  # 0 beyond MAX_GAP
-    band = torch.div(gap.clamp(max=MAX_GAP), BAND_NATS, rounding_mode="floor").to(torch.int64)
+    weight = torch.exp(-gap)  # 0 at MAX_GAP
+    band = gap.mul(1.0 / BAND_NATS).to(torch.int64)  # 0 <= gap <= MAX_GAP: truncation = floor
     n_bands = int(band.max()) + 1 if band.numel() else 1
-    totals = torch.stack([torch.where(band == b, weight, 0.0).sum(1) for b in range(n_bands)], dim=1)
+    totals = torch.zeros((gap.shape[0], n_bands), dtype=gap.dtype, device=gap.device).scatter_add_(1, band, weight)
     offsets = totals.flip(1).cumsum(1).flip(1) - totals
     return weight, band, totals, offsets
 
@@ -131,7 +132,7 @@ class SanText(TokenMechanism):
         mask[self.sensitive] = True
         self._is_sensitive = torch.from_numpy(mask).to(self.device)
         self._cols = torch.from_numpy(self.sensitive).to(self.device)
-        self._all_cols = len(self.sensitive) == self.space.size  # SanText: no column selection needed
+        self._target: tuple | None = None  # (V_s embeddings float64, squared norms, column of each row)
         warn_worst_case(self.name, self.eps, self.worst_case_eps, self.unit)
 
     # ---- privacy ------------------------------------------------------------------------------------
@@ -180,13 +181,52 @@ class SanText(TokenMechanism):
 
     # ---- the distribution ---------------------------------------------------------------------------
 
+    def _targets(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(V_s's float64 embeddings, laid out for :meth:`_gaps`'s one-product distances; each row's column
+        in V_s, -1 if none). L2: [-2 y, 1, |y|^2] * (eps/2)^2, so [x, |x|^2, 1] . that = (eps/2)^2 d(x, y)^2."""
+        if self._target is None:
+            emb = self.space.embeddings
+            cols = self._cols.to(emb.device)
+            t = emb[cols].to(torch.float64)
+            if self.space.metric == "l2":
+                one = torch.ones((t.shape[0], 1), dtype=torch.float64, device=t.device)
+                t = torch.cat([-2.0 * t, one, (t * t).sum(1, keepdim=True)], dim=1).mul_((self.eps / 2.0) ** 2)
+            col_of = torch.full((emb.shape[0],), -1, dtype=torch.int64, device=emb.device)
+            col_of[cols] = torch.arange(cols.numel(), device=emb.device)
+            self._target = (t.T.contiguous(), col_of)
+        return self._target
+
     def _gaps(self, rows: torch.Tensor) -> torch.Tensor:
-        """eps/2 * (d(x, y) - min_y d(x, y)) over V_s for each row x ([n, |V_s|] float64, >= 0)."""
-        d = distances.distance_rows(self.space, rows, dtype=torch.float64)
-        if not self._all_cols:
-            d = d[:, self._cols.to(d.device)]
-        gap = d.mul_(self.eps / 2.0)
-        return gap.sub_(gap.min(dim=1, keepdim=True).values)
+        """eps/2 * (d(x, y) - min_y d(x, y)) over V_s for each row x ([n, |V_s|] float64, >= 0).
+
+        Distances in float64 by one matrix product per block of ``GEMM_BLOCK`` rows (L2: the squared norms
+        ride in the product), each block padded to that shape so a row's values never depend on the other
+        rows of its batch; a word's distance to itself is exactly 0."""
+        emb = self.space.embeddings
+        tt, col_of = self._targets()
+        rows = rows.to(emb.device, torch.int64)
+        n = rows.numel()
+        d = torch.empty((n, tt.shape[1]), dtype=torch.float64, device=emb.device)
+        for s in range(0, n, GEMM_BLOCK):
+            part = rows[s : s + GEMM_BLOCK]
+            k = part.numel()
+            if k < GEMM_BLOCK:
+                part = torch.cat([part, part[-1:].expand(GEMM_BLOCK - k)])
+            a = emb[part].to(torch.float64)
+            if self.space.metric != "l2":
+                d[s : s + k] = distances.pairwise(a, tt.T, self.space.metric, dtype=torch.float64)[:k].mul_(self.eps / 2.0)
+                continue
+            a = torch.cat([a, (a * a).sum(1, keepdim=True), torch.ones_like(a[:, :1])], dim=1)
+            if k == GEMM_BLOCK:
+                torch.mm(a, tt, out=d[s : s + k])
+            else:
+                d[s : s + k] = torch.mm(a, tt)[:k]
+        if self.space.metric == "l2":
+            d.clamp_(min=0.0).sqrt_()
+        own = col_of[rows]
+        has = torch.nonzero(own >= 0).squeeze(1)
+        d[has, own[has]] = 0.0
+        return d.sub_(d.min(dim=1, keepdim=True).values).clamp_(max=MAX_GAP)
 
     def probabilities(self, rows: torch.Tensor) -> torch.Tensor:
         """The sampler's P[y | x] over V_s ([n, |V_s|] float64): each output's interval width in the
@@ -237,10 +277,11 @@ class SanText(TokenMechanism):
             pos_band = hit.to(torch.int8).argmax(dim=1)
             for b in torch.unique(pos_band).tolist():
                 sel = torch.nonzero(pos_band == b).squeeze(1)
-                c = band_cdf(weight, band, b)
+                need, at = torch.unique(local[sel], return_inverse=True)  # only the rows with a position here
+                c = band_cdf(weight, band, b) if need.numel() == weight.shape[0] else band_cdf(weight[need], band[need], b)
                 r = t[sel] - offsets[local[sel], b]
-                r = torch.minimum(r.clamp(min=0.0), torch.nextafter(c[local[sel], -1], torch.zeros_like(r)))
-                out[pos[sel]] = search_rows(c, local[sel], r)
+                r = torch.minimum(r.clamp(min=0.0), torch.nextafter(c[at, -1], torch.zeros_like(r)))
+                out[pos[sel]] = search_rows(c, at, r)
         return self._cols.to(dev)[out].to(self.device)
 
     def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
