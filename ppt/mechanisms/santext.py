@@ -93,22 +93,34 @@ def search_rows(cdf: torch.Tensor, rows: torch.Tensor, r: torch.Tensor) -> torch
     return lo
 
 
-def bands(gap: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(weights exp(-gap), band of each column, band totals [n, B], band offsets [n, B]) of gap rows [n, m].
+def bands(gap: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
+    """(weights exp(-gap), band of each column (None: all in band 0), band totals [n, B], band offsets [n, B])
+    of gap rows [n, m].
+    ``gap`` is consumed (its storage becomes the weights: one pass fewer over the rows).
 
     Band b holds the columns with b * BAND_NATS <= gap < (b + 1) * BAND_NATS; the inverse CDF runs from the
     last band (least likely) to band 0, so band b starts at offset sum_{k > b} total_k."""
-    weight = torch.exp(-gap)  # 0 at MAX_GAP
-    band = gap.mul(1.0 / BAND_NATS).to(torch.int64)  # 0 <= gap <= MAX_GAP: truncation = floor
-    n_bands = int(band.max()) + 1 if band.numel() else 1
-    totals = torch.zeros((gap.shape[0], n_bands), dtype=gap.dtype, device=gap.device).scatter_add_(1, band, weight)
+    top = float(gap.max()) if gap.numel() else 0.0
+    if top > MAX_GAP:
+        gap.clamp_(max=MAX_GAP)
+    if top < BAND_NATS:  # one band (small eps, e.g. the default 0.8 on glove-6b-50d): no band index needed
+        weight = gap.neg_().exp_()
+        band = None
+        totals = weight.sum(1, keepdim=True)
+    else:
+        band = gap.mul(1.0 / BAND_NATS).to(torch.int64)  # 0 <= gap <= MAX_GAP: truncation = floor
+        weight = gap.neg_().exp_()  # 0 at MAX_GAP
+        n_bands = int(band.max()) + 1
+        totals = torch.zeros((weight.shape[0], n_bands), dtype=weight.dtype, device=weight.device).scatter_add_(1, band, weight)
     offsets = totals.flip(1).cumsum(1).flip(1) - totals
     return weight, band, totals, offsets
 
 
-def band_cdf(weight: torch.Tensor, band: torch.Tensor, b: int) -> torch.Tensor:
+def band_cdf(weight: torch.Tensor, band: torch.Tensor | None, b: int) -> torch.Tensor:
     """Cumulative weights of band b's columns (flat over the other columns), column order."""
-    return torch.where(band == b, weight, 0.0).cumsum(1)
+    if band is None:  # the one-band case of :func:`bands`
+        return weight.cumsum(1)
+    return torch.where(band == b, weight, 0.0).cumsum_(1)
 
 
 class SanText(TokenMechanism):
@@ -226,7 +238,7 @@ class SanText(TokenMechanism):
         own = col_of[rows]
         has = torch.nonzero(own >= 0).squeeze(1)
         d[has, own[has]] = 0.0
-        return d.sub_(d.min(dim=1, keepdim=True).values).clamp_(max=MAX_GAP)
+        return d.sub_(d.min(dim=1, keepdim=True).values)
 
     def probabilities(self, rows: torch.Tensor) -> torch.Tensor:
         """The sampler's P[y | x] over V_s ([n, |V_s|] float64): each output's interval width in the
@@ -239,7 +251,7 @@ class SanText(TokenMechanism):
             for b in range(totals.shape[1]):
                 c = band_cdf(weight, band, b)
                 width = torch.diff(c, dim=1, prepend=torch.zeros_like(c[:, :1]))
-                p = torch.where(band == b, width, p)
+                p = width if band is None else torch.where(band == b, width, p)
             out[s : s + ROW_CHUNK] = (p / (offsets[:, :1] + totals[:, :1])).cpu()
         return out
 
@@ -278,7 +290,7 @@ class SanText(TokenMechanism):
             for b in torch.unique(pos_band).tolist():
                 sel = torch.nonzero(pos_band == b).squeeze(1)
                 need, at = torch.unique(local[sel], return_inverse=True)  # only the rows with a position here
-                c = band_cdf(weight, band, b) if need.numel() == weight.shape[0] else band_cdf(weight[need], band[need], b)
+                c = band_cdf(weight, band, b) if need.numel() == weight.shape[0] else band_cdf(weight[need], None if band is None else band[need], b)
                 r = t[sel] - offsets[local[sel], b]
                 r = torch.minimum(r.clamp(min=0.0), torch.nextafter(c[at, -1], torch.zeros_like(r)))
                 out[pos[sel]] = search_rows(c, at, r)
