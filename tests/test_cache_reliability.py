@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-import ppt.cache as cache_mod
+import ppt.cache.hashing as cache_mod  # the module whose sha256_file the checks call
 from ppt.cache import MANIFEST, Cache, CorruptArtifact, artifact_key, verify
 from ppt.io import ExitCode, PptError
 from tests.helpers import ppt
