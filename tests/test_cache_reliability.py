@@ -386,3 +386,17 @@ def test_truncated_file_is_caught_by_every_load(tmp_path, hashes):
     assert Cache(tmp_path).lookup("t", {"v": 1}) is None
     assert Cache(tmp_path).lookup("t", {"v": 1}, deep=False) is None
     assert hashes == []  # caught by its size, without hashing
+
+
+def test_obsolete_santext_tables_are_listed_and_removable(tmp_cache):
+    """The former per-eps SanText tables (1.4-1.6 GB each on glove-6b-50d) are read by nothing now:
+    `ppt cache ls` says so and `ppt cache rm obsolete` removes them, nothing else."""
+    cache = Cache(tmp_cache)
+    old = cache.get_or_build("santext-table", {"eps": 3.0}, _write)
+    keep = cache.get_or_build("t", {"v": 1}, _write)
+    assert {(r["kind"], r["state"], r["complete"]) for r in _ls(tmp_cache)} == {("santext-table", "obsolete", True), ("t", "ok", True)}
+    r = ppt("cache", "ls")
+    assert r.returncode == 0 and "OBSOLETE" in r.stdout, r.stderr
+    r = ppt("cache", "rm", "obsolete")
+    assert r.returncode == 0 and "removed 1 artifact" in r.stderr, r.stderr
+    assert not old.path.exists() and keep.path.exists()

@@ -37,7 +37,7 @@ from ppt.cache.hashing import (
     fingerprint_file,
     sha256_file,
 )
-from ppt.cache.listing import Entry, scan
+from ppt.cache.listing import OBSOLETE_KINDS, Entry, scan
 from ppt.cache.locks import STALE_ROOT_BUILD_S
 from ppt.cache.manifest import (
     MANIFEST,
@@ -53,7 +53,7 @@ from ppt.cache.store import Cache
 
 __all__ = [
     "FP_VERSION",
-    "MANIFEST",
+    "MANIFEST", "OBSOLETE_KINDS",
     "SMALL_FILE",
     "STALE_ROOT_BUILD_S",
     "Artifact",

@@ -11,6 +11,11 @@ from ppt.cache.locks import STALE_ROOT_BUILD_S, _lock_held
 from ppt.cache.manifest import MANIFEST, CorruptArtifact, read_manifest
 from ppt.cache.paths import _age_s
 
+# kinds that no version of ppt reads any more (their artifacts only take disk): `ppt cache rm obsolete`
+OBSOLETE_KINDS = {
+    "santext-table": "SanText(+) computes its rows per batch since 0.1.x; nothing reads these per-eps tables",
+}
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -18,7 +23,8 @@ class Entry:
 
     ``state``: "ok" (a manifest of the right shape; files are not checked here), "incomplete" (no
     manifest), "bad-manifest" (unreadable or malformed), "building" (a build directory whose key is
-    locked by a live builder) or "stale-build" (a build directory left by a killed build)."""
+    locked by a live builder), "stale-build" (a build directory left by a killed build) or "obsolete"
+    (a well-formed artifact of a kind in ``OBSOLETE_KINDS``)."""
 
     kind: str
     key: str
@@ -55,7 +61,11 @@ def scan(root: Path) -> list[Entry]:
                                  "a live builder holds its lock" if live else "left by a killed build"))
                 continue
             try:
-                out.append(Entry(kdir.name, adir.name, adir, "ok", manifest=read_manifest(adir)))
+                manifest = read_manifest(adir)
+                if kdir.name in OBSOLETE_KINDS:
+                    out.append(Entry(kdir.name, adir.name, adir, "obsolete", OBSOLETE_KINDS[kdir.name], manifest))
+                else:
+                    out.append(Entry(kdir.name, adir.name, adir, "ok", manifest=manifest))
             except CorruptArtifact as e:
                 state = "incomplete" if not (adir / MANIFEST).is_file() else "bad-manifest"
                 out.append(Entry(kdir.name, adir.name, adir, state, str(e)))
