@@ -108,9 +108,10 @@ def bands(gap: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None, torch.T
         band = None
         totals = weight.sum(1, keepdim=True)
     else:
-        band = gap.mul(1.0 / BAND_NATS).to(torch.int64)  # 0 <= gap <= MAX_GAP: truncation = floor
+        n_bands = int(min(top, MAX_GAP) // BAND_NATS) + 1  # the band of the largest gap, + 1
+        edges = torch.arange(1, n_bands, dtype=gap.dtype, device=gap.device) * BAND_NATS
+        band = torch.bucketize(gap, edges, right=True)  # int64 floor(gap / BAND_NATS) in one pass
         weight = gap.neg_().exp_()  # 0 at MAX_GAP
-        n_bands = int(band.max()) + 1
         totals = torch.zeros((weight.shape[0], n_bands), dtype=weight.dtype, device=weight.device).scatter_add_(1, band, weight)
     offsets = totals.flip(1).cumsum(1).flip(1) - totals
     return weight, band, totals, offsets
@@ -289,8 +290,11 @@ class SanText(TokenMechanism):
             pos_band = hit.to(torch.int8).argmax(dim=1)
             for b in torch.unique(pos_band).tolist():
                 sel = torch.nonzero(pos_band == b).squeeze(1)
-                need, at = torch.unique(local[sel], return_inverse=True)  # only the rows with a position here
-                c = band_cdf(weight, band, b) if need.numel() == weight.shape[0] else band_cdf(weight[need], None if band is None else band[need], b)
+                need, at = torch.unique(local[sel], return_inverse=True)  # the rows with a position in band b
+                if 2 * need.numel() > weight.shape[0]:  # most rows: the whole chunk, no copy
+                    c, at = band_cdf(weight, band, b), local[sel]
+                else:
+                    c = band_cdf(weight[need], None if band is None else band[need], b)
                 r = t[sel] - offsets[local[sel], b]
                 r = torch.minimum(r.clamp(min=0.0), torch.nextafter(c[at, -1], torch.zeros_like(r)))
                 out[pos[sel]] = search_rows(c, at, r)
