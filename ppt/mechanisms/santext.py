@@ -106,7 +106,9 @@ def bands(gap: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None, torch.T
     if top < BAND_NATS:  # one band (small eps, e.g. the default 0.8 on glove-6b-50d): no band index needed
         weight = gap.neg_().exp_()
         band = None
-        totals = weight.sum(1, keepdim=True)
+        # the same scatter-add as below, so a row's total never depends on which rows share its chunk
+        zero = torch.zeros((), dtype=torch.int64, device=gap.device).expand(weight.shape)
+        totals = torch.zeros((weight.shape[0], 1), dtype=weight.dtype, device=weight.device).scatter_add_(1, zero, weight)
     else:
         n_bands = int(min(top, MAX_GAP) // BAND_NATS) + 1  # the band of the largest gap, + 1
         edges = torch.arange(1, n_bands, dtype=gap.dtype, device=gap.device) * BAND_NATS

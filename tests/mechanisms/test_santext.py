@@ -304,3 +304,22 @@ def test_defaults():
     assert SanTextPlus.defaults == {"eps": 0.8, "w": 0.9, "p": 0.3}  # eps 0.8: worst case <= 20 on glove-6b-50d (issue 16)
     assert SanText.default_policy.oov == "uniform" and SanText.default_policy.stopwords == "perturb"
     assert SanTextPlus.keeps_words and not SanText.keeps_words
+
+
+def test_rows_do_not_depend_on_the_other_rows_of_their_chunk(space):
+    """A row's implemented distribution and samples are bitwise the same alone or next to a row that
+    spans several bands (the one-band fast path and the banded path agree exactly)."""
+    e = space.embeddings.double().numpy()
+    span = np.linalg.norm(e[:, None] - e[None], axis=2).max(1)  # max distance per row (min is 0: itself)
+    eps = float(2 * 8.0 / np.median(span))  # half the rows fit in one band of 8 nats, half do not
+    mech = SanText(eps, space=space)
+    wide = int(np.argmax(span))
+    narrow = [x for x in range(V) if eps / 2 * span[x] < 8.0]
+    assert narrow and eps / 2 * span[wide] >= 8.0
+    u = SanText.uniform(500, torch.Generator().manual_seed(2))
+    for x in narrow:
+        alone = mech.probabilities(torch.tensor([x]))
+        mixed = mech.probabilities(torch.tensor([x, wide]))[:1]
+        assert torch.equal(alone, mixed), x
+        rows = torch.full((500,), x)
+        assert torch.equal(mech.sample(rows, u), mech.sample(torch.cat([rows, torch.tensor([wide])]), torch.cat([u, u[:1]]))[:500])
