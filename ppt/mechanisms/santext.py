@@ -51,8 +51,8 @@ import torch
 
 from ppt.accounting import MetricDpEvent, SelfComposedEvent, UnprotectedEvent
 from ppt.mechanisms.pipeline import TokenMechanism
-from ppt.mechanisms.privacy import warn_worst_case
 from ppt.mechanisms.policy import Policy
+from ppt.mechanisms.privacy import warn_worst_case
 from ppt.spaces import distances
 
 KEPT_REASON = "kept by SanText+ (non-sensitive, 1-p)"  # the unprotected reason of the words it keeps

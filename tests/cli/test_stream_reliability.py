@@ -164,13 +164,11 @@ def test_emptied_record_warns_and_min_kept_makes_it_an_error():
 
 def _stderr_kind(kind: str):
     """(stderr argument, preexec_fn) for subprocess: fd 2 closed, read-only, or /dev/full."""
-    import sys
-
     if kind == "closed":
         return None, lambda: os.close(2)
     if kind == "read-only":
         return None, lambda: os.dup2(os.open(os.devnull, os.O_RDONLY), 2)
-    return open("/dev/full", "w"), None  # noqa: SIM115 - closed by the caller
+    return open("/dev/full", "w"), None  # closed by the caller
 
 
 def _run_bad_stderr(kind: str, args: list[str], stdin: str, **env) -> subprocess.CompletedProcess:
