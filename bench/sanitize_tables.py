@@ -8,8 +8,8 @@ kept share / mean embedding distance per eps (the quantities of InferDPT's Table
 Tokens are drawn from a Zipf law over the space's frequency ranks (p ~ 1/(rank+1)), a stand-in for
 running text. "sampler" times draw() per record + perturb_rows() for the whole batch (the mechanism
 proper); "pipeline" times sanitize_batch() on synthetic texts of those words (tokenize, policies,
-detokenize: Python-bound). The SanText table is the int32 cumulative format the mechanism uses; the
-script also times the alternative (float16 probability rows, cumsum at sampling time) side by side.
+detokenize: Python-bound). SanText+ has no table (its rows are computed per batch from the embeddings:
+build 0 s, 0 MB); its sampler figure includes that computation.
 Prints to stdout; needs no GPU.
 """
 
@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ppt.cache import Cache, dir_size  # noqa: E402
 from ppt.mechanisms.policy import stopwords_en  # noqa: E402
 from ppt.mechanisms.custext import CusTextPlus  # noqa: E402
-from ppt.mechanisms.santext import CDF_SCALE, SanTextPlus  # noqa: E402
+from ppt.mechanisms.santext import SanTextPlus  # noqa: E402
 from ppt.rng import record_generator  # noqa: E402
 
 
@@ -91,34 +91,6 @@ def time_pipeline(mech, rows: torch.Tensor, rec_len: int = 100, repeat: int = 3)
     return len(words) / best
 
 
-def time_f16_alternative(mech, rows: torch.Tensor, rec_len: int = 128) -> tuple[float, float]:
-    """The float16-probability design: per batch, gather the unique rows, cumsum, searchsorted."""
-    table = mech._load_table()
-    t0 = time.perf_counter()
-    f16 = np.empty(tuple(table.shape), dtype=np.float16)
-    step = 1024
-    for s in range(0, table.shape[0], step):
-        c = table[s : s + step].double() / CDF_SCALE
-        f16[s : s + step] = torch.diff(c, dim=1, prepend=torch.zeros(c.shape[0], 1, dtype=c.dtype)).to(torch.float16).numpy()
-    convert_s = time.perf_counter() - t0
-    f16t = torch.from_numpy(f16)
-    g = torch.Generator().manual_seed(0)
-    batch = 64 * rec_len
-    t0 = time.perf_counter()
-    for s in range(0, rows.numel(), batch):
-        chunk = rows[s : s + batch]
-        u = torch.rand(chunk.numel(), generator=g, dtype=torch.float64)
-        uniq, inv = torch.unique(chunk, return_inverse=True)
-        cdf = f16t[uniq].double().cumsum(1)
-        cdf /= cdf[:, -1:].clone()
-        # one monotone sequence over the unique rows (row i offset by i), one searchsorted for the batch
-        cdf += torch.arange(len(uniq), dtype=torch.float64).unsqueeze(1)
-        flat = torch.searchsorted(cdf.reshape(-1), inv.double() + u, right=True)
-        cols = flat - inv * cdf.shape[1]
-        del cols
-    return rows.numel() / (time.perf_counter() - t0), convert_s
-
-
 def table_stats(mech, rows: torch.Tensor, keep_rows: torch.Tensor | None, seed: int = 0) -> tuple[float, float, float]:
     """(share of tokens unchanged, mean L2 distance original -> output, share unchanged among the
     positions the mechanism itself decides, i.e. without policy-kept stopwords) over the token sample."""
@@ -146,7 +118,6 @@ def main() -> None:
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 3.0, 6.0, 10.0])
     ap.add_argument("--tokens", type=int, default=200_000, help="tokens per throughput measurement")
     ap.add_argument("--cache", type=Path, default=None, help="cache dir for the tables (default: temporary)")
-    ap.add_argument("--no-f16", action="store_true", help="skip the float16-table comparison")
     args = ap.parse_args()
     torch.set_num_threads(max(1, min(torch.get_num_threads(), os.cpu_count() or 1)))
 
@@ -177,8 +148,6 @@ def main() -> None:
             row[name]["pipeline_tok_s"] = time_pipeline(mech, rows[: min(50_000, rows.numel())])
             keep = stop if mech.policy.stopwords == "keep" else None
             row[name]["kept"], row[name]["dist"], row[name]["kept_mech"] = table_stats(mech, rows, keep)
-            if name == "santext+" and eps == 3.0 and not args.no_f16:
-                row[name]["f16_tok_s"], row[name]["f16_convert_s"] = time_f16_alternative(mech, rows)
             del mech
         results.append(row)
 
@@ -188,13 +157,6 @@ def main() -> None:
         for name in ("santext+", "custext+"):
             m = r[name]
             print(f"{r['eps']:>5g} | {name:9} | {m['build_s']:8.2f} | {m['load_s']:7.2f} | {m['MB']:9.1f} | {m['sampler_tok_s']:13,.0f} | {m['pipeline_tok_s']:14,.0f}")
-    for r in results:
-        m = r["santext+"]
-        if "f16_tok_s" in m:
-            print(f"\n# SanText+ eps={r['eps']:g}: int32 cumulative rows (binary search) {m['sampler_tok_s']:,.0f} tok/s vs float16 "
-                  f"probability rows (unique-row cumsum + searchsorted) {m['f16_tok_s']:,.0f} tok/s "
-                  f"(ratio {m['sampler_tok_s'] / m['f16_tok_s']:.1f}x; float16 table half the size)")
-
     print("\n## InferDPT Tables IV-V quantities (Zipf token sample; CusText+ keeps stopwords)")
     print("# kept = share of tokens unchanged; dist = mean L2 distance original -> output (kept tokens count 0);")
     print("# CusText+ kept w/o stop = share unchanged among the words CusText+ perturbs (stopwords excluded)")

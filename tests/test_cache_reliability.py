@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-import ppt.cache as cache_mod
+import ppt.cache.hashing as cache_mod  # the module whose sha256_file the checks call
 from ppt.cache import MANIFEST, Cache, CorruptArtifact, artifact_key, verify
 from ppt.io import ExitCode, PptError
 from tests.helpers import ppt
@@ -164,7 +164,9 @@ def test_prebuilt_cache_mounted_read_only_serves_sanitize(tmp_cache):
     for sub in (["cache", "ls", "--json"], ["cache", "verify"]):
         r = ro_ppt(*sub)
         assert r.returncode == 0, r.stderr
-    r = ro_ppt(*args[:4], "1.5", *args[5:], stdin='{"text": "the river"}\n')  # eps 1.5: a table it lacks
+    r = ro_ppt(*args[:4], "1.5", *args[5:], stdin='{"text": "the river"}\n')  # SanText+ needs no table per eps
+    assert r.returncode == 0, r.stderr
+    r = ro_ppt("sanitize", "-m", "custext+", *args[3:], stdin='{"text": "the river"}\n')  # tables it lacks
     assert r.returncode == ExitCode.CONFIG and "not writable" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert {p: p.stat().st_mtime_ns for p in tmp_cache.rglob("*")} == before
 
@@ -384,3 +386,17 @@ def test_truncated_file_is_caught_by_every_load(tmp_path, hashes):
     assert Cache(tmp_path).lookup("t", {"v": 1}) is None
     assert Cache(tmp_path).lookup("t", {"v": 1}, deep=False) is None
     assert hashes == []  # caught by its size, without hashing
+
+
+def test_obsolete_santext_tables_are_listed_and_removable(tmp_cache):
+    """The former per-eps SanText tables (1.4-1.6 GB each on glove-6b-50d) are read by nothing now:
+    `ppt cache ls` says so and `ppt cache rm obsolete` removes them, nothing else."""
+    cache = Cache(tmp_cache)
+    old = cache.get_or_build("santext-table", {"eps": 3.0}, _write)
+    keep = cache.get_or_build("t", {"v": 1}, _write)
+    assert {(r["kind"], r["state"], r["complete"]) for r in _ls(tmp_cache)} == {("santext-table", "obsolete", True), ("t", "ok", True)}
+    r = ppt("cache", "ls")
+    assert r.returncode == 0 and "OBSOLETE" in r.stdout, r.stderr
+    r = ppt("cache", "rm", "obsolete")
+    assert r.returncode == 0 and "removed 1 artifact" in r.stderr, r.stderr
+    assert not old.path.exists() and keep.path.exists()

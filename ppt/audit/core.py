@@ -344,8 +344,8 @@ def _audit_exact(mech, claim: Claim, n_pairs, alpha, seed, g, top, res) -> tuple
     res["_scored"] = scored
     if infinite:
         res["notes"].append(f"{len(infinite)} of the pairs searched have an output with probability > 0 under x and exactly 0 "
-                            "under x' in the mechanism's table (infinite loss; SanText's int32 CDF rounds probabilities "
-                            "below 2^-31 to 0, SanText+ keeps non-sensitive words)")
+                            "under x' in the mechanism's own distribution (infinite loss: SanText+ keeps non-sensitive "
+                            "words; SanText's float64 sampler reaches probabilities down to ~1e-32 and 0 below)")
     return texts, best
 
 

@@ -2,8 +2,9 @@
 
 Exact where the mechanism's own tables give them:
 
-* SanText / SanText+: the quantized int32 CDF rows the sampler searches (so a probability the table rounds
-  to zero is zero here too); SanText+ mixes in "kept" with probability 1 - p for non-sensitive words.
+* SanText / SanText+: the float64 interval widths of the banded inverse CDF the sampler searches
+  (``SanText.probabilities``, exact to float64 precision down to ~1e-32); SanText+ mixes in "kept" with
+  probability 1 - p for non-sensitive words.
 * CusText(+): the float64 CDF rows over the word's group.
 * TEM: P(y|x) proportional to exp(-eps/2 min(d(x, y), gamma)) over the vocabulary (the bottom element's
   mass split evenly over the words outside L_x), from the same float32 distance rows the sampler uses.
@@ -25,7 +26,7 @@ import torch
 from ppt.mechanisms.cape.mechanism import Cape
 from ppt.mechanisms.custext import CusText
 from ppt.mechanisms.rantext.mechanism import Rantext
-from ppt.mechanisms.santext import CDF_SCALE, SanText, SanTextPlus
+from ppt.mechanisms.santext import SanText, SanTextPlus
 from ppt.mechanisms.tem import TEM
 from ppt.samplers import laplace
 from ppt.spaces.distances import distance_rows
@@ -62,13 +63,11 @@ def _log(p: np.ndarray) -> np.ndarray:
 
 class SanTextModel(ExactModel):
     def __init__(self, mech: SanText):
-        super().__init__(mech, "table", mech.space.size, np.arange(mech.space.size), metric=True)
+        super().__init__(mech, "closed-form", mech.space.size, np.arange(mech.space.size), metric=True)
 
     def logp(self, rows):
         m = self.mech
-        table = m._load_table()
-        c = table[torch.as_tensor(rows, device=table.device)].to(torch.int64).cpu().numpy()
-        p_cols = np.diff(c, axis=1, prepend=0).astype(np.float64) / CDF_SCALE
+        p_cols = m.probabilities(torch.as_tensor(np.asarray(rows), dtype=torch.int64)).numpy()
         p = np.zeros((len(rows), self.n_out))
         p[:, m.sensitive] = p_cols
         if isinstance(m, SanTextPlus):

@@ -11,7 +11,7 @@ from ppt.cli.common import handle_errors
 cache_app = typer.Typer(help="Inspect and manage cached artifacts (spaces, tables, converted models).", no_args_is_help=True)
 
 _STATE_LABEL = {"ok": "yes", "incomplete": "NO (incomplete)", "bad-manifest": "NO (bad manifest)",
-                "building": "building", "stale-build": "STALE build"}
+                "building": "building", "stale-build": "STALE build", "obsolete": "OBSOLETE (unused)"}
 
 
 @cache_app.command("ls")
@@ -19,8 +19,9 @@ def ls(json_out: Annotated[bool, typer.Option("--json", help="One JSON object pe
     """List artifacts: kind, key, size, state.
 
     State is ok, incomplete (no manifest), bad-manifest (unreadable or malformed), building (a live
-    build) or stale-build (left by a killed build; `ppt cache rm stale` removes it). Files are not
-    hashed here: `ppt cache verify` does that.
+    build), stale-build (left by a killed build; `ppt cache rm stale` removes it) or obsolete (a kind
+    no version of ppt reads any more, such as the former per-eps santext-table; `ppt cache rm obsolete`).
+    Files are not hashed here: `ppt cache verify` does that.
 
     Example: ppt cache ls --json | jq .path
     """
@@ -36,7 +37,7 @@ def ls(json_out: Annotated[bool, typer.Option("--json", help="One JSON object pe
         for e in cache.scan():
             deps = (e.manifest or {}).get("deps", {})
             rows.append({"kind": e.kind, "key": e.key, "path": str(e.path), "bytes": dir_size(e.path),
-                         "complete": e.state == "ok", "state": e.state, "detail": e.detail, "deps": deps})
+                         "complete": e.state in ("ok", "obsolete"), "state": e.state, "detail": e.detail, "deps": deps})
         if json_out:
             for r in rows:
                 typer.echo(orjson.dumps(r).decode())
@@ -94,14 +95,14 @@ def verify_cmd(
 
 @cache_app.command("rm")
 def rm(
-    target: Annotated[list[str], typer.Argument(help="KIND, KIND/KEY, 'stale' (build directories left by killed builds), 'bad' (artifacts with a missing or malformed manifest), or 'all'.")],
+    target: Annotated[list[str], typer.Argument(help="KIND, KIND/KEY, 'stale' (build directories left by killed builds), 'bad' (artifacts with a missing or malformed manifest), 'obsolete' (kinds nothing reads any more), or 'all'.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Required with 'all'.")] = False,
 ) -> None:
     """Remove artifacts by kind, kind/key, stale build directories, bad artifacts, or all of them.
 
     'all' removes stale build directories too; a build in progress (its lock held) is never removed.
 
-    Example: ppt cache rm sorted-rows      ppt cache rm stale bad      ppt cache rm all --yes
+    Example: ppt cache rm sorted-rows      ppt cache rm stale bad obsolete      ppt cache rm all --yes
     """
     with handle_errors():
         import sys
@@ -122,7 +123,8 @@ def rm(
                         busy += 1
                 continue
             if ("all" in target or e.kind in target or f"{e.kind}/{e.key}" in target
-                    or ("bad" in target and e.state in ("incomplete", "bad-manifest"))):
+                    or ("bad" in target and e.state in ("incomplete", "bad-manifest"))
+                    or ("obsolete" in target and e.state == "obsolete")):
                 cache.remove(e.kind, e.key)
                 removed += 1
         msg = f"ppt: removed {removed} artifact(s)"

@@ -18,36 +18,32 @@ Implementation notes (and the reference code's problems that are avoided here):
 
 * Sensitive-set size: exactly ``floor(w * |V| + 0.5)`` words (round half up, at least 1); the
   ``freq_rank`` ties are broken by row index. The reference computed the cut-off with an off-by-one.
-* The |V| x |V_s| table is built in row chunks from matrix-product distances
-  (:func:`ppt.spaces.distances.pairwise`) and stored as *quantized cumulative rows*: int32
-  ``C[x, j] = round(S * cdf_x(j))`` with ``S = 2**31 - 1``. Sampling one position is a vectorized
-  binary search over its row with a single uniform ``u``: the output column is the first ``j`` with
-  ``C[x, j] > floor(u * S)``, so ``P[j] = (C[x, j] - C[x, j-1]) / S`` exactly, in O(log |V_s|) per
-  token and without touching the rest of the row (the table is memory-mapped). Probabilities are
-  represented to 2**-31 (float16 would give ~1e-3 relative precision and needs a cumsum per row at
-  sampling time; the bench script measures both). Precisely: ``C[x, j]`` is the cumulative
-  probability rounded to the nearest multiple of 1/S, so the implemented P^[j | x] differs from the exact
-  one by less than 1/S = 4.66e-10, and an output whose exact probability is below 1/S may get
-  P^ = 0 from one input and a positive P^ from another (far words at large eps, e.g. d = 15 at
-  eps 3 on GloVe). For such pairs the implemented ratio is unbounded, so the stamped metric bound
-  holds for the exact distribution and, for the implementation, only for outputs whose probability is
-  at least 1/S under both inputs. The total variation between the implemented and the exact
-  distribution of one token is below |V_s| / S (below 1e-5 on glove-6b-50d:20000). A wider (int64) CDF would double a table that
-  is already |V| x |V_s| x 4 bytes (1.6 GB at 20,000 words); README "Privacy accounting, honestly"
-  says so.
-* The table is a cache artifact (kind ``santext-table``) keyed by the space hash, metric, eps, w and
-  the sensitive-set rule, built once (``precompute()``) and verified on load; a corrupt file is rebuilt.
+* No per-eps table. The distribution is a function of the embeddings and eps, so each batch computes
+  the rows of its distinct input words on the fly (:func:`ppt.spaces.distances.distance_rows`, float64,
+  fixed GEMM shapes so a row never depends on its batch), ``ROW_CHUNK`` rows at a time: memory is bounded
+  by the chunk, not by |V|^2. A table of every row would be |V| x |V_s| numbers per eps (1.6 GB at 20,000
+  words as int32) for information held by |V| x dim floats.
+* Exact sampling by inverse CDF in bands. With the gap g_j = eps/2 (d(x, y_j) - min_k d(x, y_k)) >= 0 and
+  weight exp(-g_j), the outputs are split into bands of ``BAND_NATS`` nats of gap; the inverse CDF runs
+  over the bands from the least to the most likely (one float64 cumulative sum per band, in column order
+  inside a band). Inside a band no weight is below exp(-BAND_NATS) of the band's largest, so a cumulative
+  sum of at most |V_s| of them never absorbs one: each output's interval has its exact width to a
+  relative 1e-8 (|V_s| e^BAND_NATS 2^-53 at 20,000 words) however small it is. The uniform has 106 bits
+  near 0 (``u_hi + u_lo 2^-53``, two float64 uniforms), so intervals down to 2^-106 = 1.2e-32 of the row
+  total are hit with their own probability. An output's probability is thus implemented to float64 precision
+  unless it is below ~1e-32 (gap above ~73 nats: eps/2 * D > 63 + ln|V_s|, e.g. eps > 6.7 on
+  glove-6b-50d:20000, D = 18.7) or its weight underflows (gap > 745 nats). The former int32 table rounded
+  every probability to a multiple of 2^-31 = 4.7e-10, which made far words impossible from some inputs
+  at eps 3 (issue 16 finding 9). ``probabilities()`` returns the implemented rows (the auditor reads them).
 * Randomness: every record draws its uniforms from its own generator (``ppt.rng.record_generator``),
-  one uniform per decision, so outputs do not depend on batching; the reference seeded forked
-  ``multiprocessing`` workers with identical global RNG states, which repeated noise across workers.
+  the same uniforms per position whatever the batch, so outputs do not depend on batching; the reference
+  seeded forked ``multiprocessing`` workers with identical global RNG states, which repeated noise across
+  workers.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-from collections import Counter
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -55,18 +51,16 @@ import torch
 
 from ppt.accounting import MetricDpEvent, SelfComposedEvent, UnprotectedEvent
 from ppt.mechanisms.pipeline import TokenMechanism
-from ppt.mechanisms.privacy import warn_worst_case
 from ppt.mechanisms.policy import Policy
-from ppt.progress import progress_bar
+from ppt.mechanisms.privacy import warn_worst_case
 from ppt.spaces import distances
 
-CDF_SCALE = 2**31 - 1  # quantization of the cumulative rows (int32)
 KEPT_REASON = "kept by SanText+ (non-sensitive, 1-p)"  # the unprotected reason of the words it keeps
-TABLE_FORMAT = "int32-cdf-v1"
 SENSITIVE_RULE = "least-frequent floor(w*V+0.5) min 1, ties by row"
-
-# how many tables this process built (tests check that a second construction reads the cache)
-BUILD_COUNTS: Counter = Counter()
+BAND_NATS = 8.0  # width of a band of the inverse CDF, in nats of gap (see the module docstring)
+MAX_GAP = 760.0  # exp(-gap) is 0 in float64 beyond ~745: gaps are clipped here, such an output has probability 0
+ROW_CHUNK = 128  # distinct input words whose rows are held at once ([ROW_CHUNK, |V_s|] float64)
+GEMM_BLOCK = 64  # rows per distance matrix product (a fixed shape: a row's values do not depend on its batch)
 
 
 def sensitive_size(w: float, vocab_size: int) -> int:
@@ -83,52 +77,53 @@ def sensitive_rows(freq_rank: np.ndarray, w: float) -> np.ndarray:
     return np.sort(order[:n]).astype(np.int64)
 
 
-def freq_digest(freq_rank: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(np.asarray(freq_rank, dtype=np.int64)).tobytes()).hexdigest()[:16]
-
-
-def build_cdf_table(
-    emb: torch.Tensor, cols: np.ndarray, eps: float, metric: str, out: np.ndarray, chunk_elems: int = 1 << 22, progress=None
-) -> None:
-    """Fill ``out`` [V, |cols|] int32 with the quantized cumulative rows of SanText's distribution."""
-    v = emb.shape[0]
-    m = len(cols)
-    target = emb[torch.as_tensor(cols, device=emb.device)]
-    tsq = (target.float() ** 2).sum(1) if metric == "l2" else None
-    chunk = max(1, min(v, chunk_elems // max(m, 1)))
-    col_of = torch.full((v,), -1, dtype=torch.int64, device=emb.device)
-    col_of[torch.as_tensor(cols, device=emb.device)] = torch.arange(m, device=emb.device)
-    for start in range(0, v, chunk):
-        stop = min(v, start + chunk)
-        d = distances.pairwise(emb[start:stop], target, metric, b_sqnorm=tsq).double()
-        # a word's distance to itself is exactly 0 (the GEMM identity leaves round-off there)
-        c = col_of[start:stop]
-        own = torch.nonzero(c >= 0).squeeze(1)
-        d[own, c[own]] = 0.0
-        logits = d.mul_(-eps / 2.0)
-        logits -= logits.max(dim=1, keepdim=True).values
-        cdf = logits.exp_().cumsum_(dim=1)
-        q = cdf.mul_(CDF_SCALE / cdf[:, -1:]).round_().clamp_(0, CDF_SCALE).to(torch.int32)
-        q[:, -1] = CDF_SCALE
-        out[start:stop] = q.cpu().numpy()
-        if progress:
-            progress(stop - start)
-
-
-def search_cdf(table: torch.Tensor, rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """Column per position: the first j with table[row, j] > floor(u * S) (vectorized binary search)."""
-    n_cols = table.shape[1]
-    flat = table.reshape(-1)
-    t = torch.floor(u.double().clamp(0.0, 1.0 - 2**-53) * CDF_SCALE).to(torch.int64)
+def search_rows(cdf: torch.Tensor, rows: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """Column per position: the first j with cdf[row, j] > r (vectorized binary search over
+    nondecreasing rows; r must be below the row's last value)."""
+    n_cols = cdf.shape[1]
+    flat = cdf.reshape(-1)
     base = rows.to(torch.int64) * n_cols
     lo = torch.zeros_like(base)
     hi = torch.full_like(base, n_cols - 1)
     for _ in range(max(1, math.ceil(math.log2(max(n_cols, 2)))) + 1):
         mid = (lo + hi) // 2
-        right = flat[base + mid].to(torch.int64) <= t
+        right = flat[base + mid] <= r
         lo = torch.where(right, mid + 1, lo)
         hi = torch.where(right, hi, mid)
     return lo
+
+
+def bands(gap: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
+    """(weights exp(-gap), band of each column (None: all in band 0), band totals [n, B], band offsets [n, B])
+    of gap rows [n, m].
+    ``gap`` is consumed (its storage becomes the weights: one pass fewer over the rows).
+
+    Band b holds the columns with b * BAND_NATS <= gap < (b + 1) * BAND_NATS; the inverse CDF runs from the
+    last band (least likely) to band 0, so band b starts at offset sum_{k > b} total_k."""
+    top = float(gap.max()) if gap.numel() else 0.0
+    if top > MAX_GAP:
+        gap.clamp_(max=MAX_GAP)
+    if top < BAND_NATS:  # one band (small eps, e.g. the default 0.8 on glove-6b-50d): no band index needed
+        weight = gap.neg_().exp_()
+        band = None
+        # the same scatter-add as below, so a row's total never depends on which rows share its chunk
+        zero = torch.zeros((), dtype=torch.int64, device=gap.device).expand(weight.shape)
+        totals = torch.zeros((weight.shape[0], 1), dtype=weight.dtype, device=weight.device).scatter_add_(1, zero, weight)
+    else:
+        n_bands = int(min(top, MAX_GAP) // BAND_NATS) + 1  # the band of the largest gap, + 1
+        edges = torch.arange(1, n_bands, dtype=gap.dtype, device=gap.device) * BAND_NATS
+        band = torch.bucketize(gap, edges, right=True)  # int64 floor(gap / BAND_NATS) in one pass
+        weight = gap.neg_().exp_()  # 0 at MAX_GAP
+        totals = torch.zeros((weight.shape[0], n_bands), dtype=weight.dtype, device=weight.device).scatter_add_(1, band, weight)
+    offsets = totals.flip(1).cumsum(1).flip(1) - totals
+    return weight, band, totals, offsets
+
+
+def band_cdf(weight: torch.Tensor, band: torch.Tensor | None, b: int) -> torch.Tensor:
+    """Cumulative weights of band b's columns (flat over the other columns), column order."""
+    if band is None:  # the one-band case of :func:`bands`
+        return weight.cumsum(1)
+    return torch.where(band == b, weight, 0.0).cumsum_(1)
 
 
 class SanText(TokenMechanism):
@@ -152,8 +147,7 @@ class SanText(TokenMechanism):
         mask[self.sensitive] = True
         self._is_sensitive = torch.from_numpy(mask).to(self.device)
         self._cols = torch.from_numpy(self.sensitive).to(self.device)
-        self._table: torch.Tensor | None = None
-        self.table_artifact = None
+        self._target: tuple | None = None  # (V_s embeddings float64, squared norms, column of each row)
         warn_worst_case(self.name, self.eps, self.worst_case_eps, self.unit)
 
     # ---- privacy ------------------------------------------------------------------------------------
@@ -200,54 +194,113 @@ class SanText(TokenMechanism):
             "oov": self.policy.oov, "numbers": self.policy.numbers, "punct": self.policy.punct, "stopwords": self.policy.stopwords,
         }
 
-    # ---- the table ----------------------------------------------------------------------------------
+    # ---- the distribution ---------------------------------------------------------------------------
 
-    def table_deps(self) -> dict[str, Any]:
-        return self.space._table_deps(
-            "santext-table", eps=self.eps, w=self.w, rule=SENSITIVE_RULE, format=TABLE_FORMAT,
-            freq=freq_digest(self.space.freq_rank),
-        )
+    def _targets(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(V_s's float64 embeddings, laid out for :meth:`_gaps`'s one-product distances; each row's column
+        in V_s, -1 if none). L2: [-2 y, 1, |y|^2] * (eps/2)^2, so [x, |x|^2, 1] . that = (eps/2)^2 d(x, y)^2."""
+        if self._target is None:
+            emb = self.space.embeddings
+            cols = self._cols.to(emb.device)
+            t = emb[cols].to(torch.float64)
+            if self.space.metric == "l2":
+                one = torch.ones((t.shape[0], 1), dtype=torch.float64, device=t.device)
+                t = torch.cat([-2.0 * t, one, (t * t).sum(1, keepdim=True)], dim=1).mul_((self.eps / 2.0) ** 2)
+            col_of = torch.full((emb.shape[0],), -1, dtype=torch.int64, device=emb.device)
+            col_of[cols] = torch.arange(cols.numel(), device=emb.device)
+            self._target = (t.T.contiguous(), col_of)
+        return self._target
 
-    def _load_table(self) -> torch.Tensor:
-        if self._table is not None:
-            return self._table
-        sp = self.space
-        cols = self.sensitive
+    def _gaps(self, rows: torch.Tensor) -> torch.Tensor:
+        """eps/2 * (d(x, y) - min_y d(x, y)) over V_s for each row x ([n, |V_s|] float64, >= 0).
 
-        def build(tmp: Path) -> dict:
-            BUILD_COUNTS["santext-table"] += 1
-            out = np.lib.format.open_memmap(tmp / "cdf.npy", mode="w+", dtype=np.int32, shape=(sp.size, len(cols)))
-            with progress_bar(sp.size, f"santext table {sp.name} eps={self.eps:g} w={self.w:g}", self.quiet, unit="row") as bar:
-                build_cdf_table(sp.embeddings, cols, self.eps, sp.metric, out, progress=bar.update)
-            out.flush()
-            del out
-            np.save(tmp / "sensitive.npy", cols)
-            return {"shape": [sp.size, len(cols)], "scale": CDF_SCALE, "format": TABLE_FORMAT, "eps": self.eps, "w": self.w}
+        Distances in float64 by one matrix product per block of ``GEMM_BLOCK`` rows (L2: the squared norms
+        ride in the product), each block padded to that shape so a row's values never depend on the other
+        rows of its batch; a word's distance to itself is exactly 0."""
+        emb = self.space.embeddings
+        tt, col_of = self._targets()
+        rows = rows.to(emb.device, torch.int64)
+        n = rows.numel()
+        d = torch.empty((n, tt.shape[1]), dtype=torch.float64, device=emb.device)
+        for s in range(0, n, GEMM_BLOCK):
+            part = rows[s : s + GEMM_BLOCK]
+            k = part.numel()
+            if k < GEMM_BLOCK:
+                part = torch.cat([part, part[-1:].expand(GEMM_BLOCK - k)])
+            a = emb[part].to(torch.float64)
+            if self.space.metric != "l2":
+                d[s : s + k] = distances.pairwise(a, tt.T, self.space.metric, dtype=torch.float64)[:k].mul_(self.eps / 2.0)
+                continue
+            a = torch.cat([a, (a * a).sum(1, keepdim=True), torch.ones_like(a[:, :1])], dim=1)
+            if k == GEMM_BLOCK:
+                torch.mm(a, tt, out=d[s : s + k])
+            else:
+                d[s : s + k] = torch.mm(a, tt)[:k]
+        if self.space.metric == "l2":
+            d.clamp_(min=0.0).sqrt_()
+        own = col_of[rows]
+        has = torch.nonzero(own >= 0).squeeze(1)
+        d[has, own[has]] = 0.0
+        return d.sub_(d.min(dim=1, keepdim=True).values)
 
-        art = sp.cache.get_or_build("santext-table", self.table_deps(), build)
-        if not np.array_equal(np.load(art.file("sensitive.npy")), cols):  # defensive: deps pin this
-            raise RuntimeError(f"santext table {art.path} does not match the sensitive set")
-        # copy-on-write map: shares the page cache, loads only the rows a batch touches
-        table = torch.from_numpy(np.load(art.file("cdf.npy"), mmap_mode="c"))
-        if self.device.type != "cpu":
-            table = table.to(self.device)
-        self._table, self.table_artifact = table, art
-        return table
-
-    def precompute(self, quiet: bool = False) -> list:
-        self._load_table()
-        return [self.table_artifact]
+    def probabilities(self, rows: torch.Tensor) -> torch.Tensor:
+        """The sampler's P[y | x] over V_s ([n, |V_s|] float64): each output's interval width in the
+        banded inverse CDF over the row total, the exact float64 quantities :meth:`sample` searches."""
+        rows = torch.as_tensor(rows, dtype=torch.int64).reshape(-1)
+        out = torch.empty((rows.numel(), len(self.sensitive)), dtype=torch.float64)
+        for s in range(0, rows.numel(), ROW_CHUNK):
+            weight, band, totals, offsets = bands(self._gaps(rows[s : s + ROW_CHUNK]))
+            p = torch.zeros_like(weight)
+            for b in range(totals.shape[1]):
+                c = band_cdf(weight, band, b)
+                width = torch.diff(c, dim=1, prepend=torch.zeros_like(c[:, :1]))
+                p = width if band is None else torch.where(band == b, width, p)
+            out[s : s + ROW_CHUNK] = (p / (offsets[:, :1] + totals[:, :1])).cpu()
+        return out
 
     # ---- sampling -----------------------------------------------------------------------------------
 
+    @staticmethod
+    def uniform(n: int, g: torch.Generator) -> torch.Tensor:
+        """n uniforms on [0, 1) with 106 bits near 0: u_hi + u_lo * 2^-53 (two float64 draws each), so
+        the inverse CDF reaches intervals far below float64's 2^-53 grid."""
+        hi = torch.rand(n, generator=g, dtype=torch.float64)
+        lo = torch.rand(n, generator=g, dtype=torch.float64)
+        return hi + lo * 2.0**-53
+
     def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
-        return {"u": torch.rand(n, generator=g, dtype=torch.float64)}
+        return {"u": self.uniform(n, g)}
 
     def sample(self, rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        """Rows drawn from P[. | row] over V_s, one uniform each."""
-        table = self._load_table()
-        cols = search_cdf(table, rows.to(table.device), u.to(table.device))
-        return self._cols[cols.to(self.device)]
+        """Rows drawn from P[. | row] over V_s, one (106-bit) uniform each: the distinct rows' distances
+        are computed ``ROW_CHUNK`` at a time and each position is found by inverse CDF over the bands."""
+        dev = self.space.embeddings.device
+        rows = rows.to(dev)
+        u = u.to(dev, torch.float64).clamp(0.0, 1.0)
+        out = torch.empty_like(rows)
+        if rows.numel() == 0:
+            return out
+        uniq, inv = torch.unique(rows, return_inverse=True)
+        for s in range(0, uniq.numel(), ROW_CHUNK):
+            pos = torch.nonzero((inv >= s) & (inv < s + ROW_CHUNK)).squeeze(1)
+            local = inv[pos] - s
+            weight, band, totals, offsets = bands(self._gaps(uniq[s : s + ROW_CHUNK]))
+            total = offsets[:, 0] + totals[:, 0]
+            t = torch.minimum(u[pos] * total[local], torch.nextafter(total[local], torch.zeros_like(total[local])))
+            # the band holding t: the first (most likely) non-empty band whose offset is <= t
+            hit = (t.unsqueeze(1) >= offsets[local]) & (totals[local] > 0)
+            pos_band = hit.to(torch.int8).argmax(dim=1)
+            for b in torch.unique(pos_band).tolist():
+                sel = torch.nonzero(pos_band == b).squeeze(1)
+                need, at = torch.unique(local[sel], return_inverse=True)  # the rows with a position in band b
+                if 2 * need.numel() > weight.shape[0]:  # most rows: the whole chunk, no copy
+                    c, at = band_cdf(weight, band, b), local[sel]
+                else:
+                    c = band_cdf(weight[need], None if band is None else band[need], b)
+                r = t[sel] - offsets[local[sel], b]
+                r = torch.minimum(r.clamp(min=0.0), torch.nextafter(c[at, -1], torch.zeros_like(r)))
+                out[pos[sel]] = search_rows(c, at, r)
+        return self._cols.to(dev)[out].to(self.device)
 
     def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         return self.sample(rows, rand["u"]), {}
@@ -289,8 +342,7 @@ class SanTextPlus(SanText):
     def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
         # two decisions per position, each with its own uniform: resample or keep, then which word
         flip = torch.rand(n, generator=g, dtype=torch.float64)
-        u = torch.rand(n, generator=g, dtype=torch.float64)
-        return {"flip": flip, "u": u}
+        return {"flip": flip, "u": self.uniform(n, g)}
 
     def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         resample = self._is_sensitive[rows] | (rand["flip"] < self.p)
@@ -300,4 +352,4 @@ class SanTextPlus(SanText):
         return out, {"unchanged": ~resample}
 
 
-__all__ = ["SanText", "SanTextPlus", "sensitive_rows", "sensitive_size", "BUILD_COUNTS", "CDF_SCALE"]
+__all__ = ["SanText", "SanTextPlus", "sensitive_rows", "sensitive_size"]

@@ -153,3 +153,72 @@ def test_emptied_record_warns_and_min_kept_makes_it_an_error():
     assert r.returncode == 1
     assert a == {"id": "a", "error": {"type": "too_few_tokens", "message": a["error"]["message"], "line": 1}}
     assert b["text"] and "error" not in b
+
+
+# ---- a stderr that fails on write ------------------------------------------------------------------
+# Issue 15: `2>&-` gave exit 1 and, with --seed, no output at all (a wrapper script such as a pyenv shim
+# leaves a read-only file on a closed fd 2, so the first warning failed with EBADF); `2>/dev/full` too.
+# Every message writer (warnings, notes, the progress bar, the summary, click/rich usage errors) must
+# tolerate it: stdout complete, exit code as with a working stderr.
+
+
+def _stderr_kind(kind: str):
+    """(stderr argument, preexec_fn) for subprocess: fd 2 closed, read-only, or /dev/full."""
+    if kind == "closed":
+        return None, lambda: os.close(2)
+    if kind == "read-only":
+        return None, lambda: os.dup2(os.open(os.devnull, os.O_RDONLY), 2)
+    return open("/dev/full", "w"), None  # closed by the caller
+
+
+def _run_bad_stderr(kind: str, args: list[str], stdin: str, **env) -> subprocess.CompletedProcess:
+    import sys
+
+    err, pre = _stderr_kind(kind)
+    try:
+        return subprocess.run([sys.executable, "-m", "ppt.cli.main", *args], input=stdin, stdout=subprocess.PIPE,
+                              stderr=err, preexec_fn=pre, text=True, timeout=300, env={**os.environ, **env}, check=False)
+    finally:
+        if err is not None:
+            err.close()
+
+
+@pytest.mark.parametrize("kind", ["closed", "read-only", "/dev/full"])
+def test_failing_stderr_keeps_output_and_exit_code(kind):
+    # warnings (seeded run, kept stopwords), notes, a forced progress bar and the summary all write to stderr
+    r = _run_bad_stderr(kind, [*FAST, "--seed", "1"], recs(3), PPT_PROGRESS="1")
+    assert r.returncode == 0
+    assert [json.loads(x)["id"] for x in r.stdout.splitlines()] == [0, 1, 2]
+    # an input error: the same exit code (65) as with a working stderr, the good records still out
+    bad = recs(1) + "not json\n"
+    ok = subprocess.run(["ppt", *FAST, "--seed", "1"], input=bad, capture_output=True, text=True, timeout=300, check=False)
+    r = _run_bad_stderr(kind, [*FAST, "--seed", "1"], bad)
+    assert r.returncode == ok.returncode == 65
+    assert r.stdout == ok.stdout
+    # a usage error (click/rich render it on stderr): exit 2
+    r = _run_bad_stderr(kind, ["sanitize", "--no-such-option"], "")
+    assert r.returncode == 2 and r.stdout == ""
+
+
+def test_tolerant_stream_silences_after_the_first_failure(tmp_path):
+    from ppt.io.stdout import TolerantStream
+
+    class Failing:
+        writes = 0
+
+        def write(self, text):
+            Failing.writes += 1
+            raise OSError(28, "No space left on device")
+
+        def flush(self):
+            raise OSError(28, "No space left on device")
+
+        def isatty(self):
+            return True
+
+    s = TolerantStream(Failing())
+    assert s.write("ppt: warning: x\n") == len("ppt: warning: x\n") and s.broken
+    s.write("more\n")
+    s.flush()
+    print("via print", file=s, flush=True)
+    assert Failing.writes == 1 and not s.isatty()

@@ -81,14 +81,47 @@ def test_distribution_matches_closed_form(space, kind, eps, w, x):
     assert chisquare_ok(counts, closed_form(space, x, eps, cols)) > ALPHA
 
 
-def test_table_rows_are_exact(space):
-    """The quantized cumulative rows reproduce the closed form to the quantization step."""
-    mech = SanTextPlus(2.0, space=space, w=0.6, p=1.0)
-    mech.precompute()
-    table = mech._load_table().numpy().astype(np.float64) / st.CDF_SCALE
-    probs = np.diff(table, axis=1, prepend=0.0)
+@pytest.mark.parametrize("eps", [2.0, 60.0])
+def test_probabilities_are_exact(space, eps):
+    """The sampler's rows equal the closed form to float64 precision, also far below the former int32
+    table's 2^-31 step (eps 60 on this space: gaps up to ~100 nats, probabilities down to ~1e-44)."""
+    mech = SanTextPlus(eps, space=space, w=0.6, p=1.0)
+    probs = mech.probabilities(torch.arange(V)).numpy()
     for x in range(V):
-        assert np.allclose(probs[x], closed_form(space, x, 2.0, mech.sensitive), atol=1e-8)
+        cf = closed_form(space, x, eps, mech.sensitive)
+        assert np.allclose(probs[x], cf, rtol=1e-9, atol=0), x
+    if eps > 10:
+        cf = np.stack([closed_form(space, x, eps, mech.sensitive) for x in range(V)])
+        assert (cf < 2.0**-31).sum() > 100 and (probs[cf < 2.0**-31] > 0).all()
+
+
+def test_inverse_cdf_reaches_the_tail(space):
+    """A uniform inside the interval of each of the least likely outputs returns that output, for outputs
+    with probabilities down to ~1e-22: the inverse CDF runs over bands of BAND_NATS nats of gap from the
+    least likely band to the most likely (column order inside a band), each output with its own width."""
+    x = 3
+    e = space.embeddings.double().numpy()
+    eps = round(2 * 50.0 / float(np.linalg.norm(e - e[x], axis=1).max()), 3)  # the farthest word 50 nats below x
+    mech = SanText(eps, space=space)
+    p = closed_form(space, x, eps, mech.sensitive)
+    gap = -np.log(p / p.max())
+    order = np.lexsort((np.arange(len(p)), -np.floor(gap / st.BAND_NATS)))  # bands descending, then column
+    assert 2.0**-100 < p.min() < 1e-20  # below 2^-53, above the uniform's 2^-106 grid
+    start = np.concatenate([[0.0], np.cumsum(p[order])[:-1]])
+    for k in range(12):
+        for frac in (0.02, 0.5, 0.98):
+            u = torch.tensor([start[k] + frac * p[order[k]]], dtype=torch.float64)
+            got = mech.sample(torch.tensor([x]), u)
+            assert int(got[0]) == int(mech.sensitive[order[k]]), (k, frac)
+
+
+def test_uniform_has_106_bits_near_zero():
+    g = torch.Generator().manual_seed(0)
+    u = SanText.uniform(200_000, g)
+    assert float(u.min()) >= 0 and float(u.max()) < 1
+    assert stats.kstest(u.numpy(), "uniform").pvalue > ALPHA
+    lo = torch.rand(4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    assert torch.equal(0.0 + lo * 2.0**-53, lo * 2.0**-53) and float((lo * 2.0**-53).max()) < 2.0**-53
 
 
 @pytest.mark.statistical
@@ -230,31 +263,30 @@ def test_pipeline_policies_and_accounting(space):
     assert mech.params()["n_sensitive"] == 20
 
 
-def test_table_is_cached_and_corruption_rebuilds(space):
-    before = st.BUILD_COUNTS["santext-table"]
-    m1 = SanTextPlus(2.0, space=space, w=0.5)
-    [art] = m1.precompute()
-    assert st.BUILD_COUNTS["santext-table"] == before + 1
-    ref = m1._load_table().clone()
+def test_no_table_per_eps(space):
+    """SanText(+) stores nothing per eps: sampling at several eps leaves the cache as it was, and the
+    rows of one batch are computed ROW_CHUNK distinct words at a time."""
+    root = space.cache.root
+    before = sorted(p.relative_to(root) for p in root.rglob("*")) if root.exists() else []
+    for eps in (1.0, 2.0, 4.5):
+        mech = SanTextPlus(eps, space=space, w=0.5)
+        assert mech.precompute() == [] and mech.prepare() is mech
+        g = torch.Generator().manual_seed(0)
+        rows = torch.arange(V).repeat(3)
+        mech.perturb_rows(rows, mech.draw(rows.numel(), g))
+    after = sorted(p.relative_to(root) for p in root.rglob("*")) if root.exists() else []
+    assert after == before
 
-    m2 = SanTextPlus(2.0, space=space, w=0.5)
-    [art2] = m2.precompute()
-    assert st.BUILD_COUNTS["santext-table"] == before + 1  # read from the cache
-    assert art2.path == art.path and torch.equal(m2._load_table(), ref)
-    assert space.cache.lookup("santext-table", m2.table_deps()) is not None
 
-    SanTextPlus(3.0, space=space, w=0.5).precompute()  # another eps: another table
-    assert st.BUILD_COUNTS["santext-table"] == before + 2
-
-    # flip one byte of the table: the load detects it and rebuilds
-    path = art.file("cdf.npy")
-    data = bytearray(path.read_bytes())
-    data[-3] ^= 0xFF
-    path.write_bytes(bytes(data))
-    m3 = SanTextPlus(2.0, space=space, w=0.5)
-    m3.precompute()
-    assert st.BUILD_COUNTS["santext-table"] == before + 3
-    assert torch.equal(m3._load_table(), ref)
+def test_rows_chunked_like_whole(space, monkeypatch):
+    """Chunking the distinct rows changes nothing: same outputs with ROW_CHUNK 128 and 7."""
+    mech = SanText(2.0, space=space)
+    rows = torch.arange(V).repeat(5)
+    rand = mech.draw(rows.numel(), torch.Generator().manual_seed(4))
+    ref = mech.perturb_rows(rows, rand)[0]
+    monkeypatch.setattr(st, "ROW_CHUNK", 7)
+    assert torch.equal(mech.perturb_rows(rows, rand)[0], ref)
+    assert torch.allclose(mech.probabilities(torch.arange(V)), SanText(2.0, space=space).probabilities(torch.arange(V)))
 
 
 @pytest.mark.parametrize(
@@ -272,3 +304,22 @@ def test_defaults():
     assert SanTextPlus.defaults == {"eps": 0.8, "w": 0.9, "p": 0.3}  # eps 0.8: worst case <= 20 on glove-6b-50d (issue 16)
     assert SanText.default_policy.oov == "uniform" and SanText.default_policy.stopwords == "perturb"
     assert SanTextPlus.keeps_words and not SanText.keeps_words
+
+
+def test_rows_do_not_depend_on_the_other_rows_of_their_chunk(space):
+    """A row's implemented distribution and samples are bitwise the same alone or next to a row that
+    spans several bands (the one-band fast path and the banded path agree exactly)."""
+    e = space.embeddings.double().numpy()
+    span = np.linalg.norm(e[:, None] - e[None], axis=2).max(1)  # max distance per row (min is 0: itself)
+    eps = float(2 * 8.0 / np.median(span))  # half the rows fit in one band of 8 nats, half do not
+    mech = SanText(eps, space=space)
+    wide = int(np.argmax(span))
+    narrow = [x for x in range(V) if eps / 2 * span[x] < 8.0]
+    assert narrow and eps / 2 * span[wide] >= 8.0
+    u = SanText.uniform(500, torch.Generator().manual_seed(2))
+    for x in narrow:
+        alone = mech.probabilities(torch.tensor([x]))
+        mixed = mech.probabilities(torch.tensor([x, wide]))[:1]
+        assert torch.equal(alone, mixed), x
+        rows = torch.full((500,), x)
+        assert torch.equal(mech.sample(rows, u), mech.sample(torch.cat([rows, torch.tensor([wide])]), torch.cat([u, u[:1]]))[:500])
