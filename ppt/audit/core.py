@@ -307,6 +307,14 @@ def _audit_exact(mech, claim: Claim, n_pairs, alpha, seed, g, top, res) -> tuple
     if model.group_of is not None:
         pairs = [(a, b) for a, b in pairs if model.group_of[a] == model.group_of[b]]
         res["notes"].append("pairs within one group only (the notion claims nothing across groups)")
+    if getattr(mech, "keeps_words", False):  # SanText+: the proven metric claim covers sensitive words only
+        sens = mech._is_sensitive.cpu().numpy()
+        outside = sum(1 for a, b in pairs if not (sens[a] and sens[b]))
+        pairs = [(a, b) for a, b in pairs if sens[a] and sens[b]]
+        res["notes"].append(
+            f"pairs of sensitive words only ({outside} pairs with a non-sensitive word left out): a non-sensitive "
+            "word is kept verbatim with probability 1-p, infinite loss, which the stamp lists as unprotected "
+            "and outside its proven figure")
     scored = score_pairs(model, rows, pairs)
     if model.metric and scored:
         dist = model.distance(np.array([s["x_row"] for s in scored]), np.array([s["x_prime_row"] for s in scored]))
