@@ -21,6 +21,8 @@ def markdown(records: list[dict]) -> str:
     for r in records:
         c = r["claim"]
         claimed = "none" if c["eps_per_token"] is None else _n(c["eps_per_token"], "g")
+        if str(c.get("notion", "")).startswith("conditional"):
+            claimed += " (conditional, not proven)"
         if "worst_case_eps" in c:
             claimed += f" per unit distance (worst case {_n(c['worst_case_eps'], '.1f')} at max distance {_n(c['max_distance'])})"
         model = max((p["loss"] for p in r["pairs"]), key=lambda v: float("inf") if v == "inf" else v, default="-")
