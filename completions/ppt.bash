@@ -19,8 +19,10 @@ _ppt() {
             "cache verify") path="cache verify" ;;
             "env") path="env" ;;
             "eval") path="eval" ;;
+            "eval make-pii") path="eval make-pii" ;;
             "eval mapping") path="eval mapping" ;;
             "eval metrics") path="eval metrics" ;;
+            "eval phr") path="eval phr" ;;
             "eval sweep") path="eval sweep" ;;
             "extract") path="extract" ;;
             "mechs") path="mechs" ;;
@@ -29,6 +31,8 @@ _ppt() {
             "models ls") path="models ls" ;;
             "models verify") path="models verify" ;;
             "precompute") path="precompute" ;;
+            "prosan") path="prosan" ;;
+            "prosan distill") path="prosan distill" ;;
             "query") path="query" ;;
             "sanitize") path="sanitize" ;;
             "serve") path="serve" ;;
@@ -36,7 +40,7 @@ _ppt() {
     done
     local opts=""
     case "$path" in
-        "") opts="attack audit cache env eval extract mechs models precompute query sanitize serve --help --version" ;;
+        "") opts="attack audit cache env eval extract mechs models precompute prosan query sanitize serve --help --version" ;;
         "attack") opts="knn llm mti ngram --help" ;;
         "attack knn") opts="--alignment-field --batch-size --device --help --id-field --input --k --on-error --original-field --output --quiet --result-field --space --stopwords --summary --summary-only --text-field -i -k -o -q" ;;
         "attack llm") opts="--api-key-env --base-url --batch-size --device --help --id-field --input --max-new-tokens --model --on-error --original-field --output --prompt-file --quiet --result-field --summary --summary-only --text-field -i -o -q" ;;
@@ -48,9 +52,11 @@ _ppt() {
         "cache rm") opts="--help --yes -y" ;;
         "cache verify") opts="--fix --help" ;;
         "env") opts="--help --json" ;;
-        "eval") opts="mapping metrics sweep --help" ;;
+        "eval") opts="make-pii mapping metrics phr sweep --help" ;;
+        "eval make-pii") opts="--help --n --output --seed --task -n -o" ;;
         "eval mapping") opts="--device --draws --eps --help --mech --seed --space --tokens -e -m" ;;
         "eval metrics") opts="--alignment-field --batch-size --device --diversity-combine --doc-field --encoder --help --id-field --input --items-field --label-field --labels --length-norm --lm --mauve-features --mauve-seed --on-error --per-record --quiet --reference-field --template --text-field -i -q" ;;
+        "eval phr") opts="--batch-size --help --id-field --input --items-field --on-error --per-record --quiet --seed --text-field --types-field -i -q" ;;
         "eval sweep") opts="--corpus --device --eps --help --mech --mti-model --n-docs --out-dir --prefix-tokens --probe-draws --probe-tokens --seed --text-field -e -m" ;;
         "extract") opts="--batch-size --device --dtype --generation-field --help --id-field --input --max-new-tokens --model --no-chat --on-error --output --output-field --quiet --raw-field --seed --stop --temperature --template --top-p -i -m -o -q" ;;
         "mechs") opts="--describe --help --json" ;;
@@ -59,6 +65,8 @@ _ppt() {
         "models ls") opts="--help --json" ;;
         "models verify") opts="--help" ;;
         "precompute") opts="--device --help --k --quiet --table -q -t" ;;
+        "prosan") opts="distill --help" ;;
+        "prosan distill") opts="--any-teacher --base-model --batch-size --checkpoint-every --device --epochs --help --keep --lr --max-steps --max-tokens --output --pairs --quiet --seed --source-field --target-field --weight-decay -o -q" ;;
         "query") opts="--allow-raw --api-key-env --backend --base-url --batch-size --concurrency --device --dry-run --dtype --endpoint --extra-body --help --id-field --input --max-retries --max-tokens --model --on-error --output --output-field --quiet --resume --retry-backoff --seed --stop --system --temperature --template --text-field --timeout --top-p -c -i -m -o -q" ;;
         "sanitize") opts="--batch-size --case --device --diagnostics --emit-alignment --eps --help --id-field --input --keep-original --mech --min-kept --model --numbers --on-error --oov --output --param --punct --quiet --seed --space --stamp --stopwords --text-field -e -i -m -o -p -q" ;;
         "serve") opts="--allow-remote --api-key-env --batch-wait-ms --device --dtype --help --host --max-batch --max-connections --max-tokens-limit --model --port --port-file --quiet --served-name --timeout --verbose -m -p -q -v" ;;

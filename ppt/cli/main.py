@@ -28,6 +28,7 @@ SUBCOMMANDS = [
     "models",
     "env",
     "audit",
+    "prosan",
 ]
 
 app = typer.Typer(
