@@ -194,6 +194,9 @@ class ProSan(TokenPipeline):
         self.tokenizer = _WordTokenizer(self)
         self._ready = False
         self._current: ProsanBatch | None = None
+        # opt-in memo of scores by text (experiments re-running the same prompts under several
+        # settings: the scores do not depend on lambda, tau or scale); None = off
+        self.score_cache: dict | None = None
         from ppt.log import LeakWarning, warn
 
         warn("prosan gives no differential-privacy guarantee: words it does not select are released verbatim "
@@ -421,8 +424,13 @@ class ProSan(TokenPipeline):
             words.append(np.concatenate([np.full(len(self.prefix), -1, np.int64), sc.token_words(offs, cmap)]))
             n_words.append(int(is_word[i].sum()))
         out: list[sc.WordScores | None] = [None] * len(texts)
+        cache = self.score_cache
+        if cache is not None:
+            for i, t in enumerate(texts):
+                out[i] = cache.get((t, reproducible))
         step = 1 if reproducible else self.batch_size
-        order = list(range(len(texts))) if reproducible else sorted(range(len(texts)), key=lambda i: len(prompts[i]))
+        todo = [i for i in range(len(texts)) if out[i] is None]
+        order = todo if reproducible else sorted(todo, key=lambda i: len(prompts[i]))
         for s in range(0, len(order), step):
             grp = order[s : s + step]
             live = [i for i in grp if len(prompts[i]) > len(self.prefix) and n_words[i]]
@@ -436,6 +444,9 @@ class ProSan(TokenPipeline):
                                  [n_words[i] for i in live], len(self.prefix))
             for i, r in zip(live, res):
                 out[i] = r
+        if cache is not None:
+            for i, t in enumerate(texts):
+                cache[(t, reproducible)] = out[i]
         return out  # type: ignore[return-value]
 
     def _masked_ids(self, text: str, start: int, end: int) -> tuple[list[int], int]:
