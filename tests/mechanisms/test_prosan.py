@@ -263,8 +263,11 @@ def test_seeded_output_is_reproducible_and_unseeded_batches_run(build):
     a = mech.sanitize_batch([TEXT, "Bob went to London."], [record_generator(9, i) for i in range(2)])
     b = mech.sanitize_batch([TEXT, "Bob went to London."], [record_generator(9, i) for i in range(2)])
     assert [r.text for r in a] == [r.text for r in b]
-    c = mech.sanitize_batch([TEXT, "Bob went to London."], [record_generator(None, i) for i in range(2)], reproducible=False)
+    mixed = build(batching="mixed")
+    c = mixed.sanitize_batch([TEXT, "Bob went to London."], [record_generator(None, i) for i in range(2)], reproducible=False)
     assert len(c) == 2 and all(r.accounting.n_perturbed > 0 for r in c)
+    with pytest.raises(ValueError, match="batching"):
+        build(batching="sometimes")
 
 
 def test_stamp_says_no_dp_guarantee_never_an_eps(build):

@@ -30,8 +30,9 @@ never an eps. ``eps`` is not a parameter of ProSan; passing one is an error. Mea
 output with ``ppt eval phr``.
 
 Randomness: one uniform per replaced word from the record's generator, in text order, then random digits.
-Seeded runs (``reproducible``) score and mask one record at a time, so output never depends on batching;
-unseeded runs share padded forward passes.
+``batching="record"`` (the default) scores and masks one record at a time, so seeded output never depends
+on batch size or order; ``"mixed"`` shares padded forward passes across records (faster on a GPU; float
+rounding then depends on the batch, which can move a word across the protected share's cut).
 
 Cost: per batch, one greedy generation of ``response_tokens`` tokens, one forward + backward pass of the
 causal LM, and one masked-LM forward pass per replaced word (all batched); WordNet lookups are memoised.
@@ -126,7 +127,7 @@ class ProSan(TokenPipeline):
     defaults: ClassVar[dict[str, Any]] = {
         "model": "smollm2", "mlm": "splade-tiny", "tagger": "en_core_web_sm", "lambda": 0.8, "tau": 0.9,
         "max_candidates": 50, "similarity": "auto", "scale": 1.0, "response_tokens": 8, "pos": "NOUN,PROPN,NUM",
-        "exclude_original": True, "max_tokens": 512,
+        "exclude_original": True, "max_tokens": 512, "batching": "record",
     }
 
     def __init__(
@@ -143,6 +144,7 @@ class ProSan(TokenPipeline):
         pos: str | list[str] = "NOUN,PROPN,NUM",
         exclude_original: bool = True,
         max_tokens: int = 512,
+        batching: str = "record",
         policy: Policy | dict | None = None,
         device: str = "auto",
         quiet: bool = False,
@@ -190,6 +192,7 @@ class ProSan(TokenPipeline):
 
                 similarity = "wordnet" if wordnet_available() else "embedding"
             self.similarity_fn, self.similarity = None, similarity
+        self.batching = _choice("batching", batching, ("record", "mixed"))
         self.device_arg, self.quiet, self.batch_size = device, quiet, max(1, int(batch_size))
         self.tokenizer = _WordTokenizer(self)
         self._ready = False
@@ -209,7 +212,7 @@ class ProSan(TokenPipeline):
             "model": self.model_name, "mlm": self.mlm_name, "tagger": self.tagger_name, "lambda": self.lam,
             "tau": self.tau, "max_candidates": self.max_candidates, "similarity": self.similarity,
             "scale": self.scale, "response_tokens": self.response_tokens, "pos": ",".join(self.pos),
-            "exclude_original": self.exclude_original, "max_tokens": self.max_tokens,
+            "exclude_original": self.exclude_original, "max_tokens": self.max_tokens, "batching": self.batching,
             "importance": "||mean over the word's tokens of dL/d(input embedding)||_2, min-max over the prompt's words; "
                           "L = mean NLL of the LM's greedy response (the prompt's own LM loss when response_tokens=0)",
             "privacy": "self-information -ln p(token | prefix) summed over the word's tokens, min-max over the prompt's words",
@@ -312,19 +315,11 @@ class ProSan(TokenPipeline):
 
     # ---- the pipeline's hooks -----------------------------------------------------------------------
 
-    def sanitize_batch(self, texts: list[str], generators: list[torch.Generator], *, reproducible: bool = True):
-        self.prepare()
-        self._reproducible = reproducible
-        try:
-            return super().sanitize_batch(texts, generators, reproducible=reproducible)
-        finally:
-            self._current = None
-
     def tokenize_batch(self, texts: list[str], reproducible: bool | None = None) -> ProsanBatch:
         """Word pieces, POS, scores and the plan of every text of the batch."""
         self.prepare()
         if reproducible is None:
-            reproducible = getattr(self, "_reproducible", True)
+            reproducible = self.batching == "record"
         tags = self.tagger(list(texts))
         leads, cores, poss = [], [], []
         for t, tg in zip(texts, tags):
@@ -398,7 +393,7 @@ class ProSan(TokenPipeline):
         return {"u": torch.rand(n, generator=g, dtype=torch.float64)}
 
     def perturb_batch(self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], rand: dict[str, torch.Tensor], reproducible: bool):
-        new_ids, diag = self.perturb(tb, np.flatnonzero(perturb), rand["u"], reproducible)
+        new_ids, diag = self.perturb(tb, np.flatnonzero(perturb), rand["u"], reproducible or self.batching == "record")
         return new_ids, diag
 
     def output_texts(self, new_rows: np.ndarray) -> np.ndarray:
