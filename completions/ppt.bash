@@ -24,9 +24,11 @@ _ppt() {
             "dp-opt tune") path="dp-opt tune" ;;
             "env") path="env" ;;
             "eval") path="eval" ;;
+            "eval make-pii") path="eval make-pii" ;;
             "eval mapping") path="eval mapping" ;;
             "eval metrics") path="eval metrics" ;;
             "eval mi") path="eval mi" ;;
+            "eval phr") path="eval phr" ;;
             "eval sweep") path="eval sweep" ;;
             "extract") path="extract" ;;
             "mechs") path="mechs" ;;
@@ -35,6 +37,8 @@ _ppt() {
             "models ls") path="models ls" ;;
             "models verify") path="models verify" ;;
             "precompute") path="precompute" ;;
+            "prosan") path="prosan" ;;
+            "prosan distill") path="prosan distill" ;;
             "query") path="query" ;;
             "sanitize") path="sanitize" ;;
             "serve") path="serve" ;;
@@ -46,7 +50,7 @@ _ppt() {
     done
     local opts=""
     case "$path" in
-        "") opts="attack audit cache dp-opt env eval extract mechs models precompute query sanitize serve snd --help --version" ;;
+        "") opts="attack audit cache dp-opt env eval extract mechs models precompute prosan query sanitize serve snd --help --version" ;;
         "attack") opts="knn llm mti ngram snd-inversion --help" ;;
         "attack knn") opts="--alignment-field --batch-size --device --help --id-field --input --k --on-error --original-field --output --quiet --result-field --space --stopwords --summary --summary-only --text-field -i -k -o -q" ;;
         "attack llm") opts="--api-key-env --base-url --batch-size --device --help --id-field --input --max-new-tokens --model --on-error --original-field --output --prompt-file --quiet --result-field --summary --summary-only --text-field -i -o -q" ;;
@@ -63,10 +67,12 @@ _ppt() {
         "dp-opt eval") opts="--api-key-env --base-url --batch-size --device --help --id-field --initial --input --label-field --model --output --prompt --quiet --remote-model --text-field -i -o -q" ;;
         "dp-opt tune") opts="--accountant --checkpoint --delta --device --ensemble --eps --eps0 --help --id-field --init --input --k-bar --label-field --labels --max-prompts --max-tokens --model --output --quiet --rate --seed --shots --temperature --text-field --val-fraction -i -o -q" ;;
         "env") opts="--help --json" ;;
-        "eval") opts="mapping metrics mi sweep --help" ;;
+        "eval") opts="make-pii mapping metrics mi phr sweep --help" ;;
+        "eval make-pii") opts="--help --n --output --seed --task -n -o" ;;
         "eval mapping") opts="--device --draws --eps --help --mech --seed --space --tokens -e -m" ;;
         "eval metrics") opts="--alignment-field --batch-size --device --diversity-combine --doc-field --encoder --help --id-field --input --items-field --label-field --labels --length-norm --lm --mauve-features --mauve-seed --on-error --per-record --quiet --reference-field --template --text-field -i -q" ;;
         "eval mi") opts="--help --input --limit --x-field --y-field -i -k" ;;
+        "eval phr") opts="--batch-size --help --id-field --input --items-field --on-error --per-record --quiet --seed --text-field --types-field -i -q" ;;
         "eval sweep") opts="--corpus --device --eps --help --mech --mti-model --n-docs --out-dir --prefix-tokens --probe-draws --probe-tokens --seed --text-field -e -m" ;;
         "extract") opts="--batch-size --device --dtype --generation-field --help --id-field --input --max-new-tokens --model --no-chat --on-error --output --output-field --quiet --raw-field --seed --stop --temperature --template --top-p -i -m -o -q" ;;
         "mechs") opts="--describe --help --json" ;;
@@ -75,6 +81,8 @@ _ppt() {
         "models ls") opts="--help --json" ;;
         "models verify") opts="--help" ;;
         "precompute") opts="--device --help --k --quiet --table -q -t" ;;
+        "prosan") opts="distill --help" ;;
+        "prosan distill") opts="--any-teacher --base-model --batch-size --checkpoint-every --device --epochs --help --keep --lr --max-steps --max-tokens --output --pairs --quiet --seed --source-field --target-field --weight-decay -o -q" ;;
         "query") opts="--allow-raw --api-key-env --backend --base-url --batch-size --concurrency --device --dry-run --dtype --endpoint --extra-body --help --id-field --input --max-retries --max-tokens --model --on-error --output --output-field --quiet --resume --retry-backoff --seed --stop --system --temperature --template --text-field --timeout --top-p -c -i -m -o -q" ;;
         "sanitize") opts="--actors --batch-size --case --device --diagnostics --emit-alignment --engine --eps --help --id-field --input --keep-original --mech --min-kept --model --numbers --on-error --oov --output --param --punct --quiet --ray-address --seed --space --stamp --stopwords --text-field -e -i -m -o -p -q" ;;
         "serve") opts="--allow-remote --api-key-env --batch-wait-ms --device --dtype --help --host --max-batch --max-connections --max-tokens-limit --model --port --port-file --quiet --served-name --timeout --verbose -m -p -q -v" ;;

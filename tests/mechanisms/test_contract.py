@@ -47,10 +47,24 @@ def space(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def make(space, tiny_lm):
+def tiny_mlm(tmp_path_factory):
+    from ppt.testing.prosan import make_tiny_masked_lm
+
+    return make_tiny_masked_lm(tmp_path_factory.getbasetemp() / "tiny-mlm")
+
+
+@pytest.fixture(scope="module")
+def make(space, tiny_lm, tiny_mlm):
     def build(name: str, eps: float = 3.0, **params):
         if mechanism_class(name).__name__ == "Cape":
             return get_mechanism(name, eps, model=str(tiny_lm), device="cpu", quiet=True, **params)
+        if mechanism_class(name).__name__ == "ProSanLite":  # no eps; any causal LM stands in for a distilled one
+            return get_mechanism(name, mechanism_class(name).default_eps, model=str(tiny_lm), device="cpu", quiet=True, **params)
+        if mechanism_class(name).__name__ == "ProSan":  # no eps; a rule tagger instead of spaCy
+            from ppt.testing.prosan import RuleTagger
+
+            return get_mechanism(name, mechanism_class(name).default_eps, model=str(tiny_lm), mlm=str(tiny_mlm),
+                                 tagger=RuleTagger(), similarity="embedding", device="cpu", quiet=True, **params)
         return get_mechanism(name, eps, space=space, quiet=True, **params)
 
     return build
@@ -135,6 +149,10 @@ def _tokens_and_text(mech):
 @pytest.mark.parametrize("name", NAMES)
 def test_pairs_agree_with_text_spans(mechs, name):
     mech = mechs[name]
+    if getattr(mech, "reports_pairs", True) is False:  # a whole-text rewrite (prosan-lite): no token pairs, says so
+        res = mech.sanitize_batch(TEXTS, [record_generator(3, i) for i in range(len(TEXTS))])
+        assert all(r.pairs is None for r in res)
+        return
     tokenize, word = _tokens_and_text(mech)
     res = mech.sanitize_batch(TEXTS, [record_generator(3, i) for i in range(len(TEXTS))])
     for original, r in zip(TEXTS, res):

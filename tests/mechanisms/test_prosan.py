@@ -1,0 +1,393 @@
+"""ProSan: scores against hand-computed values on a tiny random LM, the protected share, POS selection,
+the replacement sampler against its closed form (chi-square at alpha 1e-6), number formats, PHR on
+what survives, and the configuration errors (exit 78). Real spaCy / WordNet tests are integration-marked
+and skipped when those are absent."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from ppt.io import ExitCode, PptError
+from ppt.mechanisms import get_mechanism
+from ppt.mechanisms.policy import DIGITS, PERTURB
+from ppt.mechanisms.prosan import scores as sc
+from ppt.mechanisms.prosan.replace import candidate_sets, replacement_probs, sample_columns
+from ppt.metrics.phr import phr
+from ppt.rng import record_generator
+from ppt.testing.prosan import RuleTagger, make_tiny_masked_lm
+
+ALPHA = 1e-6
+pytestmark = pytest.mark.filterwarnings("ignore::ppt.log.LeakWarning")
+
+
+@pytest.fixture(scope="module")
+def tiny_mlm(tmp_path_factory):
+    return make_tiny_masked_lm(tmp_path_factory.getbasetemp() / "tiny-mlm")
+
+
+@pytest.fixture(scope="module")
+def build(tiny_lm, tiny_mlm):
+    def make(**params):
+        kw = {"model": str(tiny_lm), "mlm": str(tiny_mlm), "tagger": RuleTagger(), "similarity": "embedding",
+              "device": "cpu", "quiet": True, **params}
+        return get_mechanism("prosan", 1.0, **kw)
+
+    return make
+
+
+# ---------------------------------------------------------------------------- scores, by hand
+
+
+def _hand_scores(model, prompt, response, words, n_words):
+    """Importance and self-information the slow way: self-information from one forward pass per prefix,
+    gradients from HF's own loss with a hook on the embedding output."""
+    ids = torch.tensor([prompt + response])
+    info = [0.0] * len(prompt)
+    with torch.no_grad():
+        for j in range(1, len(prompt)):
+            logits = model(input_ids=torch.tensor([prompt[:j]])).logits[0, -1]
+            info[j] = float(-torch.log_softmax(logits.double(), -1)[prompt[j]])
+    labels = ids.clone()
+    if response:
+        labels[0, : len(prompt)] = -100
+    grads = {}
+    emb = model.get_input_embeddings()
+
+    def keep(_module, _args, out):
+        out.retain_grad()
+        grads["e"] = out
+
+    h = emb.register_forward_hook(keep)
+    try:
+        model.zero_grad()
+        loss = model(input_ids=ids, labels=labels).loss
+        loss.backward()
+    finally:
+        h.remove()
+    g = grads["e"].grad[0, : len(prompt)].double()
+    k_raw = np.zeros(n_words)
+    i_raw = np.zeros(n_words)
+    for w in range(n_words):
+        toks = [t for t, ww in enumerate(words) if ww == w]
+        k_raw[w] = float(g[toks].mean(0).norm())
+        i_raw[w] = sum(info[t] for t in toks)
+
+    def mm(x):
+        return (x - x.min()) / (x.max() - x.min())
+
+    return mm(k_raw), mm(i_raw), i_raw
+
+
+@pytest.mark.parametrize("response", [[], [7, 11, 19]])
+def test_importance_and_self_information_match_hand_computation(response):
+    from ppt.testing import tiny_llama
+
+    model = tiny_llama(40, seed=5).double()
+    prompt = [1, 5, 9, 14, 3, 22, 8, 30, 2]  # BOS first
+    words = np.array([-1, 0, 0, 1, 2, 2, 2, 3, 4])
+    got = sc.score_batch(model, [prompt], [response], [words], [5], n_prefix=1)[0]
+    k, o, i_raw = _hand_scores(model, prompt, response, words.tolist(), 5)
+    np.testing.assert_allclose(got.importance, k, atol=1e-6)
+    np.testing.assert_allclose(got.privacy, o, atol=1e-6)
+    np.testing.assert_allclose(got.self_info, i_raw, rtol=1e-6)
+    assert got.entropy == pytest.approx(i_raw.mean(), rel=1e-6)
+
+
+def test_batched_scores_equal_one_record_at_a_time():
+    from ppt.testing import tiny_llama
+
+    model = tiny_llama(40, seed=6).double()
+    prompts = [[1, 5, 9, 14, 3], [1, 22, 8, 30, 2, 17, 4, 6]]
+    words = [np.array([-1, 0, 1, 1, 2]), np.array([-1, 0, 1, 2, 2, 3, -1, 4])]
+    responses = [[7, 11], []]
+    together = sc.score_batch(model, prompts, responses, words, [3, 5], 1)
+    for i in range(2):
+        alone = sc.score_batch(model, [prompts[i]], [responses[i]], [words[i]], [[3, 5][i]], 1)[0]
+        np.testing.assert_allclose(together[i].importance, alone.importance, atol=1e-9)
+        np.testing.assert_allclose(together[i].self_info, alone.self_info, atol=1e-9)
+
+
+def test_token_to_word_map_uses_each_tokens_last_character():
+    cmap, pieces = sc.char_word_map(["", " ", " "], ["Ann", "went", "home"], np.array([True, True, True]))
+    assert pieces.tolist() == [0, 1, 2]
+    # "Ann" | " we" "nt" | " home": leading spaces belong to the word that follows
+    assert sc.token_words([(0, 3), (3, 6), (6, 8), (8, 13), (8, 8)], cmap).tolist() == [0, 1, 1, 2, -1]
+
+
+# ---------------------------------------------------------------------------- protected share and selection
+
+
+@pytest.mark.parametrize("lam,h", [(0.5, 0.0), (0.3, -2.0), (1.0, 1.5), (2.0, 3.0)])
+def test_protected_share_is_lambda_sigmoid_entropy(lam, h):
+    assert sc.protected_share(lam, h) == pytest.approx(min(1.0, lam / (1 + math.exp(-h))))
+    assert sc.n_protected(sc.protected_share(lam, h), 7) == min(7, math.ceil(7 * min(1.0, lam / (1 + math.exp(-h))) - 1e-9))
+
+
+TEXT = "Alice met Bob in Paris and London with doctor Carol, farmer Dave and teacher Erin on 12 May."
+
+
+@pytest.mark.parametrize("lam", [0.1, 0.3, 0.5, 0.7])
+def test_mechanism_protects_ceil_gamma_share_of_eligible_words_lowest_importance_first(build, lam):
+    mech = build(**{"lambda": lam})
+    tb = mech.tokenize_batch([TEXT], reproducible=True)
+    meta = tb.meta[0]
+    gamma = min(1.0, lam / (1 + math.exp(-meta["entropy"])))
+    assert meta["gamma"] == pytest.approx(gamma)
+    tags = [p for _, _, p in RuleTagger()([TEXT])[0]]
+    eligible = [i for i, p in enumerate(tags) if p in ("NOUN", "PROPN", "NUM")]
+    assert meta["n_eligible"] == len(eligible)
+    chosen = np.flatnonzero((tb.actions == PERTURB) | (tb.actions == DIGITS))
+    assert len(chosen) == math.ceil(gamma * len(eligible) - 1e-9)
+    # the chosen are the least important eligible words
+    rest = sorted(set(eligible) - set(chosen.tolist()))
+    if len(chosen) and rest:
+        assert tb.k[chosen].max() <= tb.k[rest].min()
+
+
+def test_only_selected_pos_are_replaced(build):
+    mech = build(**{"lambda": 5.0, "pos": "PROPN"})  # gamma = 1: every proper noun, nothing else
+    tb = mech.tokenize_batch([TEXT], reproducible=True)
+    tags = [p for _, _, p in RuleTagger()([TEXT])[0]]
+    changed = np.flatnonzero(tb.actions != 1)  # KEEP = 1
+    assert changed.size and all(tags[i] == "PROPN" for i in changed.tolist())
+    assert sum(t == "PROPN" for t in tags) == changed.size
+    [res] = mech.sanitize_batch([TEXT], [record_generator(3, 0)])
+    out_words = res.text.split()
+    # verbs, stopwords, common nouns and numbers are untouched
+    for w in ("met", "in", "and", "with", "doctor", "farmer", "teacher", "12"):
+        assert w in out_words
+    for name in ("Alice", "Bob", "Paris", "London", "Carol", "Dave", "Erin", "May"):
+        assert name not in res.text
+
+
+def test_numbers_keep_their_format_with_fresh_digits(build):
+    mech = build(**{"lambda": 5.0, "pos": "NUM"})
+    text = "Call 555-0134 or 020.7946.0958 before 2019, room 42."
+    outs = [mech.sanitize_batch([text], [record_generator(s, 0)])[0].text for s in range(20)]
+    shape = re.sub(r"\d", "0", text)
+    assert all(re.sub(r"\d", "0", o) == shape for o in outs)
+    assert all(o != text for o in outs)
+    assert len(set(outs)) > 15  # fresh digits, not a fixed mapping
+
+
+# ---------------------------------------------------------------------------- the sampler
+
+
+def test_replacement_probs_closed_form():
+    k = torch.tensor([0.9, 0.1, 0.5], dtype=torch.float64)
+    o = torch.tensor([0.2, 0.8, 0.5], dtype=torch.float64)
+    sims = torch.tensor([[1.0, 0.5, 0.0], [0.9, 0.1, 0.3], [0.2, 0.7, 0.4]], dtype=torch.float64)
+    mask = torch.tensor([[True, True, True], [True, True, False], [True, True, True]])
+    p = replacement_probs(k, o, sims, mask, scale=3.0)
+    for i in range(3):
+        w = np.exp((float(k[i]) - float(o[i])) * 3.0 * sims[i].numpy()) * mask[i].numpy()
+        np.testing.assert_allclose(p[i].numpy(), w / w.sum(), rtol=1e-12)
+    assert p[2].tolist() == pytest.approx([1 / 3] * 3)  # K = O: uniform over the set
+
+
+def test_candidate_set_stops_at_cumulative_tau():
+    probs = torch.tensor([[0.05, 0.5, 0.3, 0.15, 0.0]])
+    cols, mask = candidate_sets(probs, tau=0.8, max_candidates=5)
+    assert cols[0][mask[0]].tolist() == [1, 2]  # 0.5 < 0.8 <= 0.8
+    cols, mask = candidate_sets(probs, tau=0.81, max_candidates=5)
+    assert cols[0][mask[0]].tolist() == [1, 2, 3]
+    cols, mask = candidate_sets(probs, tau=1.0, max_candidates=5)
+    assert cols[0][mask[0]].tolist() == [1, 2, 3, 0]  # zero-probability columns never enter
+    cols, mask = candidate_sets(probs, tau=0.01, max_candidates=5)
+    assert cols[0][mask[0]].tolist() == [1]
+
+
+def test_inverse_cdf_sampler_matches_probabilities():
+    p = torch.tensor([[0.1, 0.0, 0.6, 0.3]], dtype=torch.float64).repeat(40000, 1)
+    u = torch.rand(40000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    counts = np.bincount(sample_columns(p, u).numpy(), minlength=4)
+    assert counts[1] == 0
+    keep = [0, 2, 3]
+    assert stats.chisquare(counts[keep], 40000 * np.array([0.1, 0.6, 0.3])).pvalue > ALPHA
+
+
+def test_mechanism_replacements_follow_eq10_chi_square(build):
+    """End to end through the mechanism: one word replaced N times (one uniform each); the empirical
+    distribution of replacements matches exp((K-O) * scale * s_c) over the tau-set computed here from the
+    masked LM, and rejects the same weights with the sign of (K - O) flipped (the test has power)."""
+    from ppt.lm.base import gathered_logits
+
+    scale = 8.0
+    mech = build(scale=scale, tau=0.6, **{"lambda": 5.0, "pos": "PROPN"})
+    text = "yesterday Zorba ate a mango near the lake"
+    tb = mech.tokenize_batch([text], reproducible=True)
+    [p] = np.flatnonzero(tb.actions == PERTURB).tolist()
+    n = 6000
+    u = torch.rand(n, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    positions = np.full(n, p)
+    new_ids, _ = mech.perturb(tb, positions, u, reproducible=False)
+    # the closed form, computed here
+    tok = mech.mlm_tok
+    s = int(tb.starts[p])
+    ids = tok(text[:s] + tok.mask_token + text[s + len("Zorba"):])["input_ids"]
+    m = ids.index(tok.mask_token_id)
+    with torch.no_grad():
+        logits = gathered_logits(mech.mlm, torch.tensor([ids]), torch.ones(1, len(ids), dtype=torch.long),
+                                 torch.tensor([0]), torch.tensor([m]))[0].double()
+    cand = mech.candidates
+    q = torch.softmax(logits[cand], 0)
+    order = torch.argsort(q, descending=True, stable=True)
+    cum = torch.cumsum(q[order], 0) - q[order]
+    in_set = order[cum < 0.6]
+    emb = torch.nn.functional.normalize(mech.mlm.get_input_embeddings().weight.detach().double(), dim=1)
+    wid = tok("Zorba", add_special_tokens=False)["input_ids"]
+    v = torch.nn.functional.normalize(emb[wid].mean(0), dim=0)
+    sims = (emb[cand[in_set]] @ v).clamp(0, 1)
+    kd, od = float(tb.k[p]), float(tb.o[p])
+    assert abs(kd - od) > 0.05 and float(sims.max() - sims.min()) > 0.1  # the weights are not flat
+
+    def expected(sign):
+        w = torch.exp(sign * (kd - od) * scale * sims)
+        return (w / w.sum()).numpy()
+
+    ids_in_set = cand[in_set].tolist()
+    counts = np.array([(new_ids == i).sum() for i in ids_in_set])
+    assert counts.sum() == n  # nothing outside the tau-set
+    assert stats.chisquare(counts, n * expected(1.0)).pvalue > ALPHA
+    assert stats.chisquare(counts, n * expected(-1.0)).pvalue < ALPHA
+
+
+def test_seeded_output_is_reproducible_and_unseeded_batches_run(build):
+    mech = build()
+    a = mech.sanitize_batch([TEXT, "Bob went to London."], [record_generator(9, i) for i in range(2)])
+    b = mech.sanitize_batch([TEXT, "Bob went to London."], [record_generator(9, i) for i in range(2)])
+    assert [r.text for r in a] == [r.text for r in b]
+    mixed = build(batching="mixed")
+    c = mixed.sanitize_batch([TEXT, "Bob went to London."], [record_generator(None, i) for i in range(2)], reproducible=False)
+    assert len(c) == 2 and all(r.accounting.n_perturbed > 0 for r in c)
+    with pytest.raises(ValueError, match="batching"):
+        build(batching="sometimes")
+
+
+def test_stamp_says_no_dp_guarantee_never_an_eps(build):
+    from ppt.mechanisms.privacy import privacy_block
+
+    mech = build()
+    [res] = mech.sanitize_batch([TEXT], [record_generator(1, 0)])
+    block = privacy_block(mech, res.accounting)
+    assert block["proven"]["notion"] == "none"
+    assert block["proven"]["eps"] == "inf" and "eps_per_token" not in block["proven"]
+    assert any("no DP guarantee" in k for k in block["unprotected"])
+    params = mech.stamp()["params"]
+    for key in ("lambda", "tau", "model", "mlm", "similarity", "scale", "pos"):
+        assert key in params
+
+
+def test_eps_and_bad_parameters_rejected_before_loading(tiny_lm):
+    with pytest.raises(ValueError, match="no eps"):
+        get_mechanism("prosan", 3.0, tagger=RuleTagger())
+    for bad in ({"tau": 0}, {"tau": 1.5}, {"lambda": -1}, {"pos": ""}, {"similarity": "glove"}, {"max_candidates": 0}):
+        with pytest.raises(ValueError):
+            get_mechanism("prosan", 1.0, tagger=RuleTagger(), **bad)
+
+
+# ---------------------------------------------------------------------------- PHR on outputs
+
+
+def test_phr_counts_what_survives_not_what_was_flagged(build):
+    """ProSan flags (replaces) one 'Paris' of two; the other survives: PHR counts the item as leaked."""
+    mech = build(**{"lambda": 0.5, "pos": "PROPN"})
+    text = "Paris is near Paris"
+    tb = mech.tokenize_batch([text], reproducible=True)
+    assert (tb.actions == PERTURB).sum() == 1  # one of the two occurrences is flagged
+    [res] = mech.sanitize_batch([text], [record_generator(2, 0)])
+    assert res.accounting.n_perturbed == 1
+    assert phr(["Paris"], res.text) == {"absent": 0, "total": 1, "phr": 0.0}
+
+
+# ---------------------------------------------------------------------------- exit 78
+
+
+def test_missing_spacy_is_a_config_error(monkeypatch):
+    import sys
+
+    from ppt.mechanisms.prosan.tagging import load_spacy
+
+    monkeypatch.setitem(sys.modules, "spacy", None)
+    with pytest.raises(PptError) as e:
+        load_spacy("en_core_web_sm")
+    assert e.value.exit_code == ExitCode.CONFIG and "pip install" in (e.value.hint or "")
+
+
+def test_missing_wordnet_is_a_config_error(monkeypatch):
+    from ppt.mechanisms.prosan import wordnet
+
+    monkeypatch.setattr(wordnet, "find_wordnet_source", lambda: None)
+    with pytest.raises(PptError) as e:
+        wordnet.load_wordnet()
+    assert e.value.exit_code == ExitCode.CONFIG and "wordnet-base" in (e.value.hint or "")
+
+
+def test_missing_lm_is_a_config_error_in_prepare(tiny_mlm):
+    mech = get_mechanism("prosan", 1.0, model="/nonexistent/lm", mlm=str(tiny_mlm), tagger=RuleTagger(),
+                         similarity="embedding", device="cpu")
+    with pytest.raises(PptError) as e:
+        mech.prepare()
+    assert e.value.exit_code == ExitCode.CONFIG
+
+
+def test_cli_exits_78_before_reading_input(tiny_mlm):
+    from tests.helpers import ppt
+
+    r = ppt("sanitize", "--mech", "prosan", "--model", "/nonexistent/lm", "-p", f"mlm={tiny_mlm}",
+            "-p", "similarity=embedding", stdin='{"text": "SECRET-NAME lives here"}\n')
+    assert r.returncode == 78
+    assert r.stdout == "" and "SECRET-NAME" not in r.stderr
+
+
+def test_lexnames_file_lists_wordnet_lexicographer_files():
+    from ppt.mechanisms.prosan.wordnet import lexnames_text
+
+    lines = lexnames_text().splitlines()
+    assert len(lines) == 45 and lines[0] == "00\tadj.all\t3" and lines[18] == "18\tnoun.person\t1" and lines[44] == "44\tadj.ppl\t3"
+
+
+# ---------------------------------------------------------------------------- real spaCy / WordNet
+
+
+def _spacy_ready() -> bool:
+    try:
+        import spacy  # noqa: F401
+
+        from tests.helpers import installed
+
+        return installed("en_core_web_sm")
+    except ImportError:
+        return False
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not _spacy_ready(), reason="spaCy or en_core_web_sm not installed (pip install 'ppt[prosan]' && ppt models install en_core_web_sm)")
+def test_spacy_tagger_tags_names_nouns_and_numbers():
+    from ppt.mechanisms.prosan.tagging import SpacyTagger
+
+    text = "A 30-year-old farmer named James lives in Boston."
+    tags = {text[s:e]: p for s, e, p in SpacyTagger()([text])[0]}
+    assert tags["James"] == "PROPN" and tags["farmer"] == "NOUN" and tags["Boston"] == "PROPN" and tags["30"] == "NUM"
+
+
+def _wordnet_ready() -> bool:
+    from ppt.mechanisms.prosan.wordnet import wordnet_available
+
+    return wordnet_available()
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not _wordnet_ready(), reason="WordNet or NLTK absent (apt-get install wordnet-base wordnet-sense-index; pip install nltk)")
+def test_wordnet_path_similarity_as_in_the_paper():
+    from ppt.mechanisms.prosan.wordnet import WordNetSimilarity, load_wordnet
+
+    sim = WordNetSimilarity(load_wordnet())
+    usa, canada, unknown = sim("America", ["USA", "Canada", "Zxqvbn"])
+    assert usa == 1.0 and canada == pytest.approx(1 / 3) and unknown == 0.0
