@@ -94,14 +94,15 @@ def search_rows(cdf: torch.Tensor, rows: torch.Tensor, r: torch.Tensor) -> torch
     return lo
 
 
-def bands(gap: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
-    """(weights exp(-gap), band of each column (None: all in band 0), band totals [n, B], band offsets [n, B])
-    of gap rows [n, m].
+def bands(gap: torch.Tensor, top: float | None = None) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
+    """(weights exp(-gap), band of each column (uint8; None: all in band 0), band totals [n, B], band offsets
+    [n, B]) of gap rows [n, m] (``top``: their maximum, if known).
     ``gap`` is consumed (its storage becomes the weights: one pass fewer over the rows).
 
     Band b holds the columns with b * BAND_NATS <= gap < (b + 1) * BAND_NATS; the inverse CDF runs from the
     last band (least likely) to band 0, so band b starts at offset sum_{k > b} total_k."""
-    top = float(gap.max()) if gap.numel() else 0.0
+    if top is None:
+        top = float(gap.max()) if gap.numel() else 0.0
     if top > MAX_GAP:
         gap.clamp_(max=MAX_GAP)
     if top < BAND_NATS:  # one band (small eps, e.g. the default 0.8 on glove-6b-50d): no band index needed
@@ -113,10 +114,11 @@ def bands(gap: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None, torch.T
     else:
         n_bands = int(min(top, MAX_GAP) // BAND_NATS) + 1  # the band of the largest gap, + 1
         # floor(gap / BAND_NATS) as truncation of gap * (1 / BAND_NATS) (gap >= 0): exact, since BAND_NATS
-        # is a power of two, so the same as bucketizing against the edges b * BAND_NATS, at a fraction of its cost
-        band = gap.mul(1.0 / BAND_NATS).to(torch.int64)
+        # is a power of two, so the same as bucketizing against the edges b * BAND_NATS, at a fraction of its
+        # cost; uint8 (at most MAX_GAP / BAND_NATS = 95) for the band masks, int64 for the scatter-add
+        band = gap.mul(1.0 / BAND_NATS).to(torch.uint8)
         weight = gap.neg_().exp_()  # 0 at MAX_GAP
-        totals = torch.zeros((weight.shape[0], n_bands), dtype=weight.dtype, device=weight.device).scatter_add_(1, band, weight)
+        totals = torch.zeros((weight.shape[0], n_bands), dtype=weight.dtype, device=weight.device).scatter_add_(1, band.to(torch.int64), weight)
     offsets = totals.flip(1).cumsum(1).flip(1) - totals
     return weight, band, totals, offsets
 
@@ -125,7 +127,8 @@ def band_cdf(weight: torch.Tensor, band: torch.Tensor | None, b: int) -> torch.T
     """Cumulative weights of band b's columns (flat over the other columns), column order."""
     if band is None:  # the one-band case of :func:`bands`
         return weight.cumsum(1)
-    return torch.where(band == b, weight, 0.0).cumsum_(1)
+    # weight * (band == b): the weight or +0.0 (weights are finite), as torch.where(band == b, weight, 0.0)
+    return torch.mul(weight, band == b).cumsum_(1)
 
 
 def sample_cdf(c: torch.Tensor, at: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
@@ -164,7 +167,8 @@ def sample_banded(weight: torch.Tensor, band: torch.Tensor | None, totals: torch
 class RowCache:
     """Prepared rows of frequent words kept across batches, least recently used evicted, in fixed tensors
     (``slots`` rows allocated once; memory pages are touched only as rows are stored). A slot holds a
-    one-band row's cumulative weights (``n_bands`` 0) or a banded row's weights, bands, totals, offsets."""
+    one-band row's cumulative weights (``n_bands`` 0) or a banded row's weights, bands, totals, offsets.
+    A row is admitted the second time it is computed: words seen once (most rare words) cost no copy."""
 
     max_bands = int(MAX_GAP // BAND_NATS) + 1
 
@@ -183,30 +187,35 @@ class RowCache:
         self.slot_of = torch.full((vocab,), -1, dtype=torch.int64, **kw)
         self.row_of = torch.full((slots,), -1, dtype=torch.int64, **kw)
         self.stamp = torch.full((slots,), -1, dtype=torch.int64, **kw)  # -1: free
+        self.seen = torch.zeros(vocab, dtype=torch.bool, **kw)  # computed before (admitted if computed again)
         self.clock = 0
 
     def put(self, rows: torch.Tensor, row: torch.Tensor, band: torch.Tensor | None, totals: torch.Tensor | None,
             offsets: torch.Tensor | None) -> None:
-        """Store prepared rows in the least recently used slots that the current batch does not use."""
-        k = min(rows.numel(), int((self.stamp < self.clock).sum()))
+        """Store the prepared rows computed before (``seen``) in the least recently used slots that the
+        current batch does not use."""
+        idx = torch.nonzero(self.seen[rows]).squeeze(1)
+        self.seen[rows] = True
+        k = min(idx.numel(), int((self.stamp < self.clock).sum()))
         if k == 0:
             return
+        idx, rows = idx[:k], rows[idx[:k]]
         victims = torch.topk(self.stamp, k, largest=False).indices
         old = self.row_of[victims]
         self.slot_of[old[old >= 0]] = -1
-        self.row[victims] = row[:k]
+        self.row[victims] = row[idx]
         if band is None:
             self.n_bands[victims] = 0
         else:
             nb = totals.shape[1]
-            self.band[victims] = band[:k].to(torch.uint8)
+            self.band[victims] = band[idx]
             self.totals[victims] = 0.0
             self.offsets[victims] = 0.0
-            self.totals[victims, :nb] = totals[:k]
-            self.offsets[victims, :nb] = offsets[:k]
+            self.totals[victims, :nb] = totals[idx]
+            self.offsets[victims, :nb] = offsets[idx]
             self.n_bands[victims] = nb
-        self.slot_of[rows[:k]] = victims
-        self.row_of[victims] = rows[:k]
+        self.slot_of[rows] = victims
+        self.row_of[victims] = rows
         self.stamp[victims] = self.clock
 
 
@@ -386,13 +395,14 @@ class SanText(TokenMechanism):
             local = prank[pos] - s
             chunk = uniq[miss[s : s + ROW_CHUNK]]
             gap = self._gaps(chunk)
-            if float(gap.max()) < BAND_NATS:  # one band: the cdf is the whole rows' cumulative sum
+            top = float(gap.max())
+            if top < BAND_NATS:  # one band: the cdf is the whole rows' cumulative sum
                 c = gap.neg_().exp_().cumsum_(1)
                 out[pos] = sample_cdf(c, local, u[pos])
                 if cache is not None:
                     cache.put(chunk, c, None, None, None)
                 continue
-            weight, band, totals, offsets = bands(gap)
+            weight, band, totals, offsets = bands(gap, top)
             out[pos] = sample_banded(weight, band, totals, offsets, local, u[pos])
             if cache is not None:
                 cache.put(chunk, weight, band, totals, offsets)
