@@ -127,8 +127,7 @@ def band_cdf(weight: torch.Tensor, band: torch.Tensor | None, b: int) -> torch.T
     """Cumulative weights of band b's columns (flat over the other columns), column order."""
     if band is None:  # the one-band case of :func:`bands`
         return weight.cumsum(1)
-    # weight * (band == b): the weight or +0.0 (weights are finite), as torch.where(band == b, weight, 0.0)
-    return torch.mul(weight, band == b).cumsum_(1)
+    return torch.where(band == b, weight, 0.0).cumsum_(1)
 
 
 def sample_cdf(c: torch.Tensor, at: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
