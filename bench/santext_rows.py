@@ -28,10 +28,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ppt.experiments.corpora import BBC_CLASSES, _bbc_dir  # noqa: E402
-from ppt.mechanisms import santext  # noqa: E402
-from ppt.rng import record_generator  # noqa: E402
-from ppt.spaces import load_space  # noqa: E402
+from ppt.experiments.corpora import BBC_CLASSES, _bbc_dir
+from ppt.mechanisms import santext
+from ppt.rng import record_generator
+from ppt.spaces import load_space
 
 
 def bbc_words(n: int, words: int) -> list[str]:

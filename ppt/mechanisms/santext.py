@@ -23,6 +23,10 @@ Implementation notes (and the reference code's problems that are avoided here):
   fixed GEMM shapes so a row never depends on its batch), ``ROW_CHUNK`` rows at a time: memory is bounded
   by the chunk, not by |V|^2. A table of every row would be |V| x |V_s| numbers per eps (1.6 GB at 20,000
   words as int32) for information held by |V| x dim floats.
+* Row cache. A prepared row (one-band: its cumulative weights; else weights, uint8 bands, band totals and
+  offsets) is a pure function of (word, eps, space), so rows computed a second time are kept across
+  batches in a per-instance LRU of at most ``row_cache_bytes`` (default ``ROW_CACHE_BYTES``, 256 MB;
+  0 disables it): frequent words are then sampled in place, and no output changes.
 * Exact sampling by inverse CDF in bands. With the gap g_j = eps/2 (d(x, y_j) - min_k d(x, y_k)) >= 0 and
   weight exp(-g_j), the outputs are split into bands of ``BAND_NATS`` nats of gap; the inverse CDF runs
   over the bands from the least to the most likely (one float64 cumulative sum per band, in column order
@@ -44,6 +48,7 @@ Implementation notes (and the reference code's problems that are avoided here):
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any, ClassVar
 
 import numpy as np
@@ -242,6 +247,7 @@ class SanText(TokenMechanism):
         self._cols = torch.from_numpy(self.sensitive).to(self.device)
         self._target: tuple | None = None  # (V_s embeddings float64, squared norms, column of each row)
         self._row_cache: RowCache | None = None
+        self._sample_lock = threading.Lock()
         warn_worst_case(self.name, self.eps, self.worst_case_eps, self.unit)
 
     # ---- privacy ------------------------------------------------------------------------------------
@@ -368,7 +374,12 @@ class SanText(TokenMechanism):
     def sample(self, rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         """Rows drawn from P[. | row] over V_s, one (106-bit) uniform each: the distinct rows not in the
         row cache are computed ``ROW_CHUNK`` at a time (then cached), and each position is found by inverse
-        CDF over the bands. A row is a pure function of (row, eps, space), so the cache changes no output."""
+        CDF over the bands. A row is a pure function of (row, eps, space), so the cache changes no output.
+        One call at a time per instance (a lock): the cache's slot maps must not interleave."""
+        with self._sample_lock:
+            return self._sample(rows, u)
+
+    def _sample(self, rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         dev = self.space.embeddings.device
         rows = rows.to(dev)
         u = u.to(dev, torch.float64).clamp(0.0, 1.0)
