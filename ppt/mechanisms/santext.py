@@ -23,6 +23,10 @@ Implementation notes (and the reference code's problems that are avoided here):
   fixed GEMM shapes so a row never depends on its batch), ``ROW_CHUNK`` rows at a time: memory is bounded
   by the chunk, not by |V|^2. A table of every row would be |V| x |V_s| numbers per eps (1.6 GB at 20,000
   words as int32) for information held by |V| x dim floats.
+* Row cache. A prepared row (one-band: its cumulative weights; else weights, uint8 bands, band totals and
+  offsets) is a pure function of (word, eps, space), so rows computed a second time are kept across
+  batches in a per-instance LRU of at most ``row_cache_bytes`` (default ``ROW_CACHE_BYTES``, 256 MB;
+  0 disables it): frequent words are then sampled in place, and no output changes.
 * Exact sampling by inverse CDF in bands. With the gap g_j = eps/2 (d(x, y_j) - min_k d(x, y_k)) >= 0 and
   weight exp(-g_j), the outputs are split into bands of ``BAND_NATS`` nats of gap; the inverse CDF runs
   over the bands from the least to the most likely (one float64 cumulative sum per band, in column order
@@ -44,6 +48,7 @@ Implementation notes (and the reference code's problems that are avoided here):
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any, ClassVar
 
 import numpy as np
@@ -57,9 +62,10 @@ from ppt.spaces import distances
 
 KEPT_REASON = "kept by SanText+ (non-sensitive, 1-p)"  # the unprotected reason of the words it keeps
 SENSITIVE_RULE = "least-frequent floor(w*V+0.5) min 1, ties by row"
-BAND_NATS = 8.0  # width of a band of the inverse CDF, in nats of gap (see the module docstring)
+BAND_NATS = 8.0  # (a power of two: see bands()) width of a band of the inverse CDF, in nats of gap (see the module docstring)
 MAX_GAP = 760.0  # exp(-gap) is 0 in float64 beyond ~745: gaps are clipped here, such an output has probability 0
 ROW_CHUNK = 128  # distinct input words whose rows are held at once ([ROW_CHUNK, |V_s|] float64)
+ROW_CACHE_BYTES = 256 << 20  # default cap of the per-instance cache of prepared rows (SanText.row_cache_bytes)
 GEMM_BLOCK = 64  # rows per distance matrix product (a fixed shape: a row's values do not depend on its batch)
 
 
@@ -93,14 +99,15 @@ def search_rows(cdf: torch.Tensor, rows: torch.Tensor, r: torch.Tensor) -> torch
     return lo
 
 
-def bands(gap: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
-    """(weights exp(-gap), band of each column (None: all in band 0), band totals [n, B], band offsets [n, B])
-    of gap rows [n, m].
+def bands(gap: torch.Tensor, top: float | None = None) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
+    """(weights exp(-gap), band of each column (uint8; None: all in band 0), band totals [n, B], band offsets
+    [n, B]) of gap rows [n, m] (``top``: their maximum, if known).
     ``gap`` is consumed (its storage becomes the weights: one pass fewer over the rows).
 
     Band b holds the columns with b * BAND_NATS <= gap < (b + 1) * BAND_NATS; the inverse CDF runs from the
     last band (least likely) to band 0, so band b starts at offset sum_{k > b} total_k."""
-    top = float(gap.max()) if gap.numel() else 0.0
+    if top is None:
+        top = float(gap.max()) if gap.numel() else 0.0
     if top > MAX_GAP:
         gap.clamp_(max=MAX_GAP)
     if top < BAND_NATS:  # one band (small eps, e.g. the default 0.8 on glove-6b-50d): no band index needed
@@ -111,10 +118,12 @@ def bands(gap: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None, torch.T
         totals = torch.zeros((weight.shape[0], 1), dtype=weight.dtype, device=weight.device).scatter_add_(1, zero, weight)
     else:
         n_bands = int(min(top, MAX_GAP) // BAND_NATS) + 1  # the band of the largest gap, + 1
-        edges = torch.arange(1, n_bands, dtype=gap.dtype, device=gap.device) * BAND_NATS
-        band = torch.bucketize(gap, edges, right=True)  # int64 floor(gap / BAND_NATS) in one pass
+        # floor(gap / BAND_NATS) as truncation of gap * (1 / BAND_NATS) (gap >= 0): exact, since BAND_NATS
+        # is a power of two, so the same as bucketizing against the edges b * BAND_NATS, at a fraction of its
+        # cost; uint8 (at most MAX_GAP / BAND_NATS = 95) for the band masks, int64 for the scatter-add
+        band = gap.mul(1.0 / BAND_NATS).to(torch.uint8)
         weight = gap.neg_().exp_()  # 0 at MAX_GAP
-        totals = torch.zeros((weight.shape[0], n_bands), dtype=weight.dtype, device=weight.device).scatter_add_(1, band, weight)
+        totals = torch.zeros((weight.shape[0], n_bands), dtype=weight.dtype, device=weight.device).scatter_add_(1, band.to(torch.int64), weight)
     offsets = totals.flip(1).cumsum(1).flip(1) - totals
     return weight, band, totals, offsets
 
@@ -124,6 +133,94 @@ def band_cdf(weight: torch.Tensor, band: torch.Tensor | None, b: int) -> torch.T
     if band is None:  # the one-band case of :func:`bands`
         return weight.cumsum(1)
     return torch.where(band == b, weight, 0.0).cumsum_(1)
+
+
+def sample_cdf(c: torch.Tensor, at: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Columns drawn from one-band rows held as their cumulative weights ``c`` (rows ``at``): the banded
+    inverse CDF of :func:`sample_banded` with one band (offset 0), in fewer passes. A row's total is its
+    last cumulative value: the same sequential column-order sum as :func:`bands`' scatter-add
+    (tests/mechanisms/test_santext.py checks that both agree)."""
+    last = c[at, -1]
+    t = torch.minimum(u * last, torch.nextafter(last, torch.zeros_like(last)))
+    return search_rows(c, at, t)
+
+
+def sample_banded(weight: torch.Tensor, band: torch.Tensor | None, totals: torch.Tensor, offsets: torch.Tensor,
+                  at: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Columns drawn by the banded inverse CDF from rows ``at`` of :func:`bands`' output (totals/offsets
+    may carry extra all-zero bands: they are never hit and change no offset)."""
+    out = torch.empty_like(at)
+    total = offsets[at, 0] + totals[at, 0]
+    t = torch.minimum(u * total, torch.nextafter(total, torch.zeros_like(total)))
+    # the band holding t: the first (most likely) non-empty band whose offset is <= t
+    hit = (t.unsqueeze(1) >= offsets[at]) & (totals[at] > 0)
+    pos_band = hit.to(torch.int8).argmax(dim=1)
+    for b in torch.unique(pos_band).tolist():
+        sel = torch.nonzero(pos_band == b).squeeze(1)
+        need, k = torch.unique(at[sel], return_inverse=True)  # the rows with a position in band b
+        if 2 * need.numel() > weight.shape[0]:  # most rows: all of them, no copy
+            c, k = band_cdf(weight, band, b), at[sel]
+        else:
+            c = band_cdf(weight[need], None if band is None else band[need], b)
+        r = t[sel] - offsets[at[sel], b]
+        r = torch.minimum(r.clamp(min=0.0), torch.nextafter(c[k, -1], torch.zeros_like(r)))
+        out[sel] = search_rows(c, k, r)
+    return out
+
+
+class RowCache:
+    """Prepared rows of frequent words kept across batches, least recently used evicted, in fixed tensors
+    (``slots`` rows allocated once; memory pages are touched only as rows are stored). A slot holds a
+    one-band row's cumulative weights (``n_bands`` 0) or a banded row's weights, bands, totals, offsets.
+    A row is admitted the second time it is computed: words seen once (most rare words) cost no copy."""
+
+    max_bands = int(MAX_GAP // BAND_NATS) + 1
+
+    @classmethod
+    def slots_for(cls, cap_bytes: int, width: int) -> int:
+        return max(0, int(cap_bytes) // (9 * width + 16 * cls.max_bands + 32))
+
+    def __init__(self, vocab: int, width: int, slots: int, device):
+        self.device = torch.device(device)
+        kw = {"device": self.device}
+        self.row = torch.empty((slots, width), dtype=torch.float64, **kw)
+        self.band = torch.empty((slots, width), dtype=torch.uint8, **kw)
+        self.totals = torch.zeros((slots, self.max_bands), dtype=torch.float64, **kw)
+        self.offsets = torch.zeros((slots, self.max_bands), dtype=torch.float64, **kw)
+        self.n_bands = torch.zeros(slots, dtype=torch.int64, **kw)
+        self.slot_of = torch.full((vocab,), -1, dtype=torch.int64, **kw)
+        self.row_of = torch.full((slots,), -1, dtype=torch.int64, **kw)
+        self.stamp = torch.full((slots,), -1, dtype=torch.int64, **kw)  # -1: free
+        self.seen = torch.zeros(vocab, dtype=torch.bool, **kw)  # computed before (admitted if computed again)
+        self.clock = 0
+
+    def put(self, rows: torch.Tensor, row: torch.Tensor, band: torch.Tensor | None, totals: torch.Tensor | None,
+            offsets: torch.Tensor | None) -> None:
+        """Store the prepared rows computed before (``seen``) in the least recently used slots that the
+        current batch does not use."""
+        idx = torch.nonzero(self.seen[rows]).squeeze(1)
+        self.seen[rows] = True
+        k = min(idx.numel(), int((self.stamp < self.clock).sum()))
+        if k == 0:
+            return
+        idx, rows = idx[:k], rows[idx[:k]]
+        victims = torch.topk(self.stamp, k, largest=False).indices
+        old = self.row_of[victims]
+        self.slot_of[old[old >= 0]] = -1
+        self.row[victims] = row[idx]
+        if band is None:
+            self.n_bands[victims] = 0
+        else:
+            nb = totals.shape[1]
+            self.band[victims] = band[idx]
+            self.totals[victims] = 0.0
+            self.offsets[victims] = 0.0
+            self.totals[victims, :nb] = totals[idx]
+            self.offsets[victims, :nb] = offsets[idx]
+            self.n_bands[victims] = nb
+        self.slot_of[rows] = victims
+        self.row_of[victims] = rows
+        self.stamp[victims] = self.clock
 
 
 class SanText(TokenMechanism):
@@ -138,6 +235,7 @@ class SanText(TokenMechanism):
     default_space: ClassVar[str] = "glove-6b-50d"
     default_policy: ClassVar[Policy] = Policy(oov="uniform", numbers="random-digits", punct="keep", stopwords="perturb")
     fixed_w: ClassVar[float | None] = 1.0
+    row_cache_bytes: int = ROW_CACHE_BYTES  # memory cap of the rows cached across batches (0: none)
 
     def __init__(self, eps: float = 0.8, space=None, policy: Policy | None = None, device: str = "auto", quiet: bool = False, w: float | None = None):
         self.w = self._check_w(w)
@@ -148,6 +246,8 @@ class SanText(TokenMechanism):
         self._is_sensitive = torch.from_numpy(mask).to(self.device)
         self._cols = torch.from_numpy(self.sensitive).to(self.device)
         self._target: tuple | None = None  # (V_s embeddings float64, squared norms, column of each row)
+        self._row_cache: RowCache | None = None
+        self._sample_lock = threading.Lock()
         warn_worst_case(self.name, self.eps, self.worst_case_eps, self.unit)
 
     # ---- privacy ------------------------------------------------------------------------------------
@@ -272,8 +372,14 @@ class SanText(TokenMechanism):
         return {"u": self.uniform(n, g)}
 
     def sample(self, rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        """Rows drawn from P[. | row] over V_s, one (106-bit) uniform each: the distinct rows' distances
-        are computed ``ROW_CHUNK`` at a time and each position is found by inverse CDF over the bands."""
+        """Rows drawn from P[. | row] over V_s, one (106-bit) uniform each: the distinct rows not in the
+        row cache are computed ``ROW_CHUNK`` at a time (then cached), and each position is found by inverse
+        CDF over the bands. A row is a pure function of (row, eps, space), so the cache changes no output.
+        One call at a time per instance (a lock): the cache's slot maps must not interleave."""
+        with self._sample_lock:
+            return self._sample(rows, u)
+
+    def _sample(self, rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         dev = self.space.embeddings.device
         rows = rows.to(dev)
         u = u.to(dev, torch.float64).clamp(0.0, 1.0)
@@ -281,26 +387,52 @@ class SanText(TokenMechanism):
         if rows.numel() == 0:
             return out
         uniq, inv = torch.unique(rows, return_inverse=True)
-        for s in range(0, uniq.numel(), ROW_CHUNK):
-            pos = torch.nonzero((inv >= s) & (inv < s + ROW_CHUNK)).squeeze(1)
-            local = inv[pos] - s
-            weight, band, totals, offsets = bands(self._gaps(uniq[s : s + ROW_CHUNK]))
-            total = offsets[:, 0] + totals[:, 0]
-            t = torch.minimum(u[pos] * total[local], torch.nextafter(total[local], torch.zeros_like(total[local])))
-            # the band holding t: the first (most likely) non-empty band whose offset is <= t
-            hit = (t.unsqueeze(1) >= offsets[local]) & (totals[local] > 0)
-            pos_band = hit.to(torch.int8).argmax(dim=1)
-            for b in torch.unique(pos_band).tolist():
-                sel = torch.nonzero(pos_band == b).squeeze(1)
-                need, at = torch.unique(local[sel], return_inverse=True)  # the rows with a position in band b
-                if 2 * need.numel() > weight.shape[0]:  # most rows: the whole chunk, no copy
-                    c, at = band_cdf(weight, band, b), local[sel]
-                else:
-                    c = band_cdf(weight[need], None if band is None else band[need], b)
-                r = t[sel] - offsets[local[sel], b]
-                r = torch.minimum(r.clamp(min=0.0), torch.nextafter(c[at, -1], torch.zeros_like(r)))
-                out[pos[sel]] = search_rows(c, at, r)
+        cache = self._cache(dev)
+        if cache is not None:
+            cache.clock += 1
+            slot = cache.slot_of[uniq]
+            hit = slot >= 0
+            cache.stamp[slot[hit]] = cache.clock  # in use by this batch: not evicted below
+            miss = torch.nonzero(~hit).squeeze(1)
+        else:
+            slot, hit, miss = None, None, torch.arange(uniq.numel(), device=dev)
+        # the missing rows, computed ROW_CHUNK at a time
+        rank = torch.full_like(uniq, -1)
+        rank[miss] = torch.arange(miss.numel(), device=dev)
+        prank = rank[inv]
+        for s in range(0, miss.numel(), ROW_CHUNK):
+            pos = torch.nonzero((prank >= s) & (prank < s + ROW_CHUNK)).squeeze(1)
+            local = prank[pos] - s
+            chunk = uniq[miss[s : s + ROW_CHUNK]]
+            gap = self._gaps(chunk)
+            top = float(gap.max())
+            if top < BAND_NATS:  # one band: the cdf is the whole rows' cumulative sum
+                c = gap.neg_().exp_().cumsum_(1)
+                out[pos] = sample_cdf(c, local, u[pos])
+                if cache is not None:
+                    cache.put(chunk, c, None, None, None)
+                continue
+            weight, band, totals, offsets = bands(gap, top)
+            out[pos] = sample_banded(weight, band, totals, offsets, local, u[pos])
+            if cache is not None:
+                cache.put(chunk, weight, band, totals, offsets)
+        if cache is not None and bool(hit.any()):  # the cached rows, read in place
+            pos = torch.nonzero(hit[inv]).squeeze(1)
+            at = slot[inv[pos]]
+            one = cache.n_bands[at] == 0
+            p1, p2 = pos[one], pos[~one]
+            if p1.numel():
+                out[p1] = sample_cdf(cache.row, at[one], u[p1])
+            if p2.numel():
+                out[p2] = sample_banded(cache.row, cache.band, cache.totals, cache.offsets, at[~one], u[p2])
         return self._cols.to(dev)[out].to(self.device)
+
+    def _cache(self, dev) -> RowCache | None:
+        """The row cache (None when ``row_cache_bytes`` holds no row), made on first use."""
+        if self._row_cache is None or self._row_cache.device != torch.device(dev):
+            slots = RowCache.slots_for(self.row_cache_bytes, len(self.sensitive))
+            self._row_cache = RowCache(self.space.size, len(self.sensitive), slots, dev) if slots else None
+        return self._row_cache
 
     def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         return self.sample(rows, rand["u"]), {}

@@ -323,3 +323,41 @@ def test_rows_do_not_depend_on_the_other_rows_of_their_chunk(space):
         assert torch.equal(alone, mixed), x
         rows = torch.full((500,), x)
         assert torch.equal(mech.sample(rows, u), mech.sample(torch.cat([rows, torch.tensor([wide])]), torch.cat([u, u[:1]]))[:500])
+
+
+def test_band_index_is_floor_of_gap_over_band_width():
+    """bands()' band index (scaled truncation) is bucketize against the band edges, at and around them."""
+    edges = torch.arange(1, 96, dtype=torch.float64) * st.BAND_NATS
+    near = torch.cat([edges, torch.nextafter(edges, torch.zeros_like(edges)), torch.nextafter(edges, edges + 1)])
+    gap = torch.cat([near, torch.tensor([0.0, 5e-324, 1e-300]), torch.rand(5000, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 800])
+    gap = gap.clamp(max=st.MAX_GAP).reshape(1, -1)
+    _, band, totals, _ = st.bands(gap.clone())
+    expect = torch.bucketize(gap, edges[: totals.shape[1] - 1], right=True)
+    assert band.dtype == torch.uint8 and torch.equal(band.to(torch.int64), expect)
+
+
+@pytest.mark.parametrize("cls", [SanText, SanTextPlus])
+def test_row_cache_changes_no_output(space, cls):
+    """Rows cached across batches (admitted on their second computation, least recently used evicted)
+    sample exactly as rows computed afresh, for one-band and banded rows; the cache is really used."""
+    e = space.embeddings.double().numpy()
+    span = np.linalg.norm(e[:, None] - e[None], axis=2).max(1)
+    eps = float(2 * 8.0 / np.median(span))  # half the rows in one band, half across several
+    cold = cls(eps, space=space)
+    cold.row_cache_bytes = 0
+    hot = cls(eps, space=space)
+    hot.row_cache_bytes = 12 * st.RowCache.slots_for(1, 1) + 12 * (9 * len(hot.sensitive) + 16 * st.RowCache.max_bands + 32)
+    g = torch.Generator().manual_seed(5)
+    hits = 0
+    narrow = torch.tensor([x for x in range(V) if eps / 2 * span[x] < 8.0])
+    for i in range(12):
+        rows = torch.randint(0, V, (60,), generator=g)
+        if i % 3 == 0:  # only rows whose chunk fits one band: cached as cumulative weights
+            rows = narrow[rows % narrow.numel()]
+        rand = hot.draw(rows.numel(), g)
+        cached = hot._row_cache
+        if cached is not None:
+            hits += int((cached.slot_of[rows] >= 0).sum())
+        assert torch.equal(hot.perturb_rows(rows, rand)[0], cold.perturb_rows(rows, rand)[0])
+    assert cold._row_cache is None and hot._row_cache.row.shape[0] == 12
+    assert hits > 100 and bool((hot._row_cache.n_bands == 0).any()) and bool((hot._row_cache.n_bands > 1).any())
