@@ -22,7 +22,6 @@ import logging
 import os
 import time
 import warnings
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
@@ -48,11 +47,11 @@ from ppt.io import (
 )
 from ppt.io.jsonl import iter_lines
 from ppt.io.records import ON_ERROR_MODES, BadLine
+from ppt.io.report import RunReport
 from ppt.stages.base import Stage
 
 INSTALL = "pip install 'ppt[ray]'"
 OK, BAD_INPUT, FAILED = 0, 1, 2  # per-row status: ok, invalid input line (65 under fail), stage error (1)
-_MAX_LINES_SHOWN = 5
 READ_TASKS = 4  # shards read at once
 
 
@@ -197,49 +196,18 @@ class StageActor:
 # ------------------------------------------------------------------------------------ the driver
 
 
-class _Tally:
-    """Counts and stderr messages in run_stream's words, so a cluster run reads like a local one."""
+class _Tally(RunReport):
+    """Counts and stderr messages in run_stream's words (:class:`ppt.io.report.RunReport`), so a cluster
+    run reads like a local one; plus per-shard counts for the summary file."""
 
     def __init__(self, opts: StreamArgs, desc: str, n_shards: int, err: IO[str]) -> None:
-        self.opts, self.desc, self.err = opts, desc, err
-        self.ok = 0
-        self.failed: Counter[str] = Counter()
-        self.failed_lines: list[int] = []
+        super().__init__(opts, desc, err)
         self.per_shard = [{"ok": 0, "failed": 0} for _ in range(n_shards)]
         self.first_result: float | None = None  # when the first results arrived (actors up and running)
 
-    def say(self, text: str) -> None:
-        try:
-            self.err.write(text + "\n")
-            self.err.flush()
-        except (OSError, ValueError):
-            pass
-
     def failure(self, shard: int, line_no: int, etype: str) -> None:
-        self.failed[etype] += 1
+        self.count_failure(line_no, etype)
         self.per_shard[shard]["failed"] += 1
-        if len(self.failed_lines) <= _MAX_LINES_SHOWN:
-            self.failed_lines.append(line_no)
-
-    def fatal(self, line_no: int, etype: str, message: str) -> None:
-        self.say(f"ppt: error: line {line_no}: {message}")
-        self.say("  hint: use --on-error skip or --on-error record to continue past bad records")
-        if not self.opts.quiet:
-            self.say(f"ppt: {self.desc}: stopped at line {line_no} ({etype}) after {self.ok} ok")
-
-    def summary(self) -> None:
-        if self.opts.quiet:
-            return
-        line = f"ppt: {self.desc}: {self.ok} ok"
-        n_failed = sum(self.failed.values())
-        if n_failed:
-            verb = "skipped" if self.opts.on_error == "skip" else "failed (recorded in output)"
-            kinds = ", ".join(f"{k} x{v}" for k, v in self.failed.most_common())
-            lines = ", ".join(str(n) for n in self.failed_lines[:_MAX_LINES_SHOWN])
-            more = ", ..." if n_failed > _MAX_LINES_SHOWN else ""
-            word = "line" if n_failed == 1 else "lines"
-            line += f", {n_failed} {verb}: {kinds} ({word} {lines}{more})"
-        self.say(line)
 
 
 def _connect(ray: Any, address: str | None) -> bool:

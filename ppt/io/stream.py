@@ -11,7 +11,6 @@ import os
 import signal
 import sys
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
@@ -20,12 +19,11 @@ from ppt.io.errors import PptError, RecordError, Terminated
 from ppt.io.exitcodes import ExitCode
 from ppt.io.jsonl import dumps_line, is_interactive, iter_lines, iter_lines_interactive
 from ppt.io.records import ON_ERROR_MODES, BadLine, Record, parse_line
+from ppt.io.report import RunReport
 from ppt.io.sinks import Sink, open_output
 from ppt.io.stdout import error_stream, stdout_guard
 
 ProcessBatch = Callable[[list[Record]], list[Any]]
-
-_MAX_LINES_SHOWN = 5
 
 
 def _open_input(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], bool]:
@@ -76,7 +74,7 @@ class _BrokenPipe(Exception):
     pass
 
 
-class _Runner:
+class _Runner(RunReport):
     def __init__(
         self,
         opts: StreamArgs,
@@ -86,48 +84,25 @@ class _Runner:
         sink: Sink,
         err: IO[str],
     ) -> None:
-        self.opts, self.process_batch, self.desc, self.sink, self.err = opts, process_batch, desc, sink, err
+        super().__init__(opts, desc, err)
+        self.process_batch, self.sink = process_batch, sink
         self.window: list[Record | BadLine] = []
         self.pending = 0  # Records in the window
-        self.ok = 0
-        self.failed: Counter[str] = Counter()
-        self.failed_lines: list[int] = []
         self.private_seen = False
         self.bar = _progress(desc, total_hint, err, opts.quiet)
 
-    # -- reporting
+    # -- reporting (wording shared with the cluster driver: :class:`ppt.io.report.RunReport`)
     def _say(self, text: str) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self.err.write(text + "\n")
-            self.err.flush()
+        self.say(text)
 
     def _count_failure(self, bad: BadLine) -> None:
-        self.failed[bad.error.type] += 1
-        if len(self.failed_lines) <= _MAX_LINES_SHOWN:
-            self.failed_lines.append(bad.line_no)
+        self.count_failure(bad.line_no, bad.error.type)
 
     def _fatal(self, bad: BadLine) -> None:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
-        self._say(f"ppt: error: line {bad.line_no}: {bad.error.message}")
-        self._say("  hint: use --on-error skip or --on-error record to continue past bad records")
-        if not self.opts.quiet:
-            self._say(f"ppt: {self.desc}: stopped at line {bad.line_no} ({bad.error.type}) after {self.ok} ok")
-
-    def summary(self) -> None:
-        if self.opts.quiet:
-            return
-        line = f"ppt: {self.desc}: {self.ok} ok"
-        n_failed = sum(self.failed.values())
-        if n_failed:
-            verb = "skipped" if self.opts.on_error == "skip" else "failed (recorded in output)"
-            kinds = ", ".join(f"{k} x{v}" for k, v in self.failed.most_common())
-            lines = ", ".join(str(n) for n in self.failed_lines[:_MAX_LINES_SHOWN])
-            more = ", ..." if n_failed > _MAX_LINES_SHOWN else ""
-            word = "line" if n_failed == 1 else "lines"
-            line += f", {n_failed} {verb}: {kinds} ({word} {lines}{more})"
-        self._say(line)
+        self.fatal(bad.line_no, bad.error.type, bad.error.message)
 
     # -- main loop
     def run(self, lines: Iterator[tuple[int, bytes] | None]) -> int:
