@@ -9,13 +9,13 @@ from __future__ import annotations
 import select
 import socket
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import orjson
 
 from ppt.log import logger
+from ppt.remote.capped import CappedThreadingServer
 from ppt.remote.api import (
     LOADING,
     MAX_BODY_BYTES,
@@ -154,61 +154,28 @@ class OpenAIHandler(BaseHTTPRequestHandler):
             self.send_json(reply.status, reply.body)
 
 
-class OpenAIServer(ThreadingHTTPServer):
-    """One thread per connection, at most ``max_connections`` of them."""
+class OpenAIServer(CappedThreadingServer):
+    """One thread per connection, at most ``max_connections`` of them; a JSON 503 over the cap."""
 
     transport = "stdlib"
-    daemon_threads = True
-    allow_reuse_address = True
     request_queue_size = 128
+    url_suffix = "/v1"
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], service: Service | None,
                  verbose: bool = False, *, api_key: str | None = None, socket_timeout_s: float = SOCKET_TIMEOUT_S,
                  max_connections: int = MAX_CONNECTIONS, max_body_bytes: int = MAX_BODY_BYTES) -> None:
-        super().__init__(address, handler)
+        super().__init__(address, handler, max_connections)
         self.service, self.verbose, self.api_key = service, verbose, api_key
         self.socket_timeout_s, self.max_body_bytes = socket_timeout_s, max_body_bytes
-        self.max_connections = max(1, max_connections)
-        self._slots = threading.BoundedSemaphore(self.max_connections)
-        self.refused = 0  # connections turned away at the cap
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):  # at the cap: answer 503 at once, never queue a thread
-            self.refused += 1
-            body = orjson.dumps(ServiceError(503, "too many connections", "server_error").body())
-            try:
-                request.settimeout(1.0)
-                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                                b"Retry-After: 1\r\nConnection: close\r\nContent-Length: " + str(len(body)).encode()
-                                + b"\r\n\r\n" + body)
-            except OSError:
-                pass
-            self.shutdown_request(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
+    def refusal(self) -> bytes:
+        body = orjson.dumps(ServiceError(503, "too many connections", "server_error").body())
+        return (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                b"Retry-After: 1\r\nConnection: close\r\nContent-Length: " + str(len(body)).encode()
+                + b"\r\n\r\n" + body)
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that went away is routine; anything else gets one line, not a traceback."""
-        exc = sys.exc_info()[1]
-        if isinstance(exc, (ConnectionError, TimeoutError)):
-            return
-        logger.warning(f"serve: error handling a request ({type(exc).__name__})")
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.server_address[:2]
-        host = f"[{host}]" if ":" in str(host) else host
-        return f"http://{host}:{port}/v1"
+    def report_error(self, exc_name: str) -> None:
+        logger.warning(f"serve: error handling a request ({exc_name})")
 
 
 def make_stdlib_server(service: Service | None, host: str = "127.0.0.1", port: int = 8000,

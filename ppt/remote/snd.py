@@ -20,7 +20,7 @@ import hmac
 import sys
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ import torch
 
 from ppt.io import ExitCode, PptError
 from ppt.remote.auth import check_base_url, redact_url
+from ppt.remote.capped import CappedThreadingServer
 
 MAX_BODY_BYTES = 64 << 20
 MAX_RECORDS = 1024
@@ -175,48 +176,17 @@ class SndHandler(BaseHTTPRequestHandler):
         self.send_json(200, out)
 
 
-class SndServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+class SndServer(CappedThreadingServer):
+    """The SnD server half: at most ``max_connections`` threads, an empty 503 over the cap."""
 
     def __init__(self, address: tuple[str, int], service: SndService | None, *, api_key: str | None = None,
                  socket_timeout_s: float = 30.0, max_connections: int = 32, verbose: bool = False) -> None:
-        super().__init__(address, SndHandler)
+        super().__init__(address, SndHandler, max_connections)
         self.service, self.api_key, self.verbose = service, api_key, verbose
         self.socket_timeout_s = socket_timeout_s
-        self._slots = threading.BoundedSemaphore(max(1, max_connections))
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):  # at the cap: refuse at once
-            try:
-                request.settimeout(1.0)
-                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
-            except OSError:
-                pass
-            self.shutdown_request(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        exc = sys.exc_info()[1]
-        if not isinstance(exc, (ConnectionError, TimeoutError)):
-            sys.stderr.write(f"ppt: snd serve: error handling a request ({type(exc).__name__})\n")
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.server_address[:2]
-        host = f"[{host}]" if ":" in str(host) else host
-        return f"http://{host}:{port}"
+    def report_error(self, exc_name: str) -> None:
+        sys.stderr.write(f"ppt: snd serve: error handling a request ({exc_name})\n")
 
 
 def make_snd_server(service: SndService | None, host: str = "127.0.0.1", port: int = 0, **options: Any) -> SndServer:
