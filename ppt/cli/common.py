@@ -114,6 +114,12 @@ ActorsOpt = Annotated[
     typer.Option("--actors", min=1, help="Ray actors (default: one per GPU, else one per CPU).", rich_help_panel=RUN_PANEL),
 ]
 
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option("--workers", min=1, help="Worker processes for the batches (default: the cores available; 1 on a "
+                 "GPU). Output is the same for any N; an input of one batch starts none.", rich_help_panel=RUN_PANEL),
+]
+
 
 def check_engine(engine: str, ray_address: str | None, actors: int | None) -> None:
     """--ray-address and --actors only mean something with --engine ray."""

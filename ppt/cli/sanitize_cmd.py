@@ -19,6 +19,7 @@ from ppt.cli.common import (
     RayAddressOpt,
     SeedOpt,
     TextFieldOpt,
+    WorkersOpt,
     check_engine,
     handle_errors,
     stream_args,
@@ -95,9 +96,10 @@ def sanitize(
     engine: EngineOpt = "local",
     ray_address: RayAddressOpt = None,
     actors: ActorsOpt = None,
+    workers: WorkersOpt = None,
 ) -> None:
     with handle_errors():
-        from ppt.io import ExitCode, PptError, run_stream, stdout_guard
+        from ppt.io import ExitCode, PptError, stdout_guard
         from ppt.rng import warn_if_seeded
         from ppt.stages.sanitize import SanitizeStage, build_mechanism
 
@@ -115,14 +117,17 @@ def sanitize(
         params = _parse_params(param)
         policy = {"oov": oov, "numbers": numbers, "punct": punct, "stopwords": stopwords, "case": case}
         check_engine(engine, ray_address, actors)
+        if engine == "ray" and workers is not None:
+            raise PptError("--workers is for --engine local (Ray runs --actors)", exit_code=ExitCode.USAGE)
+        from ppt.exec.recipes import SanitizeRecipe
+
+        recipe = SanitizeRecipe(mech, eps, space=space, model=model, params=params, policy=policy, device=device,
+                                text_field=text_field, seed=seed, keep_original=keep_original,
+                                emit_alignment=emit_alignment, min_kept=min_kept, diagnostics=diagnostics,
+                                stamp_mode=stamp_mode)
         if engine == "ray":
             from ppt.exec.ray import RayOptions, run_stage_on_ray
-            from ppt.exec.recipes import SanitizeRecipe
 
-            recipe = SanitizeRecipe(mech, eps, space=space, model=model, params=params, policy=policy, device=device,
-                                    text_field=text_field, seed=seed, keep_original=keep_original,
-                                    emit_alignment=emit_alignment, min_kept=min_kept, diagnostics=diagnostics,
-                                    stamp_mode=stamp_mode)
             warn_if_seeded(seed)
             args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device)
             raise typer.Exit(run_stage_on_ray(args, recipe, options=RayOptions(address=ray_address, actors=actors),
@@ -135,7 +140,10 @@ def sanitize(
         stage = SanitizeStage(mechanism, text_field=text_field, seed=seed, keep_original=keep_original,
                               emit_alignment=emit_alignment, min_kept=min_kept, diagnostics=diagnostics,
                               stamp_mode=stamp_mode)
-        raise typer.Exit(run_stream(args, stage, desc="sanitize"))
+        from ppt.exec.pool import run_stage_in_workers  # workers build their stage from the same recipe
+
+        raise typer.Exit(run_stage_in_workers(args, recipe, workers=workers, stage=stage, desc="sanitize",
+                                              build_hint=recipe.build_hint()))
 
 
 def register(app: typer.Typer) -> None:

@@ -30,6 +30,9 @@ class RecordError(Exception):
         self.type = type
         self.message = message
 
+    def __reduce__(self):  # pickles (worker processes send them back): rebuilt from (type, message)
+        return (type(self), (self.type, self.message))
+
     def to_dict(self, line: int | None = None) -> dict:
         out: dict = {"type": self.type, "message": self.message}
         if line is not None:

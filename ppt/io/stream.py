@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
@@ -88,6 +89,11 @@ class _Runner(RunReport):
         self.process_batch, self.sink = process_batch, sink
         self.window: list[Record | BadLine] = []
         self.pending = 0  # Records in the window
+        # a pool (``submit``/``max_in_flight``, e.g. ppt.exec.pool.StagePool): batches run while more are
+        # read; finished ones are written in input order, at most max_in_flight wait unwritten
+        self.submit = getattr(process_batch, "submit", None)
+        self.max_in_flight = int(getattr(process_batch, "max_in_flight", 0)) if callable(self.submit) else 0
+        self.in_flight: deque[tuple[list[Record | BadLine], Any]] = deque()
         self.private_seen = False
         self.bar = _progress(desc, total_hint, err, opts.quiet)
 
@@ -141,31 +147,61 @@ class _Runner(RunReport):
             if isinstance(item, Record):
                 self.pending += 1
             if self.pending >= opts.batch_size or len(self.window) >= window_cap:
-                code = self._flush()
+                code = self._flush(drain=False)
                 if code is not None:
                     return code
         return self._flush()
 
-    def _flush(self) -> int | None:
-        """Process the window's records, write results and error records in input order."""
-        if not self.window:
-            return None
-        records = [x for x in self.window if isinstance(x, Record)]
-        results: list[Any] = []
-        if records:
+    def _flush(self, drain: bool = True) -> int | None:
+        """Hand the window's records to the stage, then write finished batches and error records in input
+        order: every batch when ``drain`` (end of input, a stalled pipe, a bad line under fail), else
+        those done and any beyond ``max_in_flight`` (0 without a pool: the batch just processed)."""
+        if self.window:
+            records = [x for x in self.window if isinstance(x, Record)]
+            with stdout_guard():
+                handle = self.submit(records) if records and self.submit is not None else self._process(records)
+            self.in_flight.append((self.window, handle))
+            self.window = []
+            self.pending = 0
+        while self.in_flight:
+            window, handle = self.in_flight[0]
+            if not (drain or len(self.in_flight) > self.max_in_flight or _done(handle)):
+                break
+            self.in_flight.popleft()
+            code = self._emit(window, self._results(window, handle))
+            if code is not None:
+                return code
+        return None
+
+    def _process(self, records: list[Record]) -> list[Any]:
+        if not records:
+            return []
+        try:
+            return list(self.process_batch(records))
+        except RecordError as exc:  # a whole-batch failure applies to each record
+            return [exc] * len(records)
+
+    @staticmethod
+    def _results(window: list[Record | BadLine], handle: Any) -> list[Any]:
+        n = sum(isinstance(x, Record) for x in window)
+        if isinstance(handle, list):
+            results = handle
+        else:
             with stdout_guard():
                 try:
-                    results = list(self.process_batch(records))
-                except RecordError as exc:  # a whole-batch failure applies to each record
-                    results = [exc] * len(records)
-            if len(results) != len(records):
-                raise RuntimeError(
-                    f"process_batch returned {len(results)} results for {len(records)} records"
-                )
+                    results = list(handle.result())
+                except RecordError as exc:
+                    results = [exc] * n
+        if len(results) != n:
+            raise RuntimeError(f"process_batch returned {len(results)} results for {n} records")
+        return results
+
+    def _emit(self, window: list[Record | BadLine], results: list[Any]) -> int | None:
+        """Write one processed window in input order, applying --on-error."""
         out: list[bytes] = []
         it = iter(results)
         fatal: BadLine | None = None
-        for item in self.window:
+        for item in window:
             if isinstance(item, Record):
                 res = next(it)
                 if not isinstance(res, RecordError):
@@ -184,9 +220,7 @@ class _Runner(RunReport):
                 out.append(dumps_line({self.opts.id_field: item.id, "error": item.error.to_dict(item.line_no)}))
         self._write(b"".join(out))
         if self.bar is not None:
-            self.bar.update(len(self.window))
-        self.window.clear()
-        self.pending = 0
+            self.bar.update(len(window))
         if fatal is not None:
             self._fatal(fatal)
             return ExitCode.SOME_FAILED
@@ -201,6 +235,10 @@ class _Runner(RunReport):
             raise _BrokenPipe() from None
         except OSError as exc:
             raise PptError(f"cannot write output: {exc.strerror or exc}", ExitCode.IOERR) from None
+
+
+def _done(handle: Any) -> bool:
+    return isinstance(handle, list) or handle.done()
 
 
 def _progress(desc: str, total: int | None, err: IO[str], quiet: bool) -> Any:

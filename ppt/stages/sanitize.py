@@ -220,5 +220,21 @@ class SanitizeStage(Stage):
                                 min_kept=self.min_kept, on_empty=self._on_empty,
                                 diagnostics=self.diagnostics, stamper=self.stamper)
 
+    def call_detached(self, records: list[Record]) -> tuple[list[dict | RecordError], list[tuple[int, dict]]]:
+        """``self(records)`` in a worker process (:mod:`ppt.exec.pool`): the empty-output warnings, counted
+        and capped over the whole run, come back as events for :meth:`absorb` in the driving process."""
+        where = {id(r): i for i, r in enumerate(records)}
+        events: list[tuple[int, dict]] = []
+        out = sanitize_records(self.mech, records, text_field=self.text_field, seed=self.seed,
+                               keep_original=self.keep_original, emit_alignment=self.emit_alignment,
+                               min_kept=self.min_kept, on_empty=lambda rec, acc: events.append((where[id(rec)], acc)),
+                               diagnostics=self.diagnostics, stamper=self.stamper)
+        return out, events
+
+    def absorb(self, records: list[Record], events: list[tuple[int, dict]]) -> None:
+        """Apply the events of :meth:`call_detached` on the same records, in order, as ``self(records)`` would."""
+        for i, accounting in events:
+            self._on_empty(records[i], accounting)
+
     def signature(self) -> dict[str, Any]:
         return {"stage": self.name, **self.stamper.run_block(), **({"min_kept": self.min_kept} if self.min_kept else {})}

@@ -1,0 +1,364 @@
+"""Run a stage's batches in worker processes on this machine (``ppt sanitize --workers N``).
+
+    with StagePool(SanitizeRecipe("rantext", 6.0, seed=1), workers=4) as pool:
+        code = run_stream(args, pool, desc="sanitize")      # or run_stage_in_workers(args, recipe, workers=4)
+
+Why processes: a batch's Python work (tokenizing, planning, rebuilding text, stamping) holds the
+interpreter lock, so threads cannot use more than one core for it. Each worker builds the stage once,
+in its initializer, from the same picklable recipe (:mod:`ppt.exec.recipes`), with the cache read-only
+(:mod:`ppt.exec.readonly`: the driving process has built every table in ``prepare()``); the tables are
+``.npy`` files memory-mapped by every process, so the OS keeps one copy of their pages.
+
+Why the output cannot change: ``run_stream`` reads, validates, batches and writes exactly as without
+workers; only ``stage(records)`` runs elsewhere. A seeded record's noise comes from (seed, id) alone
+(:func:`ppt.rng.record_generator`), so which process runs it, and in which batch, does not matter.
+Results come back in input order; log lines and warnings a worker emits on a batch are replayed in the
+driving process when that batch is written, and a stage's per-record side effects that are counted
+over the run (SanitizeStage's capped empty-output warnings) go through ``call_detached``/``absorb``.
+
+Bounded and lazy: at most ``per_worker`` (2) batches per worker are in flight. No worker starts for
+an input that fits in one batch: the first batch is held, and runs in this process if no second batch
+follows before its result is needed (end of input, a stalled pipe); the pool starts when a second
+batch arrives while the first is still waiting.
+
+Why forkserver (spawn where there is none): forking a process that has started torch's or BLAS's
+thread pools can deadlock the child (locks held by threads that do not exist in it); the fork server
+is a fresh single-threaded process that imports ppt's modules once (its preload) and forks workers
+from there, cheaper than spawn's fresh interpreter per worker. Each worker runs its math on
+cores/N threads (1 when N = cores), so N workers do not oversubscribe the machine.
+
+Fail closed: a worker that dies (killed, out of memory) or fails outside the stage's own error
+handling ends the run with PptError 75 that names no record text; ``run_stream`` then removes a new
+``-o`` file's temp file. Workers ignore Ctrl-C (the driving process handles it), never write to stdout
+(fd 1 points at stderr in a worker) and exit when the driving process is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from ppt.exec.readonly import read_only_cache
+from ppt.io import ExitCode, PptError, Record, RecordError, StreamArgs, run_stream
+from ppt.log import logger
+from ppt.stages.base import Stage
+
+PER_WORKER = 2  # batches in flight per worker: one running, one queued behind it
+PRELOAD = ["__main__", "ppt.exec.pool", "ppt.stages.sanitize"]
+HINT = "rerun with --workers 1 to process the input in one process"
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def default_workers(stage: Stage | None = None) -> int:
+    """The cores available; 1 when the stage's mechanism runs on a GPU (its batches are the GPU's work)."""
+    device = getattr(getattr(stage, "mech", None), "device", None)
+    if device is not None and str(device).split(":")[0] in ("cuda", "mps"):
+        return 1
+    return available_cores()
+
+
+def check_workers(workers: int | None) -> None:
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise PptError(f"--workers must be >= 1 (got {workers})", ExitCode.USAGE)
+
+
+def start_method() -> str:
+    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+# ------------------------------------------------------------------------------------ the worker side
+
+_STAGE: Stage | None = None
+_INIT_ERROR: PptError | None = None
+_CAUGHT: list[logging.LogRecord] = []
+
+
+class _Collect(logging.Handler):
+    """Keeps a worker's ``ppt`` log records for the driving process to replay."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        record.msg, record.args = record.getMessage(), None  # picklable whatever the arguments were
+        record.exc_info = record.exc_text = record.stack_info = None
+        _CAUGHT.append(record)
+
+
+def _limit_threads(threads: int) -> None:
+    """``threads`` for torch and BLAS in this worker (torch only when it is already imported)."""
+    if "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+    with contextlib.suppress(Exception):
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(threads)
+
+
+def _watch_parent() -> None:
+    """Exit when the driving process is gone (killed: it cannot shut the pool down)."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        parent.join()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ppt-parent-watch", daemon=True).start()
+
+
+def _init(make_stage: Callable[[], Stage], env: dict[str, str], threads: int, log_level: int,
+          build_hint: str | None) -> None:
+    """Worker initializer: build the stage once. Never raises (an initializer that raises breaks the
+    pool with a traceback on stderr); a failure is kept and raised by the first batch instead."""
+    global _STAGE, _INIT_ERROR
+    # the fork server is started once per process: take the driving process's environment of now
+    # (PPT_CACHE, offline switches), not the one the server was started with
+    os.environ.clear()
+    os.environ.update(env)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        os.dup2(2, 1)  # stdout carries the JSONL of the driving process: nothing from here may reach it
+    _watch_parent()
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[name] = str(threads)  # for libraries imported from here on
+    _limit_threads(threads)
+    ppt_logger = logging.getLogger("ppt")
+    ppt_logger.handlers[:] = [_Collect()]
+    ppt_logger.setLevel(log_level)
+    ppt_logger.propagate = False
+    try:
+        with warnings.catch_warnings(), read_only_cache(build_hint):
+            warnings.simplefilter("ignore")  # the driving process built the same stage and said it all
+            stage = make_stage()
+            stage.prepare()
+        _STAGE = stage
+    except PptError as e:
+        _INIT_ERROR = e
+    except BaseException as e:  # noqa: BLE001 - reported without its message (it could quote data)
+        _INIT_ERROR = PptError(f"a worker could not build its stage ({type(e).__name__})", ExitCode.TEMPFAIL, hint=HINT)
+    _CAUGHT.clear()
+    _limit_threads(threads)  # building may have imported torch
+
+
+def _run(records: list[Record]) -> tuple[Any, Any, list, list]:
+    """One batch in a worker: (results or a whole-batch RecordError, the stage's events, log records,
+    warnings), all picklable."""
+    if _INIT_ERROR is not None:
+        raise _INIT_ERROR
+    assert _STAGE is not None
+    _CAUGHT.clear()
+    events = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # the driving process applies its own filters when replaying
+        try:
+            detached = getattr(_STAGE, "call_detached", None)
+            if callable(detached):
+                results, events = detached(records)
+            else:
+                results = list(_STAGE(records))
+        except RecordError as e:
+            results = e
+        except PptError:
+            raise
+        except Exception as e:  # noqa: BLE001 - fail closed, and never pass on a message that could quote data
+            raise PptError(f"a worker failed on a batch ({type(e).__name__})", ExitCode.TEMPFAIL, hint=HINT) from None
+    warns = [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
+    logs = list(_CAUGHT)
+    _CAUGHT.clear()
+    return results, events, logs, warns
+
+
+# ------------------------------------------------------------------------------------ the driving side
+
+
+class _Pending:
+    """One submitted batch: held for this process (no pool yet), or a future of the pool."""
+
+    def __init__(self, pool: StagePool, records: list[Record]) -> None:
+        self.pool, self.records = pool, records
+        self.future: Any = None
+        self.value: Any = None  # the results (list) or a whole-batch RecordError, once known
+        self.known = False
+
+    def done(self) -> bool:
+        return self.known or (self.future is not None and self.future.done())
+
+    def result(self) -> list[Any]:
+        if not self.known:
+            self.value = self.pool._collect(self)
+            self.known = True
+            self.records = []
+        if isinstance(self.value, RecordError):
+            raise self.value
+        return self.value
+
+
+class StagePool:
+    """A stage whose batches run in ``workers`` processes, for ``run_stream`` (``submit``/``max_in_flight``).
+
+    ``recipe`` builds the stage in each worker; ``stage`` is this process's copy (built from the recipe
+    when not given), prepared by ``prepare()`` before input is read: it checks the configuration, builds
+    the tables the workers then load, and runs an input that fits in one batch. ``workers=None``: the
+    cores available (1 for a stage on a GPU). ``build_hint`` names the command that builds a table a
+    worker finds missing."""
+
+    def __init__(self, recipe: Callable[[], Stage], workers: int | None = None, *, stage: Stage | None = None,
+                 per_worker: int = PER_WORKER, build_hint: str | None = None) -> None:
+        check_workers(workers)
+        self.recipe, self.stage, self.build_hint = recipe, stage, build_hint
+        self.requested = workers
+        self.per_worker = max(1, int(per_worker))
+        self.workers = workers or 1  # resolved in prepare()
+        self._executor: Any = None
+        self.started = False  # whether worker processes were ever started
+        self._waiting: list[_Pending] = []  # submitted and not yet collected, oldest first
+        self._warned: dict = {}  # the warnings registry replayed warnings are filtered against
+
+    # -- what run_stream reads
+    @property
+    def name(self) -> str:
+        return getattr(self.stage, "name", "")
+
+    @property
+    def private_output(self) -> bool:
+        if self.stage is None:  # run_stream asks before prepare(): build this process's stage now
+            self.stage = self.recipe()
+        return bool(getattr(self.stage, "private_output", False))
+
+    @property
+    def max_in_flight(self) -> int:
+        return self.per_worker * self.workers
+
+    def prepare(self) -> None:
+        if self.stage is None:
+            self.stage = self.recipe()
+        self.stage.prepare()
+        self.workers = self.requested or default_workers(self.stage)
+        if self.workers > 1 and getattr(type(self.stage), "summary", Stage.summary) is not Stage.summary:
+            raise PptError(f"{self.stage.name or type(self.stage).__name__} writes an end-of-run summary, which "
+                           "worker processes cannot merge yet", ExitCode.USAGE, hint="run it with --workers 1")
+
+    def signature(self) -> dict[str, Any]:
+        assert self.stage is not None
+        return self.stage.signature()
+
+    def __call__(self, records: list[Record]) -> list[Any]:
+        assert self.stage is not None
+        return self.stage(records)
+
+    def submit(self, records: list[Record]) -> _Pending:
+        """Queue one batch. Held for this process while nothing else waits (a one-batch input starts no
+        worker); the pool starts when a second batch arrives while one is held."""
+        pending = _Pending(self, records)
+        self._waiting = [p for p in self._waiting if not p.known]
+        if self._executor is None and self.workers > 1 and self._waiting:
+            self._start()
+            for held in self._waiting:
+                if held.future is None:
+                    held.future = self._executor.submit(_run, held.records)
+        if self._executor is not None:
+            pending.future = self._executor.submit(_run, records)
+        self._waiting.append(pending)
+        return pending
+
+    # -- internals
+    def _start(self) -> None:
+        from concurrent.futures import ProcessPoolExecutor
+
+        assert self.stage is not None
+        self.started = True
+        method = start_method()
+        ctx = multiprocessing.get_context(method)
+        if method == "forkserver":
+            ctx.set_forkserver_preload(PRELOAD + _mechanism_module(self.stage))
+        threads = max(1, available_cores() // self.workers)
+        level = logging.getLogger("ppt").getEffectiveLevel()
+        self._executor = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init,
+                                             initargs=(self.recipe, dict(os.environ), threads, level, self.build_hint))
+
+    def _collect(self, pending: _Pending) -> Any:
+        """The batch's results (or whole-batch RecordError), its worker's messages replayed here."""
+        if pending.future is None:  # held, and no second batch came: run it here
+            try:
+                return list(self(pending.records))
+            except RecordError as e:
+                return e
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            results, events, logs, warns = pending.future.result()
+        except BrokenProcessPool:
+            raise PptError("a worker process died before its batch was done (killed, or out of memory?); "
+                           "no output was written past the last finished batch", ExitCode.TEMPFAIL, hint=HINT) from None
+        except (PptError, RecordError):
+            raise
+        except Exception as e:  # noqa: BLE001 - e.g. a result that could not be sent back
+            raise PptError(f"a worker failed on a batch ({type(e).__name__})", ExitCode.TEMPFAIL, hint=HINT) from None
+        self._replay(logs, warns)
+        if events is not None:
+            self.stage.absorb(pending.records, events)  # type: ignore[union-attr]
+        return results
+
+    def _replay(self, logs: list[logging.LogRecord], warns: list) -> None:
+        for record in logs:
+            target = logging.getLogger(record.name)
+            if target.isEnabledFor(record.levelno):
+                target.handle(record)
+        for message, category, filename, lineno in warns:
+            warnings.warn_explicit(message, category, filename, lineno, registry=self._warned)
+
+    def close(self) -> None:
+        """Stop the workers: at once when batches are still running (an early stop), else gracefully."""
+        executor, self._executor = self._executor, None
+        waiting, self._waiting = self._waiting, []
+        if executor is None:
+            return
+        if any(p.future is not None and not p.future.done() for p in waiting):
+            for proc in list(getattr(executor, "_processes", {}).values()):  # no public way before 3.14
+                with contextlib.suppress(Exception):
+                    proc.terminate()
+        executor.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> StagePool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _mechanism_module(stage: Stage) -> list[str]:
+    """The module of the stage's mechanism, for the fork server to import once (a sanitize stage)."""
+    module = type(getattr(stage, "mech", None)).__module__
+    return [module] if module.startswith("ppt.") else []
+
+
+def run_stage_in_workers(args: StreamArgs, recipe: Callable[[], Stage], *, workers: int | None = None,
+                         stage: Stage | None = None, desc: str = "records", build_hint: str | None = None,
+                         **streams: Any) -> int:
+    """``run_stream`` with the stage's batches in ``workers`` processes (None: the cores available);
+    ``workers=1`` runs in this process, exactly as ``run_stream(args, stage or recipe())``. ``streams``:
+    run_stream's ``_stdin``/``_stdout``/``_stderr``."""
+    check_workers(workers)
+    if workers == 1:
+        return run_stream(args, stage if stage is not None else recipe(), desc=desc, **streams)
+    with StagePool(recipe, workers, stage=stage, build_hint=build_hint) as pool:
+        return run_stream(args, pool, desc=desc, **streams)
+
+
+__all__ = ["PER_WORKER", "StagePool", "available_cores", "default_workers", "run_stage_in_workers", "start_method"]
