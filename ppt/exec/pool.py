@@ -42,6 +42,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -86,6 +87,7 @@ def start_method() -> str:
 _STAGE: Stage | None = None
 _INIT_ERROR: PptError | None = None
 _CAUGHT: list[logging.LogRecord] = []
+_INIT_CPU = 0.0  # CPU seconds this worker took to start (reported once, with its first batch)
 
 
 class _Collect(logging.Handler):
@@ -154,14 +156,17 @@ def _init(make_stage: Callable[[], Stage], env: dict[str, str], threads: int, lo
         _INIT_ERROR = PptError(f"a worker could not build its stage ({type(e).__name__})", ExitCode.TEMPFAIL, hint=HINT)
     _CAUGHT.clear()
     _limit_threads(threads)  # building may have imported torch
+    global _INIT_CPU
+    _INIT_CPU = time.process_time()
 
 
-def _run(records: list[Record]) -> tuple[Any, Any, list, list]:
+def _run(records: list[Record]) -> tuple[Any, Any, list, list, float]:
     """One batch in a worker: (results or a whole-batch RecordError, the stage's events, log records,
-    warnings), all picklable."""
+    warnings, (this worker's start-up CPU seconds the first time, else 0; the batch's)), all picklable."""
     if _INIT_ERROR is not None:
         raise _INIT_ERROR
     assert _STAGE is not None
+    cpu = time.process_time()
     _CAUGHT.clear()
     events = None
     with warnings.catch_warnings(record=True) as caught:
@@ -181,7 +186,9 @@ def _run(records: list[Record]) -> tuple[Any, Any, list, list]:
     warns = [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
     logs = list(_CAUGHT)
     _CAUGHT.clear()
-    return results, events, logs, warns
+    global _INIT_CPU
+    start, _INIT_CPU = _INIT_CPU, 0.0
+    return results, events, logs, warns, (start, time.process_time() - cpu)
 
 
 # ------------------------------------------------------------------------------------ the driving side
@@ -227,6 +234,8 @@ class StagePool:
         self.workers = workers or 1  # resolved in prepare()
         self._executor: Any = None
         self.started = False  # whether worker processes were ever started
+        # CPU seconds the workers took to start (fork to stage prepared) and on the batches collected (benches)
+        self.worker_start_cpu_s = self.worker_cpu_s = 0.0
         self._waiting: list[_Pending] = []  # submitted and not yet collected, oldest first
         self._warned: dict = {}  # the warnings registry replayed warnings are filtered against
 
@@ -302,7 +311,7 @@ class StagePool:
         from concurrent.futures.process import BrokenProcessPool
 
         try:
-            results, events, logs, warns = pending.future.result()
+            results, events, logs, warns, cpu = pending.future.result()
         except BrokenProcessPool:
             raise PptError("a worker process died before its batch was done (killed, or out of memory?); "
                            "no output was written past the last finished batch", ExitCode.TEMPFAIL, hint=HINT) from None
@@ -310,6 +319,8 @@ class StagePool:
             raise
         except Exception as e:  # noqa: BLE001 - e.g. a result that could not be sent back
             raise PptError(f"a worker failed on a batch ({type(e).__name__})", ExitCode.TEMPFAIL, hint=HINT) from None
+        self.worker_start_cpu_s += cpu[0]
+        self.worker_cpu_s += cpu[1]
         self._replay(logs, warns)
         if events is not None:
             self.stage.absorb(pending.records, events)  # type: ignore[union-attr]
