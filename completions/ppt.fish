@@ -406,6 +406,7 @@ complete -c ppt -n '__fish_seen_subcommand_from sanitize' -s q -d 'No progress b
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l engine -d 'local: this process (default); ray: a Ray cluster (`pip inst'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l ray-address -d 'Ray cluster to join (HOST:6379, ray://HOST:10001; default: $'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l actors -d 'Ray actors (default: one per GPU, else one per CPU).'
+complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l workers -d 'Worker processes for the batches (default: the cores availab'
 complete -c ppt -n '__fish_seen_subcommand_from serve' -l model -d 'Causal LM: alias (smollm2), local path or hub id.'
 complete -c ppt -n '__fish_seen_subcommand_from serve' -s m -d 'Causal LM: alias (smollm2), local path or hub id.'
 complete -c ppt -n '__fish_seen_subcommand_from serve' -l host -d 'Address to bind: a loopback address unless --allow-remote.'

@@ -334,6 +334,9 @@ def run_stream(
     so interactive output is not held back for a full batch; files are read in full batches.
     A closed stdin/stdout is PptError 66/74; a closed stderr drops messages.
     ``_stdin``/``_stdout``/``_stderr`` substitute the process streams (tests, embedding).
+    A ``process_batch`` with ``submit(records)`` (a handle with ``done()`` and ``result()``) and
+    ``max_in_flight`` (e.g. :class:`ppt.exec.pool.StagePool`) runs batches while more are read; they are
+    written in input order with the same --on-error handling, at most ``max_in_flight`` held unwritten.
     """
     _validate(opts)
     err = error_stream(_stderr)
