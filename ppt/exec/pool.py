@@ -19,7 +19,9 @@ over the run (SanitizeStage's capped empty-output warnings) go through ``call_de
 Bounded and lazy: at most ``per_worker`` (2) batches per worker are in flight. No worker starts for
 an input that fits in one batch: the first batch is held, and runs in this process if no second batch
 follows before its result is needed (end of input, a stalled pipe); the pool starts when a second
-batch arrives while the first is still waiting.
+batch arrives while the first is still waiting. Until a worker is ready (its stage built), this
+process runs the oldest batch itself whenever ``run_stream`` needs it, so a short input, or the first
+output line of a long one, does not wait for the workers' start-up.
 
 Why forkserver (spawn where there is none): forking a process that has started torch's or BLAS's
 thread pools can deadlock the child (locks held by threads that do not exist in it); the fork server
@@ -160,6 +162,11 @@ def _init(make_stage: Callable[[], Stage], env: dict[str, str], threads: int, lo
     _INIT_CPU = time.process_time()
 
 
+def _ready() -> bool:
+    """A no-op task: done once a worker has run its initializer (its stage built, or the error kept)."""
+    return _STAGE is not None
+
+
 def _run(records: list[Record]) -> tuple[Any, Any, list, list, float]:
     """One batch in a worker: (results or a whole-batch RecordError, the stage's events, log records,
     warnings, (this worker's start-up CPU seconds the first time, else 0; the batch's)), all picklable."""
@@ -226,14 +233,17 @@ class StagePool:
     worker finds missing."""
 
     def __init__(self, recipe: Callable[[], Stage], workers: int | None = None, *, stage: Stage | None = None,
-                 per_worker: int = PER_WORKER, build_hint: str | None = None) -> None:
+                 per_worker: int = PER_WORKER, build_hint: str | None = None, help_while_starting: bool = True) -> None:
         check_workers(workers)
         self.recipe, self.stage, self.build_hint = recipe, stage, build_hint
+        self.help_while_starting = help_while_starting
         self.requested = workers
         self.per_worker = max(1, int(per_worker))
         self.workers = workers or 1  # resolved in prepare()
         self._executor: Any = None
         self.started = False  # whether worker processes were ever started
+        self.batches_in_workers = 0  # batches the workers ran (the rest ran here)
+        self._pings: list[Any] = []  # one no-op task per worker: done when a worker is ready
         # CPU seconds the workers took to start (fork to stage prepared) and on the batches collected (benches)
         self.worker_start_cpu_s = self.worker_cpu_s = 0.0
         self._waiting: list[_Pending] = []  # submitted and not yet collected, oldest first
@@ -252,7 +262,8 @@ class StagePool:
 
     @property
     def max_in_flight(self) -> int:
-        return self.per_worker * self.workers
+        """Batches run_stream may hold unwritten; 0 with one worker (each batch runs here, at once)."""
+        return self.per_worker * self.workers if self.workers > 1 else 0
 
     def prepare(self) -> None:
         if self.stage is None:
@@ -273,17 +284,14 @@ class StagePool:
 
     def submit(self, records: list[Record]) -> _Pending:
         """Queue one batch. Held for this process while nothing else waits (a one-batch input starts no
-        worker); the pool starts when a second batch arrives while one is held."""
+        worker); the pool starts when a second batch arrives while one is held. Until a worker is ready,
+        this process runs the oldest batch itself whenever run_stream needs it (it would wait otherwise)."""
         pending = _Pending(self, records)
         self._waiting = [p for p in self._waiting if not p.known]
         if self._executor is None and self.workers > 1 and self._waiting:
             self._start()
-            for held in self._waiting:
-                if held.future is None:
-                    held.future = self._executor.submit(_run, held.records)
-        if self._executor is not None:
-            pending.future = self._executor.submit(_run, records)
         self._waiting.append(pending)
+        self._dispatch()
         return pending
 
     # -- internals
@@ -300,10 +308,31 @@ class StagePool:
         level = logging.getLogger("ppt").getEffectiveLevel()
         self._executor = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init,
                                              initargs=(self.recipe, dict(os.environ), threads, level, self.build_hint))
+        # each submit starts a worker while none is idle: the pings start all of them now
+        self._pings = [self._executor.submit(_ready) for _ in range(self.workers)]
+
+    def _ready(self) -> bool:
+        """Whether a worker has its stage (or failed to build it: its batches then raise the error)."""
+        return not self.help_while_starting or any(p.done() for p in self._pings)
+
+    def _dispatch(self, skip: _Pending | None = None) -> None:
+        """Hand the batches this process holds to the workers, once one is ready."""
+        if self._executor is None or not self._ready():
+            return
+        from concurrent.futures.process import BrokenProcessPool
+
+        for p in self._waiting:
+            if p.future is None and not p.known and p is not skip:
+                try:
+                    p.future = self._executor.submit(_run, p.records)
+                except BrokenProcessPool:
+                    raise _died() from None
+                self.batches_in_workers += 1
 
     def _collect(self, pending: _Pending) -> Any:
         """The batch's results (or whole-batch RecordError), its worker's messages replayed here."""
-        if pending.future is None:  # held, and no second batch came: run it here
+        if pending.future is None:  # held (one batch so far, or no worker ready yet): run it here
+            self._dispatch(skip=pending)  # the ones behind it go to the workers if they are ready now
             try:
                 return list(self(pending.records))
             except RecordError as e:
@@ -313,8 +342,7 @@ class StagePool:
         try:
             results, events, logs, warns, cpu = pending.future.result()
         except BrokenProcessPool:
-            raise PptError("a worker process died before its batch was done (killed, or out of memory?); "
-                           "no output was written past the last finished batch", ExitCode.TEMPFAIL, hint=HINT) from None
+            raise _died() from None
         except (PptError, RecordError):
             raise
         except Exception as e:  # noqa: BLE001 - e.g. a result that could not be sent back
@@ -340,7 +368,8 @@ class StagePool:
         waiting, self._waiting = self._waiting, []
         if executor is None:
             return
-        if any(p.future is not None and not p.future.done() for p in waiting):
+        busy = [p.future for p in waiting if p.future is not None] + self._pings
+        if any(not f.done() for f in busy):
             for proc in list(getattr(executor, "_processes", {}).values()):  # no public way before 3.14
                 with contextlib.suppress(Exception):
                     proc.terminate()
@@ -351,6 +380,11 @@ class StagePool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _died() -> PptError:
+    return PptError("a worker process died before its batch was done (killed, or out of memory?); "
+                    "no output was written past the last finished batch", ExitCode.TEMPFAIL, hint=HINT)
 
 
 def _mechanism_module(stage: Stage) -> list[str]:

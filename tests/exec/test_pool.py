@@ -12,7 +12,7 @@ import logging
 
 import pytest
 
-from ppt.exec.pool import StagePool, run_stage_in_workers
+from ppt.exec.pool import StagePool
 from ppt.io import ExitCode, PptError, StreamArgs, run_stream
 from tests.exec.pool_helpers import WORDS, TinyRecipe
 
@@ -37,14 +37,16 @@ def make_input(n: int = 90, extra: dict[int, bytes] | None = None) -> bytes:
     return b"\n".join(lines) + b"\n"
 
 
-def run(recipe, data: bytes, workers: int, **opts) -> tuple[int, bytes, str, StagePool | None]:
-    """(exit code, stdout, stderr, the pool) of one run; workers=1: plain run_stream on the recipe's stage."""
+def run(recipe, data: bytes, workers: int, help_while_starting: bool = False, **opts) -> tuple[int, bytes, str, StagePool | None]:
+    """(exit code, stdout, stderr, the pool) of one run; workers=1: plain run_stream on the recipe's stage.
+    Unless ``help_while_starting``, every batch runs in a worker once a second one is read (this process waits
+    for the workers to start)."""
     args = StreamArgs(seed=recipe.seed, **opts)
     out, err = io.BytesIO(), io.StringIO()
     streams = {"_stdin": io.BytesIO(data), "_stdout": out, "_stderr": err}
     if workers == 1:
         return run_stream(args, recipe(), desc="sanitize", **streams), out.getvalue(), err.getvalue(), None
-    with StagePool(recipe, workers) as pool:
+    with StagePool(recipe, workers, help_while_starting=help_while_starting) as pool:
         code = run_stream(args, pool, desc="sanitize", **streams)
     return code, out.getvalue(), err.getvalue(), pool
 
@@ -58,8 +60,10 @@ def test_seeded_output_is_byte_identical_for_any_workers_and_batch_size(recipe):
             got_code, got, got_err, pool = run(recipe, data, workers, batch_size=batch)
             assert (got_code, got_err) == (code, err), (workers, batch)
             assert got == expected, (workers, batch)
-            if pool is not None:
-                assert pool.started  # the work really ran in worker processes
+            if pool is not None:  # every batch ran in worker processes
+                assert pool.batches_in_workers == -(-90 // batch)
+    # as the CLI runs it: this process takes batches until a worker is ready, workers the rest
+    assert run(recipe, data, 2, help_while_starting=True, batch_size=7)[:3] == (code, expected, err)
     ids = [json.loads(line).get("id") for line in expected.splitlines()]
     assert ids == [None if i % 3 == 0 else f"r{i}" for i in range(90)]  # input order kept
 
@@ -129,7 +133,8 @@ def test_a_killed_worker_fails_the_run_closed(recipe, tmp_path):
     data = make_input(80)
     target = tmp_path / "out.jsonl"
     args = StreamArgs(seed=recipe.seed, batch_size=6, output=str(target))
-    with StagePool(dataclasses.replace(recipe, kill_on="r50"), 2) as pool, pytest.raises(PptError) as exc:
+    with StagePool(dataclasses.replace(recipe, kill_on="r50"), 2, help_while_starting=False) as pool, \
+            pytest.raises(PptError) as exc:
         run_stream(args, pool, desc="sanitize", _stdin=io.BytesIO(data), _stderr=io.StringIO())
     assert exc.value.exit_code == ExitCode.TEMPFAIL and "worker process died" in exc.value.message
     assert not target.exists() and not list(tmp_path.glob(".out.jsonl*"))  # no partial file left behind
@@ -137,10 +142,10 @@ def test_a_killed_worker_fails_the_run_closed(recipe, tmp_path):
 
 def test_a_failing_worker_fails_closed_without_quoting_records(recipe):
     data = make_input(40)
-    with pytest.raises(PptError) as exc:
-        run_stage_in_workers(StreamArgs(seed=recipe.seed, batch_size=5), dataclasses.replace(recipe, fail_on="r20"),
-                             workers=2, desc="sanitize", _stdin=io.BytesIO(data), _stdout=io.BytesIO(),
-                             _stderr=io.StringIO())
+    args = StreamArgs(seed=recipe.seed, batch_size=5)
+    with StagePool(dataclasses.replace(recipe, fail_on="r20"), 2, help_while_starting=False) as pool, \
+            pytest.raises(PptError) as exc:
+        run_stream(args, pool, _stdin=io.BytesIO(data), _stdout=io.BytesIO(), _stderr=io.StringIO())
     assert exc.value.exit_code == ExitCode.TEMPFAIL and "ValueError" in exc.value.message
     assert "boom" not in str(exc.value) + (exc.value.hint or "") and "apple" not in str(exc.value)
 
