@@ -55,7 +55,7 @@ from ppt.log import logger
 from ppt.stages.base import Stage
 
 PER_WORKER = 2  # batches in flight per worker: one running, one queued behind it
-PRELOAD = ["__main__", "ppt.exec.pool", "ppt.stages.sanitize"]
+PRELOAD = ["ppt.exec._forkserver", "__main__", "ppt.exec.pool", "ppt.stages.sanitize"]
 HINT = "rerun with --workers 1 to process the input in one process"
 
 
@@ -244,6 +244,8 @@ class StagePool:
         self.started = False  # whether worker processes were ever started
         self.batches_in_workers = 0  # batches the workers ran (the rest ran here)
         self._pings: list[Any] = []  # one no-op task per worker: done when a worker is ready
+        self._lock = threading.Lock()
+        self._starting = self._closing = False  # the starter thread is still starting workers / close() came
         # CPU seconds the workers took to start (fork to stage prepared) and on the batches collected (benches)
         self.worker_start_cpu_s = self.worker_cpu_s = 0.0
         self._waiting: list[_Pending] = []  # submitted and not yet collected, oldest first
@@ -308,8 +310,23 @@ class StagePool:
         level = logging.getLogger("ppt").getEffectiveLevel()
         self._executor = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init,
                                              initargs=(self.recipe, dict(os.environ), threads, level, self.build_hint))
-        # each submit starts a worker while none is idle: the pings start all of them now
-        self._pings = [self._executor.submit(_ready) for _ in range(self.workers)]
+        self._starting = True
+        threading.Thread(target=self._start_workers, args=(self._executor,), name="ppt-pool-start", daemon=True).start()
+
+    def _start_workers(self, executor: Any) -> None:
+        """Start every worker, in a thread of its own: the first start waits for the fork server's imports,
+        which this process should spend on batches. Each submit starts a worker while none is idle, so one
+        no-op task (a ping) per worker starts them all."""
+        try:
+            for _ in range(self.workers):
+                self._pings = [*self._pings, executor.submit(_ready)]
+        except Exception:  # noqa: BLE001 - a broken or closed pool: the batches report it
+            pass
+        with self._lock:
+            self._starting = False
+            closing = self._closing
+        if closing:  # close() came while this thread started them
+            _stop(executor, force=True)
 
     def _ready(self) -> bool:
         """Whether a worker has its stage (or failed to build it: its batches then raise the error)."""
@@ -368,18 +385,27 @@ class StagePool:
         waiting, self._waiting = self._waiting, []
         if executor is None:
             return
+        with self._lock:
+            if self._starting:  # the starter thread stops them when it is done: do not wait for it here
+                self._closing = True
+                return
         busy = [p.future for p in waiting if p.future is not None] + self._pings
-        if any(not f.done() for f in busy):
-            for proc in list(getattr(executor, "_processes", {}).values()):  # no public way before 3.14
-                with contextlib.suppress(Exception):
-                    proc.terminate()
-        executor.shutdown(wait=True, cancel_futures=True)
+        _stop(executor, force=any(not f.done() for f in busy))
 
     def __enter__(self) -> StagePool:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _stop(executor: Any, force: bool) -> None:
+    """Shut the pool down: killing its workers first when ``force`` (batches still running, an early stop)."""
+    if force:
+        for proc in list(getattr(executor, "_processes", {}).values()):  # no public way before 3.14
+            with contextlib.suppress(Exception):
+                proc.terminate()
+    executor.shutdown(wait=True, cancel_futures=True)
 
 
 def _died() -> PptError:
