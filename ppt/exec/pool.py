@@ -23,11 +23,13 @@ batch arrives while the first is still waiting. Until a worker is ready (its sta
 process runs the oldest batch itself whenever ``run_stream`` needs it, so a short input, or the first
 output line of a long one, does not wait for the workers' start-up.
 
-Why forkserver (spawn where there is none): forking a process that has started torch's or BLAS's
-thread pools can deadlock the child (locks held by threads that do not exist in it); the fork server
-is a fresh single-threaded process that imports ppt's modules once (its preload) and forks workers
-from there, cheaper than spawn's fresh interpreter per worker. Each worker runs its math on
-cores/N threads (1 when N = cores), so N workers do not oversubscribe the machine.
+Why forkserver (spawn where there is none): forking this process, which has started torch's or BLAS's
+thread pools, can deadlock the child (locks held by threads that do not exist in it); the fork server
+is a fresh single-threaded process, started once per process with light imports only, that forks the
+workers (cheaper than spawn's fresh interpreter per worker). The workers are started from a thread,
+so this process never waits for them. Each worker runs its math on cores/N threads (1 when N =
+cores), so N workers do not oversubscribe the machine. As with any multiprocessing code, a script
+that uses the pool must guard its entry point with ``if __name__ == "__main__":``.
 
 Fail closed: a worker that dies (killed, out of memory) or fails outside the stage's own error
 handling ends the run with PptError 75 that names no record text; ``run_stream`` then removes a new
@@ -55,7 +57,9 @@ from ppt.log import logger
 from ppt.stages.base import Stage
 
 PER_WORKER = 2  # batches in flight per worker: one running, one queued behind it
-PRELOAD = ["ppt.exec._forkserver", "__main__", "ppt.exec.pool", "ppt.stages.sanitize"]
+# what the fork server imports: light modules only, so it is up at once and never holds a run's exit back
+# (each worker imports torch, the mechanism and builds its stage itself, in parallel with the others)
+PRELOAD = ["ppt.exec._forkserver", "ppt.exec.pool"]
 HINT = "rerun with --workers 1 to process the input in one process"
 
 
@@ -244,8 +248,7 @@ class StagePool:
         self.started = False  # whether worker processes were ever started
         self.batches_in_workers = 0  # batches the workers ran (the rest ran here)
         self._pings: list[Any] = []  # one no-op task per worker: done when a worker is ready
-        self._lock = threading.Lock()
-        self._starting = self._closing = False  # the starter thread is still starting workers / close() came
+        self._starter: threading.Thread | None = None
         # CPU seconds the workers took to start (fork to stage prepared) and on the batches collected (benches)
         self.worker_start_cpu_s = self.worker_cpu_s = 0.0
         self._waiting: list[_Pending] = []  # submitted and not yet collected, oldest first
@@ -305,13 +308,14 @@ class StagePool:
         method = start_method()
         ctx = multiprocessing.get_context(method)
         if method == "forkserver":
-            ctx.set_forkserver_preload(PRELOAD + _mechanism_module(self.stage))
+            ctx.set_forkserver_preload(PRELOAD)
         threads = max(1, available_cores() // self.workers)
         level = logging.getLogger("ppt").getEffectiveLevel()
         self._executor = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init,
                                              initargs=(self.recipe, dict(os.environ), threads, level, self.build_hint))
-        self._starting = True
-        threading.Thread(target=self._start_workers, args=(self._executor,), name="ppt-pool-start", daemon=True).start()
+        self._starter = threading.Thread(target=self._start_workers, args=(self._executor,), name="ppt-pool-start",
+                                         daemon=True)
+        self._starter.start()
 
     def _start_workers(self, executor: Any) -> None:
         """Start every worker, in a thread of its own: the first start waits for the fork server's imports,
@@ -322,11 +326,6 @@ class StagePool:
                 self._pings = [*self._pings, executor.submit(_ready)]
         except Exception:  # noqa: BLE001 - a broken or closed pool: the batches report it
             pass
-        with self._lock:
-            self._starting = False
-            closing = self._closing
-        if closing:  # close() came while this thread started them
-            _stop(executor, force=True)
 
     def _ready(self) -> bool:
         """Whether a worker has its stage (or failed to build it: its batches then raise the error)."""
@@ -385,10 +384,8 @@ class StagePool:
         waiting, self._waiting = self._waiting, []
         if executor is None:
             return
-        with self._lock:
-            if self._starting:  # the starter thread stops them when it is done: do not wait for it here
-                self._closing = True
-                return
+        if self._starter is not None:  # every worker forked (the fork server starts in a moment: light imports)
+            self._starter.join()
         busy = [p.future for p in waiting if p.future is not None] + self._pings
         _stop(executor, force=any(not f.done() for f in busy))
 
@@ -411,12 +408,6 @@ def _stop(executor: Any, force: bool) -> None:
 def _died() -> PptError:
     return PptError("a worker process died before its batch was done (killed, or out of memory?); "
                     "no output was written past the last finished batch", ExitCode.TEMPFAIL, hint=HINT)
-
-
-def _mechanism_module(stage: Stage) -> list[str]:
-    """The module of the stage's mechanism, for the fork server to import once (a sanitize stage)."""
-    module = type(getattr(stage, "mech", None)).__module__
-    return [module] if module.startswith("ppt.") else []
 
 
 def run_stage_in_workers(args: StreamArgs, recipe: Callable[[], Stage], *, workers: int | None = None,
