@@ -25,9 +25,9 @@ output line of a long one, does not wait for the workers' start-up.
 
 Why forkserver (spawn where there is none): forking this process, which has started torch's or BLAS's
 thread pools, can deadlock the child (locks held by threads that do not exist in it); the fork server
-is a fresh single-threaded process, started once per process with light imports only, that forks the
-workers (cheaper than spawn's fresh interpreter per worker). The workers are started from a thread,
-so this process never waits for them. Each worker runs its math on cores/N threads (1 when N =
+is a fresh single-threaded process, started once per process, that imports ppt's modules once (its
+preload) and forks the workers from there (cheaper than spawn's fresh interpreter per worker). The
+workers are started from a thread, so this process never waits for the server's imports. Each worker runs its math on cores/N threads (1 when N =
 cores), so N workers do not oversubscribe the machine. As with any multiprocessing code, a script
 that uses the pool must guard its entry point with ``if __name__ == "__main__":``.
 
@@ -57,9 +57,8 @@ from ppt.log import logger
 from ppt.stages.base import Stage
 
 PER_WORKER = 2  # batches in flight per worker: one running, one queued behind it
-# what the fork server imports: light modules only, so it is up at once and never holds a run's exit back
-# (each worker imports torch, the mechanism and builds its stage itself, in parallel with the others)
-PRELOAD = ["ppt.exec._forkserver", "ppt.exec.pool"]
+# what the fork server imports once, so that workers fork with it loaded (plus the stage's mechanism module)
+PRELOAD = ["ppt.exec._forkserver", "ppt.exec.pool", "ppt.stages.sanitize"]
 HINT = "rerun with --workers 1 to process the input in one process"
 
 
@@ -249,6 +248,7 @@ class StagePool:
         self.batches_in_workers = 0  # batches the workers ran (the rest ran here)
         self._pings: list[Any] = []  # one no-op task per worker: done when a worker is ready
         self._starter: threading.Thread | None = None
+        self._closing = False  # close() came while the starter thread was still starting workers
         # CPU seconds the workers took to start (fork to stage prepared) and on the batches collected (benches)
         self.worker_start_cpu_s = self.worker_cpu_s = 0.0
         self._waiting: list[_Pending] = []  # submitted and not yet collected, oldest first
@@ -308,7 +308,7 @@ class StagePool:
         method = start_method()
         ctx = multiprocessing.get_context(method)
         if method == "forkserver":
-            ctx.set_forkserver_preload(PRELOAD)
+            ctx.set_forkserver_preload(PRELOAD + _mechanism_module(self.stage))
         threads = max(1, available_cores() // self.workers)
         level = logging.getLogger("ppt").getEffectiveLevel()
         self._executor = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init,
@@ -323,9 +323,13 @@ class StagePool:
         no-op task (a ping) per worker starts them all."""
         try:
             for _ in range(self.workers):
+                if self._closing:
+                    break
                 self._pings = [*self._pings, executor.submit(_ready)]
         except Exception:  # noqa: BLE001 - a broken or closed pool: the batches report it
             pass
+        if self._closing:  # close() came meanwhile and left the pool to this thread
+            _stop(executor, force=True)
 
     def _ready(self) -> bool:
         """Whether a worker has its stage (or failed to build it: its batches then raise the error)."""
@@ -384,8 +388,13 @@ class StagePool:
         waiting, self._waiting = self._waiting, []
         if executor is None:
             return
-        if self._starter is not None:  # every worker forked (the fork server starts in a moment: light imports)
-            self._starter.join()
+        if self._starter is not None and self._starter.is_alive():
+            # the fork server is still importing: do not wait for it. The workers started so far stop now;
+            # once this process is gone the server exits without forking, and a worker forked meanwhile
+            # exits quietly (ppt.exec._forkserver)
+            self._closing = True
+            _terminate(executor)
+            return
         busy = [p.future for p in waiting if p.future is not None] + self._pings
         _stop(executor, force=any(not f.done() for f in busy))
 
@@ -399,15 +408,25 @@ class StagePool:
 def _stop(executor: Any, force: bool) -> None:
     """Shut the pool down: killing its workers first when ``force`` (batches still running, an early stop)."""
     if force:
-        for proc in list(getattr(executor, "_processes", {}).values()):  # no public way before 3.14
-            with contextlib.suppress(Exception):
-                proc.terminate()
+        _terminate(executor)
     executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _terminate(executor: Any) -> None:
+    for proc in list((getattr(executor, "_processes", None) or {}).values()):  # no public way before 3.14
+        with contextlib.suppress(Exception):
+            proc.terminate()
 
 
 def _died() -> PptError:
     return PptError("a worker process died before its batch was done (killed, or out of memory?); "
                     "no output was written past the last finished batch", ExitCode.TEMPFAIL, hint=HINT)
+
+
+def _mechanism_module(stage: Stage) -> list[str]:
+    """The module of the stage's mechanism, for the fork server to import once (a sanitize stage)."""
+    module = type(getattr(stage, "mech", None)).__module__
+    return [module] if module.startswith("ppt.") else []
 
 
 def run_stage_in_workers(args: StreamArgs, recipe: Callable[[], Stage], *, workers: int | None = None,
