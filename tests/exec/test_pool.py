@@ -52,6 +52,7 @@ def run(recipe, data: bytes, workers: int, help_while_starting: bool = False, **
 
 
 def test_seeded_output_is_byte_identical_for_any_workers_and_batch_size(recipe):
+    recipe = dataclasses.replace(recipe, emit_alignment="al")  # the alignment output too
     data = make_input()
     code, expected, err, _ = run(recipe, data, 1, batch_size=64)
     assert code == 0 and expected.count(b"\n") == 90 and "90 ok" in err
@@ -64,6 +65,7 @@ def test_seeded_output_is_byte_identical_for_any_workers_and_batch_size(recipe):
                 assert pool.batches_in_workers == -(-90 // batch)
     # as the CLI runs it: this process takes batches until a worker is ready, workers the rest
     assert run(recipe, data, 2, help_while_starting=True, batch_size=7)[:3] == (code, expected, err)
+    assert all(json.loads(line)["al"] for line in expected.splitlines())
     ids = [json.loads(line).get("id") for line in expected.splitlines()]
     assert ids == [None if i % 3 == 0 else f"r{i}" for i in range(90)]  # input order kept
 
