@@ -25,6 +25,7 @@ import contextlib
 import io
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -34,9 +35,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ppt.exec.pool import available_cores, run_stage_in_workers  # noqa: E402
+from ppt.exec.pool import StagePool, available_cores, run_stage_in_workers  # noqa: E402
 from ppt.exec.recipes import SanitizeRecipe  # noqa: E402
-from ppt.io import StreamArgs  # noqa: E402
+from ppt.io import StreamArgs, run_stream  # noqa: E402
 
 
 def note(msg: str) -> None:
@@ -65,11 +66,24 @@ def bbc_texts(n: int, words: int, space) -> tuple[list[str], str]:
     return texts[:n], f"BBC News windows of {words} words"
 
 
-def timed(args: StreamArgs, recipe: SanitizeRecipe, stage, workers: int) -> tuple[float, bytes, int]:
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(args: StreamArgs, recipe: SanitizeRecipe, stage, workers: int) -> tuple[float, float, bytes, int]:
+    """(wall seconds, CPU seconds of this process and the workers, output, exit code) of one run: what
+    ``run_stage_in_workers`` does, with the pool at hand to read its workers' CPU time."""
     out, err = io.BytesIO(), io.StringIO()
-    t0 = time.perf_counter()
-    code = run_stage_in_workers(args, recipe, workers=workers, stage=stage, desc="sanitize", _stdout=out, _stderr=err)
-    return time.perf_counter() - t0, out.getvalue(), code
+    c0, t0 = _cpu(), time.perf_counter()
+    if workers == 1:
+        code = run_stream(args, stage, desc="sanitize", _stdout=out, _stderr=err)
+        worker_cpu = 0.0
+    else:
+        with StagePool(recipe, workers, stage=stage) as pool:
+            code = run_stream(args, pool, desc="sanitize", _stdout=out, _stderr=err)
+        worker_cpu = pool.worker_cpu_s + pool.worker_start_cpu_s
+    return time.perf_counter() - t0, _cpu() - c0 + worker_cpu, out.getvalue(), code
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             head = io.BytesIO(b"".join(path.read_bytes().splitlines(keepends=True)[:16]))
             run_stage_in_workers(small, recipe, workers=2, stage=stage, _stdin=head, _stdout=io.BytesIO(), _stderr=io.StringIO())
         best: dict[int, float] = {}
+        cpu: dict[int, float] = {}
         loads: dict[int, list[float]] = {w: [] for w in counts}
         expected: bytes | None = None
         identical: dict[int, bool] = {}
@@ -117,19 +132,21 @@ def main(argv: list[str] | None = None) -> int:
             for w in counts:
                 note(f"run {r + 1}/{a.repeat}: {w} worker(s)")
                 loads[w].append(os.getloadavg()[0])
-                sec, out, code = timed(args, recipe, stage, w)
+                sec, cpu_s, out, code = timed(args, recipe, stage, w)
                 assert code == 0, f"exit code {code}"
+                cpu[w] = min(cpu.get(w, float("inf")), cpu_s)
                 if expected is None:
                     expected = out
                 identical[w] = identical.get(w, True) and out == expected
                 best[w] = min(best.get(w, float("inf")), sec)
         print(f"\n## library: run_stage_in_workers over the file, best of {a.repeat} (worker start-up included)")
-        hdr = f"{'workers':>7} {'seconds':>8} {'records/s':>10} {'tokens/s':>10} {'x 1 worker':>10} {'identical':>9} {'load avg':>12}"
+        hdr = (f"{'workers':>7} {'seconds':>8} {'records/s':>10} {'tokens/s':>10} {'x 1 worker':>10} {'identical':>9} "
+               f"{'load avg':>12} {'CPU s':>7}")
         print(hdr + "\n" + "-" * len(hdr))
         for w in counts:
             s = best[w]
             print(f"{w:7d} {s:8.2f} {len(texts) / s:10.0f} {n_tok / s:10.0f} {best[1] / s:9.2f}x {'yes' if identical[w] else 'NO':>9} "
-                  f"{min(loads[w]):5.2f}-{max(loads[w]):5.2f}", flush=True)
+                  f"{min(loads[w]):5.2f}-{max(loads[w]):5.2f} {cpu[w]:7.2f}", flush=True)
 
         if not a.no_cli:
             print("\n## cli: whole `ppt sanitize` processes, -i FILE -o /dev/null (start-up included), one run each")
@@ -147,7 +164,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{w:7d} {cli[w]:8.2f} {len(texts) / cli[w]:10.0f} {n_tok / cli[w]:10.0f} {cli[1] / cli[w]:9.2f}x "
                       f"{'':>9} {load:12.2f}", flush=True)
     print("x 1 worker: the 1-worker seconds / these seconds, measured in this run. identical: output byte-identical to\n"
-          "the 1-worker run. load avg: the 1-minute load average when the runs started (min-max over repeats).")
+          "the 1-worker run. load avg: the 1-minute load average when the runs started (min-max over repeats).\n"
+          "CPU s (least over repeats): CPU time of this process (all its threads) plus the workers' start-up and\n"
+          "batches: what the run costs whatever the machine's load (wall seconds depend on the load).")
     return 0
 
 
