@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import multiprocessing
 import os
 import signal
 import sys
@@ -84,6 +83,8 @@ def check_workers(workers: int | None) -> None:
 
 
 def start_method() -> str:
+    import multiprocessing  # here, not at the top: a one-batch run never needs it
+
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
@@ -118,6 +119,8 @@ def _limit_threads(threads: int) -> None:
 
 def _watch_parent() -> None:
     """Exit when the driving process is gone (killed: it cannot shut the pool down)."""
+    import multiprocessing
+
     parent = multiprocessing.parent_process()
     if parent is None:
         return
@@ -301,6 +304,7 @@ class StagePool:
 
     # -- internals
     def _start(self) -> None:
+        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         assert self.stage is not None
