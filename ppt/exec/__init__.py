@@ -6,6 +6,7 @@ in local worker processes.
     recipes.py   picklable stage recipes (a worker builds its own stage from one)
     ray.py       the Ray Data backend (``pip install 'ppt[ray]'``)
     pool.py      local worker processes (``--workers N``): StagePool, run_stage_in_workers
+    _forkserver.py  imported by the pool's fork server only (stdin/stdout let go, quiet orphaned workers)
 
 Nothing here imports Ray at module level, so ``--engine local`` never needs it.
 """
