@@ -119,6 +119,7 @@ def sanitize(
         check_engine(engine, ray_address, actors)
         if engine == "ray" and workers is not None:
             raise PptError("--workers is for --engine local (Ray runs --actors)", exit_code=ExitCode.USAGE)
+        from ppt.exec.pool import run_stage_in_workers
         from ppt.exec.recipes import SanitizeRecipe
 
         recipe = SanitizeRecipe(mech, eps, space=space, model=model, params=params, policy=policy, device=device,
@@ -140,8 +141,7 @@ def sanitize(
         stage = SanitizeStage(mechanism, text_field=text_field, seed=seed, keep_original=keep_original,
                               emit_alignment=emit_alignment, min_kept=min_kept, diagnostics=diagnostics,
                               stamp_mode=stamp_mode)
-        from ppt.exec.pool import run_stage_in_workers  # workers build their stage from the same recipe
-
+        # workers (--workers) build their stage from the same recipe; one batch runs here, no worker started
         raise typer.Exit(run_stage_in_workers(args, recipe, workers=workers, stage=stage, desc="sanitize",
                                               build_hint=recipe.build_hint()))
 

@@ -40,7 +40,7 @@ def _driver_gone() -> bool:
     return False
 
 
-def _hook(kind, value, tb) -> None:  # noqa: ANN001
+def _hook(kind, value, tb) -> None:
     if _driver_gone():
         return
     _default_hook(kind, value, tb)

@@ -52,7 +52,6 @@ from typing import Any
 
 from ppt.exec.readonly import read_only_cache
 from ppt.io import ExitCode, PptError, Record, RecordError, StreamArgs, run_stream
-from ppt.log import logger
 from ppt.stages.base import Stage
 
 PER_WORKER = 2  # batches in flight per worker: one running, one queued behind it
