@@ -121,6 +121,8 @@ from ppt.spaces.tokens import TokenBatch
 
 ASCII_PUNCT = frozenset(string.punctuation)
 _DEFAULT_CHUNK_ELEMENTS = 1 << 22  # utility rows per chunk = this // |C| (about 86 rows for SmolLM2)
+_DEFAULT_CHUNK_ELEMENTS_CUDA = 1 << 26  # on a GPU: ~1,380 rows for SmolLM2, ~2 GB of temporaries
+GEMM_ROWS = 64  # rows per head / distance product when records must not share rounding (batching "record")
 
 
 class Cape(TokenPipeline):
@@ -153,7 +155,7 @@ class Cape(TokenPipeline):
         policy: Policy | dict | None = None,
         quiet: bool = False,
         space: Any = None,
-        chunk_elements: int = _DEFAULT_CHUNK_ELEMENTS,
+        chunk_elements: int | None = None,
         batching: str = "auto",
         **unknown: Any,
     ):
@@ -175,7 +177,6 @@ class Cape(TokenPipeline):
         check_choice("context", context, CONTEXTS)
         self.policy = merge_policy(self.default_policy, policy)
         self.quiet = quiet
-        self.chunk_elements = int(chunk_elements)
         self.batching = check_choice("batching", batching, BATCHING)
         self.delta_u = cu.sensitivity(utility, self.lambda_l, self.lambda_d)
         self.policy.warn_leaks()
@@ -187,6 +188,9 @@ class Cape(TokenPipeline):
         self.tokenizer = HFTokenizer(tok)
         emb = lm.get_input_embeddings().weight.detach()
         self.device = emb.device
+        if chunk_elements is None:
+            chunk_elements = _DEFAULT_CHUNK_ELEMENTS_CUDA if self.device.type == "cuda" else _DEFAULT_CHUNK_ELEMENTS
+        self.chunk_elements = int(chunk_elements)
         n_rows = emb.shape[0]
         out_emb = lm.get_output_embeddings()
         if out_emb is not None and hasattr(out_emb, "weight"):
@@ -297,7 +301,7 @@ class Cape(TokenPipeline):
 
     # ---- perturbation -----------------------------------------------------------------------------
 
-    def utilities(self, logits_c: torch.Tensor, orig_ids: torch.Tensor) -> torch.Tensor:
+    def utilities(self, logits_c: torch.Tensor, orig_ids: torch.Tensor, gemm_rows: int | None = None) -> torch.Tensor:
         """u [c, |C|] for rows with candidate logits ``logits_c`` (overwritten) and original token ids.
 
         The same formulas as :mod:`ppt.mechanisms.cape.utility` (``logit_term``, ``distance_term``, ``combine``), fused
@@ -305,7 +309,7 @@ class Cape(TokenPipeline):
         """
         return cu.fused_utility(
             logits_c, orig_ids, self.embeddings, self.cand_emb, self.cand_emb_mm, self.cand_sqnorm,
-            form=self.utility, lambda_l=self.lambda_l, lambda_d=self.lambda_d, bound=self.logit_bound,
+            form=self.utility, lambda_l=self.lambda_l, lambda_d=self.lambda_d, bound=self.logit_bound, gemm_rows=gemm_rows,
         )
 
     def mix_records(self, reproducible: bool = True) -> bool:
@@ -313,24 +317,36 @@ class Cape(TokenPipeline):
         an unseeded run (OS-entropy output is not reproducible anyway, so nothing is lost)."""
         return self.batching == "mixed" or (self.batching == "auto" and not reproducible)
 
+    def chunk_rows(self, mix: bool) -> int:
+        """Utility rows per chunk: ``chunk_elements // |C|``; unmixed, a multiple of ``GEMM_ROWS`` (so
+        only a batch's last chunk pads its products)."""
+        rows = max(1, self.chunk_elements // int(self.candidates.numel()))
+        return rows if mix else max(GEMM_ROWS, rows // GEMM_ROWS * GEMM_ROWS)
+
     def perturb(
         self, ids_list: list[np.ndarray], positions: list[np.ndarray], rand: torch.Tensor, reproducible: bool = True
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Candidate columns for all perturbed positions (text order) and per-position diagnostics."""
+        """Candidate columns for all perturbed positions (text order) and per-position diagnostics.
+
+        After the context model's forward pass, the whole batch's positions go through the head and
+        distance products, utilities and sampling together, ``chunk_rows`` at a time (records share
+        chunks). Unmixed (``batching="record"``), the forward passes are per record and the two
+        products run on blocks of exactly ``GEMM_ROWS`` rows (:func:`~ppt.mechanisms.cape.utility.in_row_blocks`);
+        every other step works row by row, so a record's output does not depend on its batch.
+        """
         mix = self.mix_records(reproducible)
         feats = self.lm.features(ids_list, positions, mix_records=mix)
         orig = torch.as_tensor(np.concatenate([np.asarray(i, dtype=np.int64)[p] for i, p in zip(ids_list, positions)]), device=self.device)
         rand = rand.to(self.device)
-        chunk = max(1, self.chunk_elements // int(self.candidates.numel()))
+        n = int(orig.numel())
+        chunk = self.chunk_rows(mix)
+        gemm_rows = None if mix else GEMM_ROWS
         cols, diags = [], []
-        bounds = np.cumsum([0] + [len(p) for p in positions])
-        if mix:
-            bounds = bounds[[0, -1]]
-        # unmixed, chunks never straddle records: a record's head products have shapes set by the record alone
-        spans = [(s, min(s + chunk, int(end))) for start, end in zip(bounds[:-1], bounds[1:]) for s in range(int(start), int(end), chunk)]
         with torch.inference_mode():
-            for s, e in spans:
-                u = self.utilities(self.lm.candidate_logits(feats[s:e]), orig[s:e])
+            for s in range(0, n, chunk):
+                e = min(n, s + chunk)
+                logits = cu.in_row_blocks(self.lm.candidate_logits, feats[s:e], gemm_rows)
+                u = self.utilities(logits, orig[s:e], gemm_rows)
                 c, d = cu.sample_bucketized(u, self.eps, self.delta_u, self.buckets, rand[s:e, 0], rand[s:e, 1])
                 d["changed"] = self.candidates[c] != orig[s:e]
                 cols.append(c)
