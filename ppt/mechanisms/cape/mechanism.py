@@ -109,6 +109,7 @@ from ppt.mechanisms.cape.loading import (
     CONTEXTS,
     calibrate_logit_bound,
     check_choice,
+    default_dtype,
     load_context_model,
     merge_policy,
     nonneg,
@@ -183,6 +184,7 @@ class Cape(TokenPipeline):
 
         self.dtype = dtype
         lm, tok, self.model_name, kind = load_context_model(model, context, device, dtype)
+        lm, self.dtype_source = default_dtype(lm, dtype)
         from ppt.spaces.tokenizers import HFTokenizer
 
         self.tokenizer = HFTokenizer(tok)
@@ -237,7 +239,8 @@ class Cape(TokenPipeline):
             "candidates": CANDIDATE_RULE,
             "n_candidates": int(self.candidates.numel()),
             "context_window": self.lm.window,
-            "dtype": str(next(self.lm.model.parameters()).dtype).removeprefix("torch."),
+            "dtype": self.model_dtype,
+            "dtype_source": self.dtype_source,
             "context_prefix_token": self.lm.prefix_id,
             "eps_per_token_worst_case": self.worst_case,
             "policy": dataclasses.asdict(self.policy) | {"stopwords_rule": "NLTK 179, whole words only", "punct_rule": "pieces of the 32 ASCII punctuation characters"},
@@ -290,9 +293,18 @@ class Cape(TokenPipeline):
         claimed = float(acc.extra.get("eps_total_mean", self.eps)) if diagnostics and n else self.eps
         return [SelfComposedEvent(PureDpEvent(self.worst_case), n), SelfComposedEvent(ClaimedEvent(claimed, self.CLAIM), n)]
 
+    @property
+    def model_dtype(self) -> str:
+        return str(next(self.lm.model.parameters()).dtype).removeprefix("torch.")
+
     def signature_params(self) -> dict[str, Any]:
-        return {"model": f"{self.model_name}#{self.model_hash[:8]}", "context": self.context, "buckets": self.buckets, "utility": self.utility,
-                "lambda_l": self.lambda_l, "lambda_d": self.lambda_d, "B": float(f"{self.logit_bound:.6g}")}
+        """The compact signature's parameters; the context model's dtype only when it is not float32
+        (bf16 utilities differ from float32 ones by ~1e-2, so such outputs say so)."""
+        out = {"model": f"{self.model_name}#{self.model_hash[:8]}", "context": self.context, "buckets": self.buckets, "utility": self.utility,
+               "lambda_l": self.lambda_l, "lambda_d": self.lambda_d, "B": float(f"{self.logit_bound:.6g}")}
+        if self.model_dtype != "float32":
+            out["dtype"] = self.model_dtype
+        return out
 
     def record_accounting(self, diag: dict[str, torch.Tensor], counts: list[int]) -> tuple[list[float], list[dict[str, Any]]]:
         """Per record: composed eps = sum over its perturbed tokens of (eps + eps'_i), and eps' summaries

@@ -292,25 +292,31 @@ COMPOSITION = "basic: sum over perturbed tokens of (eps + eps'_i); eps'_i data d
 def record_accounts(eps_prime: torch.Tensor | None, counts: list[int], eps: float, worst_case: float) -> tuple[list[float], list[dict]]:
     """Per record (``counts[b]`` of the batch's positions, records' positions in order): composed eps =
     sum over its perturbed positions of (eps + eps'_i), and the accounting's extra fields (eps' mean
-    and max, eps + eps' mean and max, the data-independent worst case per token and composed)."""
-    composed, extras, offset = [], [], 0
-    for n in counts:
-        extra: dict = {"eps_per_token_worst_case": worst_case, "composed_eps_worst_case": n * worst_case}
+    and max, eps + eps' mean and max, the data-independent worst case per token and composed).
+
+    Maxima are one segment reduction over the batch; each record's sum stays torch's own sum of its
+    slice (a segmented or padded sum adds in another order and moves the last bit), the one call per
+    record left here, and the mean is that sum / n (as torch's mean computes it).
+    """
+    n_arr = np.asarray(counts, dtype=np.int64)
+    total = int(n_arr.sum())
+    ep = eps_prime.double().cpu() if total else torch.zeros(0, dtype=torch.float64)
+    offsets = np.concatenate([[0], np.cumsum(n_arr)]).tolist()
+    sums = [float(ep[a:b].sum()) if b > a else 0.0 for a, b in zip(offsets[:-1], offsets[1:])]
+    maxima = np.zeros(len(counts))
+    has = n_arr > 0
+    if total:
+        maxima[has] = torch.segment_reduce(ep, "max", lengths=torch.from_numpy(n_arr[has])).numpy()
+    composed, extras = [], []
+    for n, total_b, mx in zip(counts, sums, maxima.tolist()):
         if n:
-            ep = eps_prime[offset : offset + n].double()
-            extra.update(
-                eps_prime_mean=float(ep.mean()),
-                eps_prime_max=float(ep.max()),
-                eps_total_mean=eps + float(ep.mean()),
-                eps_total_max=eps + float(ep.max()),
-            )
-            composed.append(float(n * eps + ep.sum()))
+            mean = total_b / n
+            stats = {"eps_prime_mean": mean, "eps_prime_max": mx, "eps_total_mean": eps + mean, "eps_total_max": eps + mx}
+            composed.append(n * eps + total_b)
         else:
-            extra.update(eps_prime_mean=0.0, eps_prime_max=0.0, eps_total_mean=0.0, eps_total_max=0.0)
+            stats = {"eps_prime_mean": 0.0, "eps_prime_max": 0.0, "eps_total_mean": 0.0, "eps_total_max": 0.0}
             composed.append(0.0)
-        extra["composition"] = COMPOSITION
-        extras.append(extra)
-        offset += n
+        extras.append({"eps_per_token_worst_case": worst_case, "composed_eps_worst_case": n * worst_case, **stats, "composition": COMPOSITION})
     return composed, extras
 
 
