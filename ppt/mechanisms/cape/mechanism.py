@@ -64,20 +64,29 @@ one piece per input piece, each with the original's leading whitespace.
 
 Randomness. Each record draws two uniforms per perturbed position (bucket, member) from its own
 generator, in position order, before anything else (then random digits, if that policy is used).
-``batching`` decides how far float rounding may depend on the batch. "record": forward passes and head
-products are batched within a record, never across records, so a record's rounding depends on the
-record alone and seeded output is bit-identical whatever the batch size or order (mixing records in one
-padded batch changes rounding enough to flip a bucket edge now and then). "mixed": records share padded
-forward passes (1.1x the prompts/s of "record" in batches of 8 50-token prompts, 1.5x in batches of
-32, on a 2-core CPU; bench/sanitize_cape.py). "auto" (the default): "record" on seeded runs, "mixed" on OS-entropy runs, whose output is not reproducible anyway.
+``batching`` decides how far float rounding may depend on the batch. After the forward pass every mode
+treats the batch's perturbed positions as one stream of rows: head product, distances, utilities,
+buckets and sampling run ``chunk_elements // |C|`` rows at a time, chunks running across records (no
+per-record or per-token Python loop). "record": forward passes are batched within a record, never
+across records, and the two products run on blocks of exactly 64 rows (the last zero-padded:
+:func:`~ppt.mechanisms.cape.utility.in_row_blocks`; everything else works row by row), so a record's
+rounding depends on the record alone and seeded output is bit-identical whatever the batch size or
+order (mixing records in one padded forward pass changes rounding enough to flip a bucket edge now
+and then). "mixed": records also share padded forward passes, and products take whole chunks (1.1x
+the prompts/s of "record" in batches of 8 50-token prompts, 1.5x in batches of 32, on a 2-core CPU;
+bench/sanitize_cape.py). "auto" (the default): "record" on seeded runs, "mixed" on OS-entropy runs,
+whose output is not reproducible anyway.
 
 Cost and memory. Per perturbed position: the LM head restricted to the candidates and the distances
 to all candidates (two [c, d] x [d, |C|] products, ~3 GFLOP per 50-token prompt for SmolLM2, on top
 of the ~11 GFLOP forward pass), then ~20 elementwise passes over the [c, |C|] utility rows, processed
-``chunk_elements // |C|`` rows at a time (86 rows, ~100 MB of temporaries for SmolLM2). The causal
-forward pass is batched under a token budget; a masked LM gets one masked copy per perturbed position.
-``dtype="bfloat16"`` runs the forward pass and both products in bf16 (about 4x faster matrix products
-on CPUs with AVX512-BF16/AMX and on GPUs; utilities then agree with float32 to ~1e-2).
+``chunk_elements // |C|`` rows at a time (default 2^22 elements on a CPU: 86 rows, ~100 MB of
+temporaries for SmolLM2; 2^26 on CUDA: ~1,380 rows, ~2 GB). The causal forward pass is batched under
+a token budget; a masked LM gets one masked copy per perturbed position. ``dtype="bfloat16"`` runs the
+forward pass and both products in bf16 (about 4x faster matrix products on CPUs with AVX512-BF16/AMX
+and on GPUs; utilities then agree with float32 to ~1e-2); it is the default when the context model is
+on CUDA (float16 on GPUs without bf16), float32 on the CPU. ``params()`` states the dtype and how it was
+chosen (``dtype_source``), and the compact signature names any dtype other than float32.
 
 Implemented on the shared token pipeline (:class:`~ppt.mechanisms.pipeline.TokenPipeline`: its plan,
 draw order, rebuild, pair spans and kept/dropped counting): Cape fills in its hooks with the context

@@ -2,8 +2,8 @@
 
 Everything here works on a ``[n, V]`` utility (or logit/distance) matrix, one row per perturbed
 position, V candidates per row; there are no Python loops over rows or candidates (``record_accounts``
-sums up each record's eps', one record at a time). The mechanism
-(:mod:`ppt.mechanisms.cape.mechanism`) feeds it row chunks so memory stays at ``chunk x V``.
+keeps one torch sum per record, so each record's figures have the bits they have alone). The mechanism
+(:mod:`ppt.mechanisms.cape.mechanism`) feeds it row chunks, across records, so memory stays at ``chunk x V``.
 
 Utility (reconstruction, see ``shared/docs/MECHANISMS.md``)::
 
