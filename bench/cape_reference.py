@@ -10,6 +10,8 @@ code's (the bench checks). Nothing here is used by ppt itself.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import torch
 
@@ -41,7 +43,7 @@ def perturb(mech, ids_list, positions, rand, reproducible=True):
     bounds = np.cumsum([0] + [len(p) for p in positions])
     if mix:
         bounds = bounds[[0, -1]]
-    spans = [(s, min(s + chunk, int(end))) for start, end in zip(bounds[:-1], bounds[1:]) for s in range(int(start), int(end), chunk)]
+    spans = [(s, min(s + chunk, int(end))) for start, end in pairwise(bounds) for s in range(int(start), int(end), chunk)]
     with torch.inference_mode():
         for s, e in spans:
             u = mech.utilities(mech.lm.candidate_logits(feats[s:e]), orig[s:e])

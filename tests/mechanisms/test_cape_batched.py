@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from ppt.mechanisms.cape import Cape
-from ppt.mechanisms.cape import loading
+from ppt.mechanisms.cape import Cape, loading
 from ppt.mechanisms.cape import utility as cu
 from ppt.rng import record_generator
 from ppt.spaces.tokenizers import HFTokenizer
@@ -242,3 +241,16 @@ def test_bench_eps_table_runs(bench, causal):  # noqa: F811
     assert all(0 <= r["unchanged"] <= 1 and r["dist"] >= 0 and r["eps_total"] == r["eps"] + r["eps_prime"] for r in rows)
     assert rows[1]["unchanged"] > rows[0]["unchanged"] and rows[1]["dist"] < rows[0]["dist"]
     assert mech.eps == 3.0 and mech.lm.features == features
+
+
+def test_sampler_same_columns_with_block_search():
+    """The CUDA default (two-level member search over 1024-column blocks) picks the same columns as the
+    CPU's one scan per row, run here on CPU tensors."""
+    g = torch.Generator().manual_seed(4)
+    u = torch.rand(30, 5000, generator=g) ** 3
+    u[0] = 0.25  # one bucket holds the whole row
+    r = torch.rand(30, 2, generator=g, dtype=torch.float64)
+    cols, diag = cu.sample_bucketized(u, 3.0, 1.0, 50, r[:, 0], r[:, 1])
+    for block in (7, 1024):
+        c2, d2 = cu.sample_bucketized(u, 3.0, 1.0, 50, r[:, 0], r[:, 1], member_block=block)
+        assert torch.equal(cols, c2) and all(torch.equal(diag[k], d2[k]) for k in diag)

@@ -37,6 +37,7 @@ utility vectors): for |V| = 49k, N_b = 50 it is ~15 at eps = 1. The mechanism re
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import numpy as np
 import torch
@@ -199,7 +200,7 @@ def eps_prime(counts: torch.Tensor) -> torch.Tensor:
     return torch.log(mx / mn)
 
 
-MEMBER_BLOCK = 1024  # columns per block in nth_member's two-level search
+MEMBER_BLOCK = 1024  # columns per block in nth_member's two-level search on CUDA
 
 
 def nth_member(b: torch.Tensor, k: torch.Tensor, j: torch.Tensor, block_counts: torch.Tensor, block: int) -> torch.Tensor:
@@ -207,42 +208,49 @@ def nth_member(b: torch.Tensor, k: torch.Tensor, j: torch.Tensor, block_counts: 
     (``j[i]`` below that row's count of them), from ``block_counts`` [n, blocks, N_b] (entries equal
     to each value per block of ``block`` columns, see ``_bucketize``).
 
-    Two levels instead of a running count over the whole row (a serial pass over [n, V], the slowest
-    step of the sampler on a CPU): the block holding the member by ``searchsorted`` on the running sum
-    of bucket k's block counts, then a running count inside that one block. Integer arithmetic
-    throughout: the same column as a running count over the whole row.
+    With one block (``block`` >= V, the CPU's choice) a running count over the whole row. With several
+    (CUDA), two levels: the block holding the member by ``searchsorted`` on the running sum of bucket
+    k's block counts, then a running count inside that one block, so the scan covers ``block`` columns
+    per row instead of V and the counts' atomic adds spread over blocks x N_b addresses. Integer
+    arithmetic throughout: the same column either way.
     """
     n, v = b.shape
+    target = (j + 1).to(torch.int32).unsqueeze(1)
+    if block >= v:
+        return torch.searchsorted((b == k.unsqueeze(1)).cumsum(1, dtype=torch.int32), target).squeeze(1)
     per_block = block_counts.gather(2, k.view(n, 1, 1).expand(n, block_counts.shape[1], 1)).squeeze(2)
-    running = per_block.cumsum(1)
-    target = (j + 1).unsqueeze(1)
+    running = per_block.cumsum(1, dtype=torch.int32)
     blk = torch.searchsorted(running, target).squeeze(1).clamp_(max=running.shape[1] - 1)
-    before = torch.where(blk > 0, running.gather(1, (blk - 1).clamp_min(0).unsqueeze(1)).squeeze(1), torch.zeros_like(blk))
+    before = torch.where(blk > 0, running.gather(1, (blk - 1).clamp_min(0).unsqueeze(1)).squeeze(1), torch.zeros_like(blk, dtype=torch.int32))
     # the block's columns; in a short last block the ones past v repeat column v - 1, which lies after
     # the member (j is below the row's count), so they never change the answer
-    width = min(block, v)
-    cols = (blk.unsqueeze(1) * block + torch.arange(width, device=b.device)).clamp_(max=v - 1)
-    inside = (b.gather(1, cols) == k.unsqueeze(1)).cumsum(1)
+    cols = (blk.unsqueeze(1) * block + torch.arange(block, device=b.device)).clamp_(max=v - 1)
+    inside = (b.gather(1, cols) == k.unsqueeze(1)).cumsum(1, dtype=torch.int32)
     within = torch.searchsorted(inside, (target.squeeze(1) - before).unsqueeze(1)).squeeze(1)
     return blk * block + within
 
 
 def sample_bucketized(
-    u: torch.Tensor, eps: float, delta_u: float, n_buckets: int, r_bucket: torch.Tensor, r_member: torch.Tensor
+    u: torch.Tensor, eps: float, delta_u: float, n_buckets: int, r_bucket: torch.Tensor, r_member: torch.Tensor,
+    member_block: int | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """One candidate column per row of ``u`` [n, V] with two uniforms per row.
 
     ``r_bucket`` picks the bucket by inverse CDF over the bucket probabilities, ``r_member`` the
-    ``floor(r_member * |b_k|)``-th member (in column order) of the chosen bucket (:func:`nth_member`).
+    ``floor(r_member * |b_k|)``-th member (in column order) of the chosen bucket (:func:`nth_member`;
+    ``member_block`` columns per block, default ``MEMBER_BLOCK`` on CUDA and the whole row on a CPU,
+    where one scan is cheaper than the block counts; the result is the same).
     Returns the columns and diagnostics (``bucket``, ``bucket_size``, ``n_nonempty``, ``eps_prime``).
     """
-    b, block_counts, means = _bucketize(u, n_buckets, MEMBER_BLOCK)
+    if member_block is None:
+        member_block = MEMBER_BLOCK if u.is_cuda else max(1, u.shape[1])
+    b, block_counts, means = _bucketize(u, n_buckets, member_block)
     counts = block_counts.sum(1)
     k = sample_from_logits_inverse_cdf(bucket_logits(counts, means, eps, delta_u), r_bucket.to(u.device))
     size = counts.gather(1, k.unsqueeze(1)).squeeze(1)
     j = (r_member.to(u.device).double().clamp(0.0, 1.0) * size.double()).floor().to(torch.int64)
     j = torch.minimum(j, size - 1)
-    cols = nth_member(b, k, j, block_counts, MEMBER_BLOCK)
+    cols = nth_member(b, k, j, block_counts, member_block)
     diag = {
         "bucket": k,
         "bucket_size": size,
@@ -302,7 +310,7 @@ def record_accounts(eps_prime: torch.Tensor | None, counts: list[int], eps: floa
     total = int(n_arr.sum())
     ep = eps_prime.double().cpu() if total else torch.zeros(0, dtype=torch.float64)
     offsets = np.concatenate([[0], np.cumsum(n_arr)]).tolist()
-    sums = [float(ep[a:b].sum()) if b > a else 0.0 for a, b in zip(offsets[:-1], offsets[1:])]
+    sums = [float(ep[a:b].sum()) if b > a else 0.0 for a, b in pairwise(offsets)]
     maxima = np.zeros(len(counts))
     has = n_arr > 0
     if total:
