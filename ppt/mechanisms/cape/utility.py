@@ -2,8 +2,8 @@
 
 Everything here works on a ``[n, V]`` utility (or logit/distance) matrix, one row per perturbed
 position, V candidates per row; there are no Python loops over rows or candidates (``record_accounts``
-sums up each record's eps', one record at a time). The mechanism
-(:mod:`ppt.mechanisms.cape.mechanism`) feeds it row chunks so memory stays at ``chunk x V``.
+keeps one torch sum per record, so each record's figures have the bits they have alone). The mechanism
+(:mod:`ppt.mechanisms.cape.mechanism`) feeds it row chunks, across records, so memory stays at ``chunk x V``.
 
 Utility (reconstruction, see ``shared/docs/MECHANISMS.md``)::
 
@@ -37,6 +37,7 @@ utility vectors): for |V| = 49k, N_b = 50 it is ~15 at eps = 1. The mechanism re
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import numpy as np
 import torch
@@ -72,24 +73,45 @@ def combine(lt: torch.Tensor, dt: torch.Tensor, lambda_l: float, lambda_d: float
     raise ValueError(f"utility must be one of {', '.join(UTILITIES)} (got {form!r})")
 
 
+def in_row_blocks(fn, x: torch.Tensor, rows: int | None) -> torch.Tensor:
+    """``fn(x)`` for a row-wise ``fn`` (a matrix product), run on blocks of exactly ``rows`` rows (the last
+    one zero-padded) when ``rows`` is given, else on ``x`` at once.
+
+    Why: a BLAS product may round a row differently depending on how many rows it multiplies (a
+    one-row product can take a matrix-vector path). With every block the same shape, a row's result
+    depends on the row alone, so records can share products and still get bit-identical results
+    whatever else is in their batch.
+    """
+    n = x.shape[0]
+    if rows is None or n == 0:
+        return fn(x)
+    pad = -n % rows
+    if pad:
+        x = torch.cat([x, x.new_zeros((pad, *x.shape[1:]))])
+    out = torch.cat([fn(x[s : s + rows]) for s in range(0, n + pad, rows)]) if n + pad > rows else fn(x)
+    return out[:n] if pad else out
+
+
 def fused_utility(
     logits_c: torch.Tensor, orig_ids: torch.Tensor, embeddings: torch.Tensor, cand_emb: torch.Tensor, cand_emb_mm: torch.Tensor,
-    cand_sqnorm: torch.Tensor, *, form: str, lambda_l: float, lambda_d: float, bound: float,
+    cand_sqnorm: torch.Tensor, *, form: str, lambda_l: float, lambda_d: float, bound: float, gemm_rows: int | None = None,
 ) -> torch.Tensor:
     """u [c, |C|] for rows with candidate logits ``logits_c`` (overwritten) and original token ids.
 
     ``logit_term``, ``distance_term`` and ``combine`` fused in place to keep the passes over the
     c x |C| matrix few (D^lambda_D = exp(-lambda_D d / d_max)). ``embeddings``: the model's input
     embeddings (float32); ``cand_emb`` the candidates' rows, ``cand_emb_mm`` the same in the matrix
-    product's dtype (the model's), ``cand_sqnorm`` their squared norms.
+    product's dtype (the model's), ``cand_sqnorm`` their squared norms. ``gemm_rows``: run the
+    distance product in blocks of exactly that many rows (:func:`in_row_blocks`), so a row's distances
+    do not depend on which other tokens share the chunk.
     """
     uniq, inv = torch.unique(orig_ids, return_inverse=True)
     e = embeddings.index_select(0, uniq)
     # ||e||^2 + ||c||^2 - 2 e.c: one matrix product for the distinct original tokens of the chunk
     if cand_emb_mm.dtype == torch.float32:
-        sq = torch.addmm(cand_sqnorm.unsqueeze(0), e, cand_emb.T, alpha=-2.0)
+        sq = in_row_blocks(lambda x: torch.addmm(cand_sqnorm.unsqueeze(0), x, cand_emb.T, alpha=-2.0), e, gemm_rows)
     else:
-        sq = (e.to(cand_emb_mm.dtype) @ cand_emb_mm.T).float().mul_(-2.0).add_(cand_sqnorm)
+        sq = in_row_blocks(lambda x: (x.to(cand_emb_mm.dtype) @ cand_emb_mm.T).float().mul_(-2.0).add_(cand_sqnorm), e, gemm_rows)
     dist = sq.add_(e.pow(2).sum(1, keepdim=True)).clamp_min_(0).sqrt_()
     dmax = dist.amax(dim=1, keepdim=True)
     dmax = torch.where(dmax > 0, dmax, torch.ones_like(dmax))
@@ -123,19 +145,45 @@ def bucketize(u: torch.Tensor, n_buckets: int) -> tuple[torch.Tensor, torch.Tens
 
     Counts and sums are one ``scatter_add_`` each along the bucket dimension (no one-hot matrix).
     """
+    b, block_counts, means = _bucketize(u, n_buckets, v_block=u.shape[1] or 1)
+    return b, block_counts.squeeze(1), means
+
+
+def _bucketize(u: torch.Tensor, n_buckets: int, v_block: int, block_sums: bool | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``bucketize`` with the member counts per block of ``v_block`` columns (``[n, blocks, N_b]``;
+    summed over blocks they are the counts).
+
+    The block counts are the counts' own ``scatter_add_``, into one slot per (block, bucket) instead
+    of per bucket: :func:`nth_member` finds a member's block from them without another pass over the
+    row, and a GPU's atomic adds spread over blocks x N_b addresses per row instead of N_b.
+    ``block_sums`` (default: on CUDA) sums utilities the same way; float sums then round in another
+    order (CUDA's ``scatter_add_`` has no fixed order anyway), so the CPU keeps one sum per bucket.
+    Fails closed (FloatingPointError) on a non-finite utility: a row's min and max are finite exactly
+    when all of it is (both propagate NaN), which spares a separate pass over ``u``.
+    """
     n, v = u.shape
     lo, hi = torch.aminmax(u, dim=1, keepdim=True)
+    if not bool((torch.isfinite(lo) & torch.isfinite(hi)).all()):  # a NaN would land in a garbage bucket
+        raise FloatingPointError("non-finite utilities")
     span = hi - lo
     scale = torch.where(span > 0, n_buckets / span.clamp_min(torch.finfo(u.dtype).tiny), torch.zeros_like(span))
     # (u - lo) * scale >= 0, so truncation is floor; clamping first puts u_max in the last bucket
     b = torch.addcmul(-lo * scale, u, scale).clamp_(0, n_buckets - 1).to(torch.int64)
-    counts = torch.zeros((n, n_buckets), dtype=torch.int64, device=u.device)
-    counts.scatter_add_(1, b, torch.ones(1, 1, dtype=torch.int64, device=u.device).expand(n, v))
-    sums = torch.zeros((n, n_buckets), dtype=u.dtype, device=u.device).scatter_add_(1, b, u)
+    blocks = -(-v // v_block)
+    slot = b if blocks == 1 else b + (torch.arange(v, device=u.device) // v_block) * n_buckets
+    block_counts = torch.zeros((n, blocks * n_buckets), dtype=torch.int64, device=u.device)
+    block_counts.scatter_add_(1, slot, torch.ones(1, 1, dtype=torch.int64, device=u.device).expand(n, v))
+    block_counts = block_counts.view(n, blocks, n_buckets)
+    counts = block_counts.sum(1)
+    if u.is_cuda if block_sums is None else block_sums:
+        sums = torch.zeros((n, blocks * n_buckets), dtype=u.dtype, device=u.device).scatter_add_(1, slot, u)
+        sums = sums.view(n, blocks, n_buckets).sum(1)
+    else:
+        sums = torch.zeros((n, n_buckets), dtype=u.dtype, device=u.device).scatter_add_(1, b, u)
     means = sums.double() / counts.clamp_min(1)
     # a mean lies within the row's [u_min, u_max]; keep float rounding of the sum from stepping outside
     means = torch.where(counts > 0, torch.minimum(torch.maximum(means, lo.double()), hi.double()), torch.zeros_like(means))
-    return b, counts, means
+    return b, block_counts, means
 
 
 def bucket_logits(counts: torch.Tensor, means: torch.Tensor, eps: float, delta_u: float) -> torch.Tensor:
@@ -152,25 +200,57 @@ def eps_prime(counts: torch.Tensor) -> torch.Tensor:
     return torch.log(mx / mn)
 
 
+MEMBER_BLOCK = 1024  # columns per block in nth_member's two-level search on CUDA
+
+
+def nth_member(b: torch.Tensor, k: torch.Tensor, j: torch.Tensor, block_counts: torch.Tensor, block: int) -> torch.Tensor:
+    """The column of the ``j[i]``-th (0-based, column order) entry of row i of ``b`` equal to ``k[i]``
+    (``j[i]`` below that row's count of them), from ``block_counts`` [n, blocks, N_b] (entries equal
+    to each value per block of ``block`` columns, see ``_bucketize``).
+
+    With one block (``block`` >= V, the CPU's choice) a running count over the whole row. With several
+    (CUDA), two levels: the block holding the member by ``searchsorted`` on the running sum of bucket
+    k's block counts, then a running count inside that one block, so the scan covers ``block`` columns
+    per row instead of V and the counts' atomic adds spread over blocks x N_b addresses. Integer
+    arithmetic throughout: the same column either way.
+    """
+    n, v = b.shape
+    target = (j + 1).to(torch.int32).unsqueeze(1)
+    if block >= v:
+        return torch.searchsorted((b == k.unsqueeze(1)).cumsum(1, dtype=torch.int32), target).squeeze(1)
+    per_block = block_counts.gather(2, k.view(n, 1, 1).expand(n, block_counts.shape[1], 1)).squeeze(2)
+    running = per_block.cumsum(1, dtype=torch.int32)
+    blk = torch.searchsorted(running, target).squeeze(1).clamp_(max=running.shape[1] - 1)
+    before = torch.where(blk > 0, running.gather(1, (blk - 1).clamp_min(0).unsqueeze(1)).squeeze(1), torch.zeros_like(blk, dtype=torch.int32))
+    # the block's columns; in a short last block the ones past v repeat column v - 1, which lies after
+    # the member (j is below the row's count), so they never change the answer
+    cols = (blk.unsqueeze(1) * block + torch.arange(block, device=b.device)).clamp_(max=v - 1)
+    inside = (b.gather(1, cols) == k.unsqueeze(1)).cumsum(1, dtype=torch.int32)
+    within = torch.searchsorted(inside, (target.squeeze(1) - before).unsqueeze(1)).squeeze(1)
+    return blk * block + within
+
+
 def sample_bucketized(
-    u: torch.Tensor, eps: float, delta_u: float, n_buckets: int, r_bucket: torch.Tensor, r_member: torch.Tensor
+    u: torch.Tensor, eps: float, delta_u: float, n_buckets: int, r_bucket: torch.Tensor, r_member: torch.Tensor,
+    member_block: int | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """One candidate column per row of ``u`` [n, V] with two uniforms per row.
 
     ``r_bucket`` picks the bucket by inverse CDF over the bucket probabilities, ``r_member`` the
-    ``floor(r_member * |b_k|)``-th member (in column order) of the chosen bucket: the first column whose
-    running member count reaches it, found by ``searchsorted`` on the row's cumulative mask.
+    ``floor(r_member * |b_k|)``-th member (in column order) of the chosen bucket (:func:`nth_member`;
+    ``member_block`` columns per block, default ``MEMBER_BLOCK`` on CUDA and the whole row on a CPU,
+    where one scan is cheaper than the block counts; the result is the same).
     Returns the columns and diagnostics (``bucket``, ``bucket_size``, ``n_nonempty``, ``eps_prime``).
     """
-    if not torch.isfinite(u).all():  # fail closed: a NaN would land in a garbage bucket
-        raise FloatingPointError("non-finite utilities")
-    b, counts, means = bucketize(u, n_buckets)
+    if member_block is None:
+        member_block = MEMBER_BLOCK if u.is_cuda else max(1, u.shape[1])
+    b, block_counts, means = _bucketize(u, n_buckets, member_block)
+    counts = block_counts.sum(1)
     k = sample_from_logits_inverse_cdf(bucket_logits(counts, means, eps, delta_u), r_bucket.to(u.device))
     size = counts.gather(1, k.unsqueeze(1)).squeeze(1)
     j = (r_member.to(u.device).double().clamp(0.0, 1.0) * size.double()).floor().to(torch.int64)
     j = torch.minimum(j, size - 1)
-    running = (b == k.unsqueeze(1)).cumsum(dim=1, dtype=torch.int32)
-    cols = torch.searchsorted(running, (j + 1).to(torch.int32).unsqueeze(1)).squeeze(1)
+    cols = nth_member(b, k, j, block_counts, member_block)
     diag = {
         "bucket": k,
         "bucket_size": size,
@@ -220,30 +300,36 @@ COMPOSITION = "basic: sum over perturbed tokens of (eps + eps'_i); eps'_i data d
 def record_accounts(eps_prime: torch.Tensor | None, counts: list[int], eps: float, worst_case: float) -> tuple[list[float], list[dict]]:
     """Per record (``counts[b]`` of the batch's positions, records' positions in order): composed eps =
     sum over its perturbed positions of (eps + eps'_i), and the accounting's extra fields (eps' mean
-    and max, eps + eps' mean and max, the data-independent worst case per token and composed)."""
-    composed, extras, offset = [], [], 0
-    for n in counts:
-        extra: dict = {"eps_per_token_worst_case": worst_case, "composed_eps_worst_case": n * worst_case}
+    and max, eps + eps' mean and max, the data-independent worst case per token and composed).
+
+    Maxima are one segment reduction over the batch; each record's sum stays torch's own sum of its
+    slice (a segmented or padded sum adds in another order and moves the last bit), the one call per
+    record left here, and the mean is that sum / n (as torch's mean computes it).
+    """
+    n_arr = np.asarray(counts, dtype=np.int64)
+    total = int(n_arr.sum())
+    ep = eps_prime.double().cpu() if total else torch.zeros(0, dtype=torch.float64)
+    offsets = np.concatenate([[0], np.cumsum(n_arr)]).tolist()
+    sums = [float(ep[a:b].sum()) if b > a else 0.0 for a, b in pairwise(offsets)]
+    maxima = np.zeros(len(counts))
+    has = n_arr > 0
+    if total:
+        maxima[has] = torch.segment_reduce(ep, "max", lengths=torch.from_numpy(n_arr[has])).numpy()
+    composed, extras = [], []
+    for n, total_b, mx in zip(counts, sums, maxima.tolist()):
         if n:
-            ep = eps_prime[offset : offset + n].double()
-            extra.update(
-                eps_prime_mean=float(ep.mean()),
-                eps_prime_max=float(ep.max()),
-                eps_total_mean=eps + float(ep.mean()),
-                eps_total_max=eps + float(ep.max()),
-            )
-            composed.append(float(n * eps + ep.sum()))
+            mean = total_b / n
+            stats = {"eps_prime_mean": mean, "eps_prime_max": mx, "eps_total_mean": eps + mean, "eps_total_max": eps + mx}
+            composed.append(n * eps + total_b)
         else:
-            extra.update(eps_prime_mean=0.0, eps_prime_max=0.0, eps_total_mean=0.0, eps_total_max=0.0)
+            stats = {"eps_prime_mean": 0.0, "eps_prime_max": 0.0, "eps_total_mean": 0.0, "eps_total_max": 0.0}
             composed.append(0.0)
-        extra["composition"] = COMPOSITION
-        extras.append(extra)
-        offset += n
+        extras.append({"eps_per_token_worst_case": worst_case, "composed_eps_worst_case": n * worst_case, **stats, "composition": COMPOSITION})
     return composed, extras
 
 
 __all__ = [
     "UTILITIES", "logit_term", "distance_term", "combine", "fused_utility", "sensitivity", "bucketize", "bucket_logits",
-    "eps_prime", "sample_bucketized", "closed_form", "pairwise_bound", "worst_case_eps", "calibrate_bound",
+    "eps_prime", "in_row_blocks", "nth_member", "sample_bucketized", "closed_form", "pairwise_bound", "worst_case_eps", "calibrate_bound",
     "COMPOSITION", "record_accounts",
 ]
