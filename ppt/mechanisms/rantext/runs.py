@@ -304,12 +304,15 @@ class DeviceRunTable:
         idx = _plain(table.idx)
         V = idx.shape[1] if idx.ndim == 2 else 0
         idx_dtype = np.int16 if V <= np.iinfo(np.int16).max + 1 else np.int32  # indices 0..V-1
-        return cls(
-            values=torch.from_numpy(np.ascontiguousarray(_plain(table.values))).to(device),
-            counts=torch.from_numpy(np.ascontiguousarray(table.counts, dtype=np.int32)).to(device),
-            ends=torch.from_numpy(np.ascontiguousarray(_plain(table.ends), dtype=np.int32)).to(device),
-            idx=torch.from_numpy(np.ascontiguousarray(idx, dtype=idx_dtype)).to(device),
-        )
+
+        def put(arr: np.ndarray, dtype) -> torch.Tensor:
+            a = np.ascontiguousarray(_plain(arr), dtype=dtype)
+            if not a.flags.writeable:  # a read-only memory map: torch wants its own copy
+                a = a.copy()
+            return torch.from_numpy(a).to(device)
+
+        return cls(values=put(table.values, np.float16), counts=put(table.counts, np.int32),
+                   ends=put(table.ends, np.int32), idx=put(idx, idx_dtype))
 
 
 def _prefix_lengths_torch(values, rows, r):
