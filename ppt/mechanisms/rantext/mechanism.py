@@ -76,7 +76,13 @@ from ppt.mechanisms.pipeline import TokenMechanism
 from ppt.mechanisms.policy import Policy
 from ppt.mechanisms.rantext import calibration
 from ppt.mechanisms.rantext.runs import (
-    DEFAULT_CHUNK_ENTRIES, RUN_TABLE_VERSION, RunTable, build_run_table_files, build_runs, sample_runs, sample_runs_torch,
+    DEFAULT_CHUNK_ENTRIES,
+    RUN_TABLE_VERSION,
+    RunTable,
+    build_run_table_files,
+    build_runs,
+    sample_runs,
+    sample_runs_torch,
 )
 from ppt.samplers import laplace
 from ppt.spaces.distances import distance_rows
