@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 DEFAULT_CHUNK_ENTRIES = 1 << 18  # run-length entries per sampling block on CPU (work arrays stay in cache)
-DEVICE_CHUNK_ENTRIES = 1 << 25  # the same on CUDA: ~400 MB of work arrays per block
+DEVICE_CHUNK_ENTRIES = 1 << 25  # the same on CUDA: ~0.9 GB of work arrays per block (26 bytes an entry)
 RUN_TABLE_VERSION = 1
 RUN_BLOCK = 32  # runs per block of the cumulative weights on CPU (see pick_runs)
 _U_MAX = 1.0 - 1e-16  # uniforms are clamped below 1, as the inverse CDF uses them
