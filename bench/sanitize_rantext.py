@@ -3,11 +3,14 @@
     python bench/sanitize_rantext.py                 # real default space (cl100k-minilm), eps 1 3 6 10
     python bench/sanitize_rantext.py --space random  # a random 11000 x 384 space (no offline models needed)
     python bench/sanitize_rantext.py --workers 2     # ppt's side in 2 worker processes (ppt sanitize --workers)
+    python bench/sanitize_rantext.py --device cuda   # ppt samples on the GPU (tables resident there)
 
 Both sides sanitize the same texts with the same space, the same Z (calibrated unless --z paper) and
 the same tokenizer; each side's clock covers tokenization, perturbation and rebuilding the text.
 
-- ppt: ``Rantext.sanitize_batch`` in batches of --batch-size records (one generator per record).
+- ppt: ``Rantext.sanitize_batch`` in batches of --batch-size records (one generator per record), on
+  --device (cpu: the numpy sampler; cuda: the torch sampler, run tables resident on the GPU; auto: cuda
+  when present). The reference always runs on the CPU.
   With ``--workers N`` (N > 1) ppt's side is ``ppt sanitize --workers N`` as a library call instead
   (``ppt.exec.pool.run_stage_in_workers`` over the texts as JSONL, stamps and JSON included, each run
   starting its workers; the fork server is started before the clock): the reference stays one process.
@@ -162,15 +165,25 @@ class Reference:
 # ---- measurement ----------------------------------------------------------------------------------------
 
 
+CLOCK = time.perf_counter  # --clock cpu: time.process_time (this process's CPU time, robust to other load)
+
+
+def sync(mech: Rantext) -> None:
+    """Wait for the device's queued kernels (a GPU clock must cover the work, not its launch)."""
+    if mech.device.type == "cuda":
+        torch.cuda.synchronize(mech.device)
+
+
 def run_ppt(mech: Rantext, texts: list[str], batch_size: int, seed: int) -> tuple[float, int]:
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     n = 0
     for s in range(0, len(texts), batch_size):
         batch = texts[s : s + batch_size]
         gens = [record_generator(seed, s + i) for i in range(len(batch))]
         for res in mech.sanitize_batch(batch, gens):
             n += res.accounting.n_perturbed
-    return time.perf_counter() - t0, n
+    sync(mech)
+    return CLOCK() - t0, n
 
 
 def run_ppt_workers(recipe, stage, texts: list[str], batch_size: int, workers: int) -> tuple[float, int]:
@@ -194,11 +207,11 @@ def run_ppt_workers(recipe, stage, texts: list[str], batch_size: int, workers: i
 
 
 def run_reference(ref: Reference, texts: list[str]) -> tuple[float, int]:
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     n = 0
     for t in texts:
         n += ref.sanitize(t)[1]
-    return time.perf_counter() - t0, n
+    return CLOCK() - t0, n
 
 
 def perturbed_rows(mech: Rantext, texts: list[str]) -> np.ndarray:
@@ -211,25 +224,26 @@ def perturbed_rows(mech: Rantext, texts: list[str]) -> np.ndarray:
     return np.concatenate(rows)
 
 
-def run_core(mech: Rantext, ref: Reference, rows: np.ndarray, n_records: int, seed: int) -> tuple[float, float]:
+def run_core(mech: Rantext, ref: Reference, rows: np.ndarray, n_records: int, seed: int, batch_size: int) -> tuple[float, float]:
     """The mechanism alone (noise, adjacency list, sampling) on the same positions, both sides.
 
     ppt: one draw per record's share of positions (same number of generators as records), then one
-    perturb_rows call per 64 records' worth of positions; reference: its per-token function.
+    perturb_rows call per --batch-size records' worth of positions; reference: its per-token function.
     """
     per = max(1, rows.size // max(1, n_records))
-    t0 = time.perf_counter()
-    step = per * 64
+    t0 = CLOCK()
+    step = per * batch_size
     for s in range(0, rows.size, step):
         part = rows[s : s + step]
         draws = [mech.draw(min(per, part.size - o), record_generator(seed, (s, o))) for o in range(0, part.size, per)]
         rand = {k: torch.cat([d[k] for d in draws]) for k in draws[0]}
-        mech.perturb_rows(torch.from_numpy(part), rand)
-    t_ppt = time.perf_counter() - t0
-    t0 = time.perf_counter()
+        mech.perturb_rows(torch.from_numpy(part).to(mech.device), {k: v.to(mech.device) for k, v in rand.items()})
+    sync(mech)
+    t_ppt = CLOCK() - t0
+    t0 = CLOCK()
     for r in rows.tolist():
         ref.perturb_token(r)
-    t_ref = time.perf_counter() - t0
+    t_ref = CLOCK() - t0
     return t_ppt, t_ref
 
 
@@ -237,10 +251,11 @@ def quality(mech: Rantext, rows: np.ndarray, seed: int) -> dict[str, float]:
     """|C_r|, unchanged share and mean embedding distance over the perturbed positions of the texts."""
     rows_t = torch.from_numpy(rows)
     rand = mech.draw(rows_t.numel(), record_generator(seed, "quality"))
-    out, diag = mech.perturb_rows(rows_t, rand)
+    out, diag = mech.perturb_rows(rows_t.to(mech.device), {k: v.to(mech.device) for k, v in rand.items()})
+    out = out.cpu()
     emb = mech.space.embeddings.cpu()
     dist = (emb[rows_t] - emb[out]).norm(dim=1)
-    size = diag["cr_size"].double()
+    size = diag["cr_size"].double().cpu()
     return {
         "cr_median": float(size.median()),
         "cr_median_frac": float(size.median()) / mech.space.size,
@@ -256,31 +271,42 @@ def main(argv=None) -> int:
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 3.0, 6.0, 10.0])
     ap.add_argument("--z", default="calibrated", help="calibrated | paper | a number")
     ap.add_argument("--records", type=int, default=300, help="texts per eps (both sides)")
-    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=None, help="records per batch (default 64 on CPU, 4096 on CUDA)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"], help="where ppt samples (the reference: CPU)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=2, help="runs per side and measurement (best is kept)")
     ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: leave as is)")
     ap.add_argument("--workers", type=int, default=1, help="ppt's side in N worker processes (ppt sanitize --workers N)")
+    ap.add_argument("--clock", default="wall", choices=["wall", "cpu"],
+                    help="wall: elapsed time; cpu: this process's CPU time (on a shared machine, immune to others' load)")
     args = ap.parse_args(argv)
     if args.workers > 1 and args.space == "random":
         ap.error("--workers rebuilds the space in each worker from its name: use a named space")
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     if args.threads:
         torch.set_num_threads(args.threads)
 
+    from ppt.models import resolve_device
+
+    device = resolve_device(args.device)
+    if args.batch_size is None:
+        args.batch_size = 4096 if device.type == "cuda" else 64
     t0 = time.perf_counter()
     if args.space == "random":
         space = random_space()
+        space.embeddings = space.embeddings.to(device)  # the mechanism runs where its space lives
     else:
         from ppt.spaces import load_space
 
-        space = load_space(args.space, device="cpu", quiet=True)
+        space = load_space(args.space, device=str(device), quiet=True)
     sorted_rows = space.sorted_rows(quiet=True)
     texts = make_texts(space, args.records, args.seed)
     setup = time.perf_counter() - t0
     z_arg = args.z if args.z in ("calibrated", "paper") else float(args.z)
 
-    print(f"space {space.name}: {space.size} x {space.dim}; {len(texts)} texts per eps; z={args.z}; "
-          f"torch threads {torch.get_num_threads()}; setup {setup:.1f}s; ppt side: "
+    print(f"space {space.name}: {space.size} x {space.dim}; {len(texts)} texts per eps; z={args.z}; device {device}; "
+          f"clock {args.clock}; batch {args.batch_size}; torch threads {torch.get_num_threads()}; setup {setup:.1f}s; ppt side: "
           f"{f'{args.workers} worker processes' if args.workers > 1 else 'this process'}", flush=True)
     header = (f"{'eps':>5} {'Z':>6} {'tokens':>6} | {'ppt tok/s':>9} {'ref tok/s':>9} {'ratio':>6} | "
               f"{'core ppt':>9} {'core ref':>8} {'ratio':>6} | {'|C_r| med':>9} {'% of V':>6} {'p90':>6} "
@@ -311,7 +337,7 @@ def main(argv=None) -> int:
             t_ppt = min(t_ppt, t)
             t, n_ref = run_reference(ref, texts)
             t_ref = min(t_ref, t)
-            cp, cr = run_core(mech, ref, rows, len(texts), args.seed)
+            cp, cr = run_core(mech, ref, rows, len(texts), args.seed, args.batch_size)
             c_ppt, c_ref = min(c_ppt, cp), min(c_ref, cr)
         q = quality(mech, rows, args.seed)
         ppt_rate, ref_rate = n_ppt / t_ppt, n_ref / t_ref

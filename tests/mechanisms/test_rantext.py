@@ -24,6 +24,7 @@ from ppt.rng import record_generator
 from ppt.spaces import space_from_arrays
 
 ALPHA = 1e-6
+SAMPLERS = ("numpy", "torch")  # the CPU sampler and the torch (CUDA) one, here on CPU tensors
 WORDS = (
     "the and apple banana cherry grape lemon mango melon olive peach pear plum berry kiwi lime date fig guava "
     "papaya quince raisin orange apricot almond walnut pecan cashew carrot celery onion garlic ginger pepper "
@@ -201,10 +202,10 @@ def test_run_sampler_equals_direct_and_base():
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("fast_path", [True, False])
-def test_conditional_distribution_given_r(space, fast_path):
+@pytest.mark.parametrize("fast_path,sampler", [(True, "numpy"), (True, "torch"), (False, "numpy")])
+def test_conditional_distribution_given_r(space, fast_path, sampler):
     eps, t = 4.0, 5
-    mech = Rantext(eps, space=space, z=1.0, fast_path=fast_path)
+    mech = Rantext(eps, space=space, z=1.0, fast_path=fast_path, sampler=sampler)
     d = d16_row(space, t)
     srt = np.sort(d)
     for j in (6, 20):  # radii halfway between neighbours, so rounding cannot move membership
@@ -218,10 +219,11 @@ def test_conditional_distribution_given_r(space, fast_path):
 
 
 @pytest.mark.statistical
-def test_adjacency_list_size_distribution(space):
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_adjacency_list_size_distribution(space, sampler):
     """|C_r| from the mechanism's own noise vs a direct numpy simulation of ||Laplace(Delta/Z)||."""
     t, Z = 3, 4.0
-    mech = Rantext(2.0, space=space, z=Z)
+    mech = Rantext(2.0, space=space, z=Z, sampler=sampler)
     n = 20_000
     rows = torch.full((n,), t)
     draws = [mech.draw(100, record_generator(5, i)) for i in range(n // 100)]
@@ -246,9 +248,10 @@ def test_adjacency_list_size_distribution(space):
 
 
 @pytest.mark.statistical
-def test_eps_to_zero_is_uniform_over_candidates(space):
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_eps_to_zero_is_uniform_over_candidates(space, sampler):
     t = 9
-    mech = Rantext(1e-6, space=space, z=1.0)
+    mech = Rantext(1e-6, space=space, z=1.0, sampler=sampler)
     d = d16_row(space, t)
     srt = np.sort(d)
     r = float((srt[14] + srt[15]) / 2)
@@ -259,14 +262,15 @@ def test_eps_to_zero_is_uniform_over_candidates(space):
     assert chisquare_p(np.bincount(out, minlength=space.size).astype(float), probs) > ALPHA
 
 
-def test_large_eps_concentrates_on_the_token(space):
-    mech = Rantext(1e4, space=space, z=1.0)
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_large_eps_concentrates_on_the_token(space, sampler):
+    mech = Rantext(1e4, space=space, z=1.0, sampler=sampler)
     for t in (0, 17, 39):
         d = np.sort(d16_row(space, t))
         out, _ = sample_given_r(mech, t, float(d[-1]) + 1.0, 2000, seed=t)  # every word a candidate
         assert (out == t).all()
     # and through the whole pipeline, with its own radii
-    res = Rantext(1e4, space=space).sanitize_batch([" ".join(WORDS[2:])], [record_generator(0, 0)])[0]
+    res = Rantext(1e4, space=space, sampler=sampler).sanitize_batch([" ".join(WORDS[2:])], [record_generator(0, 0)])[0]
     assert res.text.lower() == " ".join(WORDS[2:])
 
 
@@ -312,7 +316,8 @@ def test_default_is_monotone_in_eps_on_the_real_space():
 
 
 @pytest.mark.statistical
-def test_privacy_audit_given_a_fixed_candidate_set(cluster_space):
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_privacy_audit_given_a_fixed_candidate_set(cluster_space, sampler):
     """What RANTEXT guarantees: for a fixed list C and radius r, the sampling step is eps-DP.
 
     In the cluster space, every cluster word has C_r = the cluster for r in [1.05, 2.4): two different
@@ -320,7 +325,7 @@ def test_privacy_audit_given_a_fixed_candidate_set(cluster_space):
     Clopper-Pearson lower bound of the log-ratio (200k draws per input) must never exceed eps.
     """
     eps, r, n = 4.0, 1.05, 200_000
-    mech = Rantext(eps, space=cluster_space, z=1.0)
+    mech = Rantext(eps, space=cluster_space, z=1.0, sampler=sampler)
     cluster = np.arange(6)
     dists = {int(x): d16_row(cluster_space, int(x)) for x in cluster}
     for x in cluster:
@@ -363,9 +368,9 @@ def test_whole_mechanism_is_not_eps_ldp(cluster_space):
 # ---- reproducibility -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fast_path", [True, False])
-def test_seeded_outputs_independent_of_batching(space, fast_path):
-    mech = Rantext(3.0, space=space, z=1.5, fast_path=fast_path)
+@pytest.mark.parametrize("fast_path,sampler", [(True, "numpy"), (True, "torch"), (False, "numpy")])
+def test_seeded_outputs_independent_of_batching(space, fast_path, sampler):
+    mech = Rantext(3.0, space=space, z=1.5, fast_path=fast_path, sampler=sampler)
     rng = np.random.default_rng(0)
     texts = [" ".join(rng.choice(WORDS, int(rng.integers(1, 25)))) for _ in range(12)]
     ids = list(range(len(texts)))
@@ -390,9 +395,10 @@ def test_seeded_outputs_independent_of_batching(space, fast_path):
 
 
 @pytest.mark.statistical
-def test_fast_path_and_fallback_same_distribution(space, monkeypatch):
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_fast_path_and_fallback_same_distribution(space, monkeypatch, sampler):
     t, n = 12, 40_000
-    fast = Rantext(2.0, space=space, z=2.0)
+    fast = Rantext(2.0, space=space, z=2.0, sampler=sampler)
     assert fast.uses_fast_path
     from ppt.spaces import space as space_mod
 

@@ -36,9 +36,11 @@ cumulative weight count * exp(-eps/2 * d / r) and then the candidate inside the 
 the same uniform: exactly the per-candidate inverse CDF with ~10x fewer terms. A vectorized binary
 search over the memory-mapped runs gives every position's number of runs below r; positions are
 sorted by that length and cut into consecutive blocks of at most ``chunk_entries`` run entries
-(little padding), processed single-threaded (see :func:`~ppt.mechanisms.rantext.runs.single_threaded`). A position's draw does
-not depend on the block it lands in (float32 exp is element-wise; sums run along each row). The draw
-is mapped back to a token through the sorted row's indices. Larger spaces fall back to distance rows for
+(little padding), in numpy (the CPU path imports no torch). A position's draw does not depend on
+the block it lands in (the weights are element-wise; sums run along each row). The draw is mapped
+back to a token through the sorted row's indices. On CUDA (or with ``sampler="torch"``) the same
+steps run as a few torch kernels per block with the tables resident on the device
+(:func:`~ppt.mechanisms.rantext.runs.sample_runs_torch`). Larger spaces fall back to distance rows for
 the batch's unique tokens (one matrix product per fixed-size block), sorted and run-length encoded on
 the fly, then the same sampler.
 
@@ -73,13 +75,22 @@ from ppt.accounting import ConditionalDpEvent, SelfComposedEvent
 from ppt.mechanisms.pipeline import TokenMechanism
 from ppt.mechanisms.policy import Policy
 from ppt.mechanisms.rantext import calibration
-from ppt.mechanisms.rantext.runs import DEFAULT_CHUNK_ENTRIES, RUN_TABLE_VERSION, RunTable, build_run_table_files, build_runs, sample_runs
+from ppt.mechanisms.rantext.runs import (
+    DEFAULT_CHUNK_ENTRIES,
+    RUN_TABLE_VERSION,
+    RunTable,
+    build_run_table_files,
+    build_runs,
+    sample_runs,
+    sample_runs_torch,
+)
 from ppt.samplers import laplace
 from ppt.spaces.distances import distance_rows
 
 FALLBACK_CHUNK_ENTRIES = 4_000_000  # distance entries per block of unique tokens on the fallback path
 MIN_SHARED_DRAWS = 1 << 16  # Laplace coordinates in a batch below which one thread draws them all
 Z_MODES = ("calibrated", "paper")
+SAMPLERS = ("auto", "numpy", "torch")  # auto: torch on CUDA, numpy on CPU; torch on CPU tensors for tests
 
 
 @dataclass(frozen=True)
@@ -132,6 +143,7 @@ class Rantext(TokenMechanism):
         chunk_entries: int = DEFAULT_CHUNK_ENTRIES,
         calibration_tokens: int = 256,
         calibration_draws: int = 4,
+        sampler: str = "auto",
         **params: Any,
     ):
         if params:
@@ -168,6 +180,9 @@ class Rantext(TokenMechanism):
         if int(chunk_entries) < 1:
             raise ValueError("rantext: chunk_entries must be positive")
         self.chunk_entries = int(chunk_entries)
+        if sampler not in SAMPLERS:
+            raise ValueError(f"rantext: sampler must be one of {', '.join(SAMPLERS)} (got {sampler!r})")
+        self.sampler = sampler
         self.fast_path_opt = fast_path
         self.calibration_tokens = int(calibration_tokens)
         self.calibration_draws = int(calibration_draws)
@@ -315,6 +330,14 @@ class Rantext(TokenMechanism):
             return {}
         return {"r": torch.from_numpy(self._laplace_norms(counts, seeds)), "u": torch.from_numpy(u)}
 
+    @property
+    def uses_torch_sampler(self) -> bool:
+        """Whether the fast path samples with :func:`sample_runs_torch` on the mechanism's device (CUDA, or
+        ``sampler="torch"``) rather than with numpy on the CPU."""
+        if self.sampler == "auto":
+            return self.device.type == "cuda"
+        return self.sampler == "torch"
+
     def _sample(self, rows: np.ndarray, r: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Steps 2-3 for positions with given radii and uniforms (numpy): (output rows, |C_r|)."""
         if rows.size == 0:
@@ -328,7 +351,18 @@ class Rantext(TokenMechanism):
         return out, {"cr_size": size}
 
     def sample_given_radius(self, rows, r, u) -> tuple[torch.Tensor, torch.Tensor]:
-        """Steps 2-3 of RANTEXT for given radii and uniforms: (output rows, |C_r|), both int64 [n]."""
+        """Steps 2-3 of RANTEXT for given radii and uniforms: (output rows, |C_r|), both int64 [n].
+
+        With the torch sampler they stay on the mechanism's device (the run tables are copied there
+        once); otherwise numpy on the CPU, returned as CPU tensors.
+        """
+        if self.uses_fast_path and self.uses_torch_sampler:
+            rows = torch.as_tensor(rows)
+            if rows.numel() == 0:
+                empty = torch.empty(0, dtype=torch.int64, device=self.device)
+                return empty, empty.clone()
+            table = self.run_table.on_device(self.device)
+            return sample_runs_torch(table, rows, torch.as_tensor(r), torch.as_tensor(u), self.eps)
         rows_np = torch.as_tensor(rows).cpu().numpy().astype(np.int64, copy=False)
         r_np = torch.as_tensor(r).double().cpu().numpy()
         u_np = torch.as_tensor(u).double().cpu().numpy()

@@ -7,21 +7,34 @@ from the same uniform: exactly the per-candidate inverse CDF (the rule of
 :func:`ppt.samplers.exponential.sample_from_logits_inverse_cdf`) with ~10x fewer terms. The run tables
 are built once from the space's sorted rows (artifact ``rantext-runs``). See
 :mod:`ppt.mechanisms.rantext.mechanism` for how the mechanism uses it.
+
+Two implementations of one rule: :func:`sample_runs` (numpy, the CPU path; it never imports torch,
+so a one-record CPU run does not pay for it) and :func:`sample_runs_torch` (the same steps as a few
+torch kernels over the whole batch, tables resident on the device: the CUDA path). Both compute the
+weights as float32 ``count * exp(-a * d)`` and sum them in float64 along each row; they differ only in
+the last bits: numpy's and torch's float32 exponentials differ by an ulp on some inputs, numpy sums
+in blocks (:func:`pick_runs`) and CUDA in parallel scans. A draw changes only when u * total falls
+within such a rounding of a run boundary (numpy vs the previous torch implementation on
+cl100k-minilm: 3-4 positions in 300,000 at eps 1, 6 and 10, none at eps 3), never in distribution;
+on CPU tensors the torch sampler gives exactly the draws of the previous (torch, sequential-sum)
+implementation (0 in 300,000 at each of those eps).
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
-DEFAULT_CHUNK_ENTRIES = 1 << 18 # run-length entries per sampling block (work arrays stay in cache)
+DEFAULT_CHUNK_ENTRIES = 1 << 18  # run-length entries per sampling block on CPU (work arrays stay in cache)
+DEVICE_CHUNK_ENTRIES = 1 << 25  # the same on CUDA: ~0.9 GB of work arrays per block (26 bytes an entry)
 RUN_TABLE_VERSION = 1
+RUN_BLOCK = 32  # runs per block of the cumulative weights on CPU (see pick_runs)
+_U_MAX = 1.0 - 1e-16  # uniforms are clamped below 1, as the inverse CDF uses them
+_A_MAX = np.float32(1e30)  # a = eps / (2 r) capped in float32, so a * 0 stays 0 for the distance-0 run
 
 
 def prefix_lengths(dist: np.ndarray, rows: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -46,32 +59,36 @@ def prefix_lengths(dist: np.ndarray, rows: np.ndarray, r: np.ndarray) -> np.ndar
     return lo
 
 
-def sample_prefix_block(d16: torch.Tensor, m: torch.Tensor, a: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+def sample_prefix_block(d16, m, a, u):
     """Inverse-CDF sample of one column per row with weights exp(-a_i * d_ij) over columns j < m_i.
 
     The direct (uncompressed) form of the sampler, kept as the reference the run-length form is
-    tested against. ``d16`` [k, M] distances (columns >= m_i are ignored whatever they hold), ``m`` [k]
-    prefix lengths >= 1, ``a`` [k] = eps / (2 r), ``u`` [k] uniforms in [0, 1). Same rule as
-    ppt.samplers.exponential.sample_from_logits_inverse_cdf: the first column whose running sum exceeds u * (the row's
-    total over its prefix).
+    tested against (torch tensors). ``d16`` [k, M] distances (columns >= m_i are ignored whatever they
+    hold), ``m`` [k] prefix lengths >= 1, ``a`` [k] = eps / (2 r), ``u`` [k] uniforms in [0, 1). Same
+    rule as ppt.samplers.exponential.sample_from_logits_inverse_cdf: the first column whose running
+    sum exceeds u * (the row's total over its prefix).
     """
+    import torch
+
     w = d16.float()
     w.mul_(a.to(torch.float32).clamp(max=1e30).neg().unsqueeze(1))
     w.exp_()
     cdf = torch.cumsum(w, dim=1, dtype=torch.float64)
     total = cdf.gather(1, (m - 1).unsqueeze(1))
-    target = u.to(torch.float64).clamp(0.0, 1.0 - 1e-16).unsqueeze(1) * total
+    target = u.to(torch.float64).clamp(0.0, _U_MAX).unsqueeze(1) * total
     col = torch.searchsorted(cdf, target, right=True).squeeze(1)
     return torch.minimum(col, m - 1)
 
 
-def build_runs(d16: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run-length form of sorted float16 distance rows [c, V].
+def build_runs(d16):
+    """Run-length form of sorted float16 distance rows [c, V] (a torch tensor).
 
     Returns (values [c, K] float16: each row's distinct distances ascending, +inf after its last run;
     ends [c, K] int32: exclusive end of each run in the sorted row, V after the last run), K the most
     runs in any row. On MiniLM token spaces an 11,000-entry row has ~400 distinct float16 distances.
     """
+    import torch
+
     c, V = d16.shape
     change = torch.ones((c, V), dtype=torch.bool, device=d16.device)
     change[:, 1:] = d16[:, 1:] != d16[:, :-1]
@@ -86,58 +103,110 @@ def build_runs(d16: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return values, starts[:, 1:].contiguous()
 
 
-def sample_run_block(values: torch.Tensor, ends: torch.Tensor, kr: torch.Tensor, a: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+def sample_run_block(values, ends, kr, a, u):
     """The prefix sampler on run-length rows: the same draw as :func:`sample_prefix_block`, fewer terms.
 
-    ``values``/``ends`` [k, Kp] run-length rows (columns >= kr_i ignored), ``kr`` [k] runs below r,
-    ``a`` [k] = eps / (2 r), ``u`` [k]. All candidates of a run share one weight, so the inverse CDF
-    over candidates picks a run by cumulative weight (count * exp(-a * value)) and then the candidate
-    inside it from where u * total falls within the run: a uniform position, from the same uniform.
-    Returns the position in the sorted row.
+    ``values``/``ends`` [k, Kp] run-length rows (torch tensors; columns >= kr_i ignored), ``kr`` [k]
+    runs below r, ``a`` [k] = eps / (2 r), ``u`` [k]. All candidates of a run share one weight, so the
+    inverse CDF over candidates picks a run by cumulative weight (count * exp(-a * value)) and then the
+    candidate inside it from where u * total falls within the run: a uniform position, from the same
+    uniform. Returns the position in the sorted row.
     """
-    counts = ends.clone()
-    counts[:, 1:] -= ends[:, :-1]
+    import torch
+
+    ends_np = ends.cpu().numpy().astype(np.int64)
+    counts = ends_np.copy()
+    counts[:, 1:] -= ends_np[:, :-1]
     kr_np = kr.cpu().numpy().astype(np.int64)
-    run, frac = pick_runs(values.cpu(), counts.cpu(), kr_np, _neg_a(a.cpu()), _clamp_u(u.cpu()))
+    a_np = a.cpu().numpy().astype(np.float64)
+    run, frac = pick_runs(values.cpu().numpy(), counts, kr_np, neg_a32(a_np), clamp_u(u.cpu().numpy()))
     row = np.arange(kr_np.size)
-    end = ends.cpu().numpy()[row, run].astype(np.int64)
-    return torch.from_numpy(candidate_in_run(end, counts.cpu().numpy()[row, run].astype(np.int64), frac)).to(values.device)
+    col = candidate_in_run(ends_np[row, run], counts[row, run], frac)
+    return torch.from_numpy(col).to(values.device)
 
 
-def _neg_a(a: torch.Tensor) -> np.ndarray:
-    """-a in float32, as the weights use it (float32 [k])."""
-    return a.to(torch.float32).clamp(max=1e30).neg().numpy()
+def neg_a32(a: np.ndarray) -> np.ndarray:
+    """-a in float32, capped at 1e30, as the weights use it (float32 [k])."""
+    return -np.minimum(np.asarray(a, dtype=np.float64).astype(np.float32), _A_MAX)
 
 
-def _clamp_u(u: torch.Tensor) -> np.ndarray:
-    """Uniforms clamped below 1, as the inverse CDF uses them (float64 [k])."""
-    return u.to(torch.float64).clamp(0.0, 1.0 - 1e-16).numpy()
+def clamp_u(u: np.ndarray) -> np.ndarray:
+    """Uniforms clamped to [0, 1), as the inverse CDF uses them (float64 [k])."""
+    return np.clip(np.asarray(u, dtype=np.float64), 0.0, _U_MAX)
 
 
-def pick_runs(values: torch.Tensor, counts: torch.Tensor, kr: np.ndarray, neg_a: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def run_weights(values: np.ndarray, counts: np.ndarray, neg_a: np.ndarray) -> np.ndarray:
+    """Run weights [k, W] float32: count * exp(-a * value) (padding, value +inf and count 0, weighs 0).
+
+    ``values`` float32 (float16 is converted, exactly), ``counts`` any numeric type.
+    """
+    x = values.astype(np.float32)  # a copy: the caller's block is never written
+    x *= neg_a[:, None]
+    np.exp(x, out=x)
+    x *= counts
+    return x
+
+
+def pad_block(values: np.ndarray, counts: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` (float32) and ``counts`` widened to ``width`` columns with padding (+inf, 0)."""
+    k, Kp = values.shape
+    v = np.full((k, width), np.inf, dtype=np.float32)
+    v[:, :Kp] = values
+    c = np.zeros((k, width), dtype=counts.dtype)
+    c[:, :Kp] = counts
+    return v, c
+
+
+def pick_runs(values: np.ndarray, counts: np.ndarray, kr: np.ndarray, neg_a: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The run each row's uniform falls in, and where inside that run (a fraction in [0, 1]).
 
-    ``values`` [k, Kp] float16 run distances and ``counts`` [k, Kp] run lengths (columns >= kr ignored),
-    ``neg_a`` [k] = -eps / (2 r) in float32, ``u`` [k] clamped uniforms. Weights count * exp(-a * value)
-    in float32, summed in float64 along each row: a row's result never depends on the other rows or
-    on the padding.
+    ``values`` [k, Kp] float16 or float32 run distances and ``counts`` [k, Kp] run lengths (columns >= kr
+    ignored; Kp a multiple of ``RUN_BLOCK`` saves a padded copy),
+    ``neg_a`` [k] = -eps / (2 r) in float32, ``u`` [k] clamped uniforms. The run is the first whose
+    cumulative weight exceeds u * total, capped at the last run below r.
+
+    Why blocks: a float64 cumulative sum along each row costs ~3 ns an entry in numpy, most of the
+    sampler at small eps where rows have hundreds of runs. The cumulative weight is instead organised
+    in fixed blocks of ``RUN_BLOCK`` runs: block sums (one vectorised reduction) and their running
+    totals find each row's block, and only that block (and the one holding the row's last run) is
+    summed run by run. The cumulative weight at run g of block b is (sum of blocks before b) + (sum
+    of b's runs up to g): a function of the row's weights alone (fixed block boundaries), so a draw
+    never depends on the padding or on the other rows; it equals the sequential sum up to float64
+    rounding (a draw can differ from a sequential-sum sampler only when u * total is within ~1e-16 of
+    a run boundary).
     """
-    w = values.float()
-    w.mul_(torch.from_numpy(neg_a).unsqueeze(1))
-    w.exp_()
-    w.mul_(counts)
-    cdf_t = torch.cumsum(w, dim=1, dtype=torch.float64)
-    cdf = cdf_t.numpy()
-    row = np.arange(kr.size)
+    k, Kp = values.shape
+    L = RUN_BLOCK
+    nb = -(-Kp // L)
+    if nb * L != Kp:
+        values, counts = pad_block(values, counts, nb * L)
+    w = run_weights(values, counts, neg_a).reshape(k * nb, L)  # one block a row
+    block_end = np.add.reduce(w, axis=1, dtype=np.float64).reshape(k, nb)
+    np.cumsum(block_end, axis=1, out=block_end)  # running totals at the block ends
+    block_start = np.zeros(k * nb, dtype=np.float64)
+    block_start.reshape(k, nb)[:, 1:] = block_end[:, :-1]
+    first = np.arange(0, k * nb, nb)  # each row's first block
     last = kr - 1
-    target = u * cdf[row, last]
-    run = torch.searchsorted(cdf_t, torch.from_numpy(target).unsqueeze(1), right=True).squeeze(1).numpy()
-    run = np.minimum(run, last)
-    hi = cdf[row, run]
-    lo = np.where(run > 0, cdf[row, np.maximum(run - 1, 0)], 0.0)
+    b_last, j_last = last // L, last % L
+    at = np.arange(0, k * L, L)  # each row's first entry in a [k, L] block
+
+    def within(b: np.ndarray) -> np.ndarray:
+        """Cumulative weights inside block b of each row, from the row's start ([k * L], flat)."""
+        blk = first + b
+        cdf = np.cumsum(w.take(blk, axis=0), axis=1, dtype=np.float64)
+        cdf += block_start.take(blk)[:, None]
+        return cdf.reshape(-1)
+
+    target = u * within(b_last).take(at + j_last)
+    b = np.minimum(np.count_nonzero(block_end <= target[:, None], axis=1), b_last)
+    cdf = within(b)
+    j = np.minimum(np.count_nonzero(cdf.reshape(k, L) <= target[:, None], axis=1), np.where(b == b_last, j_last, L - 1))
+    hi = cdf.take(at + j)
+    lo = np.where(j > 0, cdf.take(at + np.maximum(j - 1, 0)), block_start.take(first + b))
     with np.errstate(invalid="ignore", divide="ignore"):
         frac = np.clip((target - lo) / (hi - lo), 0.0, 1.0)
-    return run, frac
+    frac[np.isnan(frac)] = 0.0  # 0 / 0: a zero-weight last run reached by rounding; its first candidate
+    return b * L + j, frac
 
 
 def candidate_in_run(end: np.ndarray, count: np.ndarray, frac: np.ndarray) -> np.ndarray:
@@ -146,24 +215,6 @@ def candidate_in_run(end: np.ndarray, count: np.ndarray, frac: np.ndarray) -> np
     with np.errstate(invalid="ignore"):
         j = start + np.floor(frac * count.astype(np.float64)).astype(np.int64)
     return np.minimum(j, end - 1)
-
-
-@contextmanager
-def single_threaded():
-    """Run small element-wise torch kernels on one thread, restoring the setting afterwards.
-
-    The sampling blocks are cache-sized; splitting them across intra-op threads costs more in
-    synchronisation than it saves (on a shared 2-core machine, 100x more for a cumulative sum).
-    """
-    n = torch.get_num_threads()
-    if n == 1:
-        yield
-        return
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
 
 
 def length_chunks(m: np.ndarray, budget: int) -> list[np.ndarray]:
@@ -204,37 +255,160 @@ class RunTable:
         np.subtract(ends[:, 1:], ends[:, :-1], out=out[:, 1:], casting="unsafe")
         return out
 
+    def on_device(self, device) -> DeviceRunTable:
+        """The table as torch tensors on ``device`` (one copy per device, kept with the table)."""
+        key = str(device)
+        cache = self.__dict__.setdefault("_device_tables", {})
+        if key not in cache:
+            cache[key] = DeviceRunTable.from_table(self, device)
+        return cache[key]
+
 
 def sample_runs(
     table: RunTable, rows: np.ndarray, r: np.ndarray, u: np.ndarray, eps: float, budget: int = DEFAULT_CHUNK_ENTRIES
 ) -> tuple[np.ndarray, np.ndarray]:
-    """RANTEXT's steps 2-3 for positions whose sorted rows are ``table`` rows ``rows``.
+    """RANTEXT's steps 2-3 for positions whose sorted rows are ``table`` rows ``rows`` (numpy; CPU).
 
-    Returns (output vocabulary rows, |C_r| per position).
+    Returns (output vocabulary rows, |C_r| per position). Positions are sorted by their number of runs
+    below r and cut into blocks of at most ``budget`` entries (little padding; a position's draw does
+    not depend on its block).
     """
     rows = np.asarray(rows, dtype=np.int64)
     r = np.maximum(np.asarray(r, dtype=np.float64), np.finfo(np.float64).tiny)  # r > 0: distance-0 tokens stay in
     values, ends, counts = _plain(table.values), _plain(table.ends), table.counts
     kr = np.maximum(prefix_lengths(values, rows, r), 1)  # runs below r (run 0 is distance 0)
     size = np.asarray(ends[rows, kr - 1], dtype=np.int64)
-    neg_a = _neg_a(torch.from_numpy(eps / (2.0 * r)))
-    u = _clamp_u(torch.from_numpy(np.asarray(u, dtype=np.float64)))
+    neg_a = neg_a32(eps / (2.0 * r))
+    u = clamp_u(u)
     run = np.empty(rows.size, dtype=np.int64)
     frac = np.empty(rows.size, dtype=np.float64)
-    with single_threaded():
-        for sel in length_chunks(kr, budget):
-            Kp = int(kr[sel].max())
-            rsel = rows[sel]
-            v = torch.from_numpy(values[rsel, :Kp])
-            c = torch.from_numpy(counts[rsel, :Kp])
-            run[sel], frac[sel] = pick_runs(v, c, kr[sel], neg_a[sel], u[sel])
+    for sel in length_chunks(kr, budget):
+        Kp = min(-(-int(kr[sel].max()) // RUN_BLOCK) * RUN_BLOCK, values.shape[1])  # whole blocks where the table has them
+        rsel = rows[sel]
+        run[sel], frac[sel] = pick_runs(values[rsel, :Kp], counts[rsel, :Kp], kr[sel], neg_a[sel], u[sel])
     col = candidate_in_run(ends[rows, run].astype(np.int64), counts[rows, run].astype(np.int64), frac)
     out = np.asarray(_plain(table.idx)[rows, col], dtype=np.int64)
     return out, size
 
 
+# ---- the torch sampler (CUDA; CPU tensors in tests) ------------------------------------------------------
+
+
+@dataclass
+class DeviceRunTable:
+    """A :class:`RunTable` as torch tensors on one device: values float16, counts and ends int32, and the
+    sorted rows' indices (int16 when the vocabulary fits: 11k x 11k is 242 MB)."""
+
+    values: Any
+    counts: Any
+    ends: Any
+    idx: Any
+
+    @classmethod
+    def from_table(cls, table: RunTable, device) -> DeviceRunTable:
+        import torch
+
+        idx = _plain(table.idx)
+        V = idx.shape[1] if idx.ndim == 2 else 0
+        idx_dtype = np.int16 if V <= np.iinfo(np.int16).max + 1 else np.int32  # indices 0..V-1
+
+        def put(arr: np.ndarray, dtype) -> torch.Tensor:
+            a = np.ascontiguousarray(_plain(arr), dtype=dtype)
+            if not a.flags.writeable:  # a read-only memory map: torch wants its own copy
+                a = a.copy()
+            return torch.from_numpy(a).to(device)
+
+        return cls(values=put(table.values, np.float16), counts=put(table.counts, np.int32),
+                   ends=put(table.ends, np.int32), idx=put(idx, idx_dtype))
+
+
+def _prefix_lengths_torch(values, rows, r):
+    """:func:`prefix_lengths` in torch: runs of each position's row below its radius (binary search)."""
+    import torch
+
+    K = values.shape[1]
+    flat = values.reshape(-1)
+    base = rows * K
+    lo = torch.zeros_like(rows)
+    hi = torch.full_like(rows, K)
+    for _ in range(int(K).bit_length()):
+        mid = (lo + hi) >> 1
+        below = flat[base + mid.clamp(max=K - 1)].double() < r  # float16 -> float64 is exact
+        active = lo < hi
+        lo = torch.where(active & below, mid + 1, lo)
+        hi = torch.where(active & ~below, mid, hi)
+    return lo
+
+
+def _width(kr, K: int):
+    """The block width of each position: the next power of two >= its runs below r (at least 16), at most
+    K. It depends on the position alone, so on CUDA (whose scans round by width) a draw never depends on
+    the other positions of its batch."""
+    import torch
+
+    w = torch.exp2(torch.ceil(torch.log2(kr.clamp(min=16).double()))).long()
+    return w.clamp(max=K)
+
+
+def _pick_runs_torch(values, counts, kr, neg_a, u):
+    """:func:`pick_runs` in torch on one block ([k, W] values/counts): (run, frac)."""
+    import torch
+
+    w = values.float().mul_(neg_a.unsqueeze(1)).exp_().mul_(counts)
+    cdf = torch.cumsum(w.double(), dim=1)  # float64 first: torch's cumsum with dtype= is ~5x slower on CPU
+    last = (kr - 1).unsqueeze(1)
+    target = u.unsqueeze(1) * cdf.gather(1, last)
+    run = torch.minimum(torch.searchsorted(cdf, target, right=True), last)
+    hi = cdf.gather(1, run)
+    lo = torch.where(run > 0, cdf.gather(1, (run - 1).clamp(min=0)), torch.zeros_like(hi))
+    frac = ((target - lo) / (hi - lo)).nan_to_num(nan=0.0).clamp(0.0, 1.0)
+    return run.squeeze(1), frac.squeeze(1)
+
+
+def sample_runs_torch(table: DeviceRunTable, rows, r, u, eps: float, budget: int | None = None):
+    """:func:`sample_runs` for torch tensors on the table's device: (output vocabulary rows, |C_r|), int64.
+
+    The whole batch in a few kernels per block: a binary search for the runs below each radius, then,
+    for positions grouped by block width (:func:`_width`) in blocks of at most ``budget`` entries, the
+    weights, their float64 cumulative sums, the inverse-CDF search and the candidate inside the run.
+    """
+    import torch
+
+    dev = table.values.device
+    if budget is None:
+        budget = DEVICE_CHUNK_ENTRIES if dev.type == "cuda" else DEFAULT_CHUNK_ENTRIES
+    rows = torch.as_tensor(rows).to(dev, torch.int64)
+    r = torch.as_tensor(r).to(dev, torch.float64).clamp(min=float(np.finfo(np.float64).tiny))
+    u = torch.as_tensor(u).to(dev, torch.float64).clamp(0.0, _U_MAX)
+    n = rows.numel()
+    K = table.values.shape[1]
+    kr = _prefix_lengths_torch(table.values, rows, r).clamp(min=1)
+    size = table.ends[rows, kr - 1].long()
+    neg_a = (eps / (2.0 * r)).float().clamp(max=float(_A_MAX)).neg()
+    run = torch.empty(n, dtype=torch.int64, device=dev)
+    frac = torch.empty(n, dtype=torch.float64, device=dev)
+    width = _width(kr, K)
+    order = torch.argsort(width, stable=True)
+    widths, per = torch.unique_consecutive(width[order], return_counts=True)
+    start = 0
+    for W, cnt in zip(widths.tolist(), per.tolist()):  # one host sync per batch: a few widths
+        step = max(1, budget // W)
+        for s in range(start, start + cnt, step):
+            sel = order[s : min(s + step, start + cnt)]
+            rsel = rows[sel]
+            run[sel], frac[sel] = _pick_runs_torch(table.values[rsel, :W], table.counts[rsel, :W], kr[sel], neg_a[sel], u[sel])
+        start += cnt
+    end = table.ends[rows, run].long()
+    count = table.counts[rows, run].long()
+    col = torch.minimum(end - count + torch.floor(frac * count.double()).long(), end - 1)
+    out = table.idx[rows, col].long()
+    return out, size
+
+
 def build_run_table_files(dist: np.ndarray, tmp: Path, chunk: int = 256) -> dict:
     """Write the run-length form of a sorted-rows distance table (values.npy float16, ends.npy int32)."""
+    import torch
+
     V = dist.shape[0]
     parts = []
     for s in range(0, V, chunk):
@@ -254,6 +428,8 @@ def build_run_table_files(dist: np.ndarray, tmp: Path, chunk: int = 256) -> dict
 
 
 __all__ = [
-    "DEFAULT_CHUNK_ENTRIES", "RUN_TABLE_VERSION", "RunTable", "build_run_table_files", "build_runs", "candidate_in_run",
-    "length_chunks", "pick_runs", "prefix_lengths", "sample_prefix_block", "sample_run_block", "sample_runs", "single_threaded",
+    "DEFAULT_CHUNK_ENTRIES", "DEVICE_CHUNK_ENTRIES", "RUN_TABLE_VERSION", "DeviceRunTable", "RunTable",
+    "build_run_table_files", "build_runs", "candidate_in_run", "clamp_u", "length_chunks", "neg_a32",
+    "pick_runs", "prefix_lengths", "run_weights", "sample_prefix_block", "sample_run_block", "sample_runs",
+    "sample_runs_torch",
 ]
