@@ -94,6 +94,8 @@ class _Encoded:
 class LocalGenerator:
     """A loaded causal LM + tokenizer that turns prompts into completions in batches."""
 
+    can_score = True  # score() / logits_at() work (logprobs in ppt serve)
+
     def __init__(self, model: Any, tokenizer: Any, *, name: str | None = None, batch_size: int | None = 8,
                  decoder: str = "loop", static_cache: bool | None = None, compile: bool = False) -> None:  # noqa: A002
         if decoder not in DECODERS:
