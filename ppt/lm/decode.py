@@ -78,6 +78,21 @@ def _inverse_cdf(weights: Any, u: Any) -> Any:
     return torch.where(idx >= width, last, idx)
 
 
+def _static_cache(model: Any, rows: int, total: int, pool: dict | None) -> Any:
+    from transformers import StaticCache
+
+    key = (rows, total)
+    if pool is not None and key in pool:
+        pool[key].reset()
+        return pool[key]
+    cache = StaticCache(config=model.config, max_cache_len=total)
+    if pool is not None:
+        if len(pool) >= 2:  # the usual full batch and one short last batch; drop the rest
+            pool.pop(next(iter(pool)))
+        pool[key] = cache
+    return cache
+
+
 def decode(
     model: Any,
     input_ids: Any,
@@ -91,6 +106,7 @@ def decode(
     static_cache: bool = False,
     step_forward: Callable[..., Any] | None = None,
     check_every: int = 1,
+    cache_pool: dict | None = None,
 ) -> Any:
     """New token ids [B, max_new_tokens] (on the CPU) for a left-padded batch on the model's device.
 
@@ -99,6 +115,8 @@ def decode(
     once every row is done (tested every ``check_every`` steps, and every step when ``stop_rows`` is
     given). ``static_cache`` decodes into a transformers StaticCache sized prompt + max_new_tokens;
     ``step_forward`` (e.g. a compiled ``model.forward``) replaces the model call for one-token steps.
+    ``cache_pool`` keeps static caches between calls (by batch rows and length), so a compiled step sees
+    the same cache tensors again (CUDA graphs replay on fixed addresses) instead of new allocations.
     """
     import torch
 
@@ -107,9 +125,7 @@ def decode(
     total = width + max_new_tokens
     if static_cache:
         total = -(-total // CACHE_ROUND) * CACHE_ROUND  # fewer distinct shapes for a compiled step
-        from transformers import StaticCache
-
-        cache: Any = StaticCache(config=model.config, max_cache_len=total)
+        cache: Any = _static_cache(model, rows, total, cache_pool)
         # the mask at its final width: fixed shapes for every step (future columns are causal-masked)
         mask = torch.ones((rows, total), dtype=attention_mask.dtype, device=device)
         mask[:, :width] = attention_mask

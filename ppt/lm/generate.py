@@ -110,6 +110,7 @@ class LocalGenerator:
         self.static_cache = on_cuda if static_cache is None else bool(static_cache)
         self.compile = bool(compile)
         self._step_forward: Any = None
+        self._cache_pool: dict = {}  # static KV caches reused between batches (see ppt.lm.decode)
         self.name = name or getattr(getattr(model, "config", None), "_name_or_path", None) or type(model).__name__
         tokenizer.padding_side = "left"
         ensure_pad_token(tokenizer)
@@ -250,12 +251,13 @@ class LocalGenerator:
             pick = InverseCDFSampler.for_records(params.temperature, params.top_p, [it.generator for it in chunk],
                                                  params.max_new_tokens, device)
         stopper = _StopStrings(self.tokenizer, params.stop, 0, len(chunk)) if params.stop else None
+        step = self._compiled_step()
         new = decode(
             self.model, input_ids, attention_mask, max_new_tokens=params.max_new_tokens, eos_ids=self.eos_ids,
             pad_id=pad_id(self.tokenizer), pick=pick,
             stop_rows=None if stopper is None else (lambda tokens, _t: stopper(tokens, None)),
-            static_cache=self.static_cache, step_forward=self._compiled_step(),
-            check_every=1 if device.type == "cpu" else 8,
+            static_cache=self.static_cache, step_forward=step,
+            check_every=1 if device.type == "cpu" else 8, cache_pool=self._cache_pool,
         ).tolist()
         self._finish(chunk, new, params, stopper)
 

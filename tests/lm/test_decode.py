@@ -82,6 +82,22 @@ def test_every_row_done_ends_the_loop(gen):
     assert (out[:, 3:] == pad).all() and (out[:, :3] != pad).all()
 
 
+def test_reused_static_cache_gives_the_same_tokens(gen):
+    """A pooled static cache is reset between batches: what an earlier batch left in it changes nothing."""
+    pool: dict = {}
+    a_ids, a_mask = _batch(gen, PROMPTS[:3])
+    b_ids, b_mask = _batch(gen, [PROMPTS[3], PROMPTS[0], PROMPTS[2]])
+    kw = {"max_new_tokens": 8, "eos_ids": [], "pad_id": 0, "static_cache": True}
+    with torch.inference_mode():
+        fresh_b = decode(gen.model, b_ids, b_mask, **kw)
+        decode(gen.model, a_ids, a_mask, cache_pool=pool, **kw)
+        cache = next(iter(pool.values()))
+        reused_b = decode(gen.model, b_ids, b_mask, cache_pool=pool, **kw)
+    if a_ids.shape[1] + 8 <= 128 and b_ids.shape[1] + 8 <= 128:  # same rounded length: the same object
+        assert next(iter(pool.values())) is cache and len(pool) == 1
+    assert torch.equal(fresh_b, reused_b)
+
+
 def test_compiled_style_step_is_used_and_equal(gen):
     """A replacement one-token step (what torch.compile gives on CUDA) runs every step after prefill."""
     ids, mask = _batch(gen, PROMPTS)
