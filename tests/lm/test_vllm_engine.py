@@ -53,3 +53,27 @@ def test_batch_defaults_follow_the_device(tiny_lm):
     gen = LocalGenerator.load(str(tiny_lm), device="cpu", batch_size=None)
     assert gen.batch_size == CPU_BATCH and gen.static_cache is False and gen.compile is False
     assert gen.describe()["dtype"] == "float32"  # bf16 is the default on CUDA only
+
+
+def test_serve_refuses_logprobs_for_a_generator_that_cannot_score():
+    from ppt.lm.generate import Completion
+    from ppt.remote.server import ModelService
+    from ppt.remote.service import ServiceError
+
+    class NoScore:
+        name, can_score = "noscore", False
+
+        def generate(self, prompts, params, generators):
+            return [Completion("ok", 1, 1, "stop") for _ in prompts]
+
+    service = ModelService(NoScore(), max_batch=2)
+    try:
+        assert "logprobs" not in service.features and "n" in service.features
+        body = {"model": "m", "prompt": "The quick", "max_tokens": 2, "temperature": 0}
+        assert service.complete(dict(body), "completions")["choices"][0]["text"] == "ok"
+        with pytest.raises(ServiceError) as e:
+            service.complete({**body, "logprobs": 2}, "completions")
+        assert e.value.status == 400 and "logprobs" in e.value.message
+    finally:
+        service.close()
+    assert "logprobs" in ModelService.features  # the class default is untouched
