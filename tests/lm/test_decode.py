@@ -180,6 +180,26 @@ def test_uniforms_come_from_each_records_generator():
     assert s.uniforms.shape == (3, 5) and not torch.equal(s.uniforms[0], s.uniforms[1])
 
 
+def test_static_cache_by_default_with_fallback(gen, monkeypatch):
+    import ppt.lm.decode as dec
+
+    auto = LocalGenerator(gen.model, gen.tokenizer, batch_size=8)
+    assert auto.static_cache is True
+    params = SamplingParams(max_new_tokens=6, temperature=1.0)
+    want = _outs(auto.generate(PROMPTS, params, [record_generator(1, i) for i in range(5)]))
+
+    def unsupported(*a, **k):
+        raise NotImplementedError("no static layout")
+
+    monkeypatch.setattr(dec, "_static_cache", unsupported)
+    fresh = LocalGenerator(gen.model, gen.tokenizer, batch_size=8)
+    assert _outs(fresh.generate(PROMPTS, params, [record_generator(1, i) for i in range(5)])) == want
+    assert fresh.static_cache is False  # remembered for the next batches
+    forced = LocalGenerator(gen.model, gen.tokenizer, batch_size=8, static_cache=True)
+    with pytest.raises(NotImplementedError):  # asked for explicitly: no silent fallback
+        forced.generate(PROMPTS[:1], params)
+
+
 def test_decoder_choice_is_checked(gen):
     with pytest.raises(ValueError):
         LocalGenerator(gen.model, gen.tokenizer, decoder="nope")

@@ -51,7 +51,7 @@ def test_batch_defaults_follow_the_device(tiny_lm):
     assert default_batch_size(torch.device("cpu")) == CPU_BATCH == 8
     assert default_batch_size(torch.device("cuda")) == GPU_BATCH == 256
     gen = LocalGenerator.load(str(tiny_lm), device="cpu", batch_size=None)
-    assert gen.batch_size == CPU_BATCH and gen.static_cache is False and gen.compile is False
+    assert gen.batch_size == CPU_BATCH and gen.compile is False
     assert gen.describe()["dtype"] == "float32"  # bf16 is the default on CUDA only
 
 
