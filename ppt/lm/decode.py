@@ -107,6 +107,7 @@ def decode(
     step_forward: Callable[..., Any] | None = None,
     check_every: int = 1,
     cache_pool: dict | None = None,
+    min_cache_len: int = 0,
 ) -> Any:
     """New token ids [B, max_new_tokens] (on the CPU) for a left-padded batch on the model's device.
 
@@ -116,7 +117,9 @@ def decode(
     given). ``static_cache`` decodes into a transformers StaticCache sized prompt + max_new_tokens;
     ``step_forward`` (e.g. a compiled ``model.forward``) replaces the model call for one-token steps.
     ``cache_pool`` keeps static caches between calls (by batch rows and length), so a compiled step sees
-    the same cache tensors again (CUDA graphs replay on fixed addresses) instead of new allocations.
+    the same cache tensors again (CUDA graphs replay on fixed addresses) instead of new allocations;
+    ``min_cache_len`` (the longest batch of a call) gives every batch of a call the same shapes, so a
+    compiled step is not recompiled for each prompt length.
     """
     import torch
 
@@ -124,7 +127,7 @@ def decode(
     rows, width = input_ids.shape
     total = width + max_new_tokens
     if static_cache:
-        total = -(-total // CACHE_ROUND) * CACHE_ROUND  # fewer distinct shapes for a compiled step
+        total = -(-max(total, min_cache_len) // CACHE_ROUND) * CACHE_ROUND  # few distinct shapes to compile
         cache: Any = _static_cache(model, rows, total, cache_pool)
         # the mask at its final width: fixed shapes for every step (future columns are causal-masked)
         mask = torch.ones((rows, total), dtype=attention_mask.dtype, device=device)

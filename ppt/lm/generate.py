@@ -113,6 +113,7 @@ class LocalGenerator:
         self.compile = bool(compile)
         self._step_forward: Any = None
         self._cache_pool: dict = {}  # static KV caches reused between batches (see ppt.lm.decode)
+        self._min_cache_len = 0
         self.name = name or getattr(getattr(model, "config", None), "_name_or_path", None) or type(model).__name__
         tokenizer.padding_side = "left"
         ensure_pad_token(tokenizer)
@@ -232,6 +233,9 @@ class LocalGenerator:
                 item.generator = generators[i] if generators is not None else record_generator(None, i)
             items.append(item)
         todo = [it for it in items if it.error is None]
+        # a compiled step: one cache shape for every batch of the call (else one compile per prompt length)
+        self._min_cache_len = max((len(it.ids) for it in todo), default=0) + params.max_new_tokens \
+            if self._compiled_step() is not None else 0
         with torch.inference_mode():
             for batch in length_batches([len(it.ids) for it in todo], self.batch_size):
                 chunk = [todo[j] for j in batch]
@@ -262,6 +266,7 @@ class LocalGenerator:
                 stop_rows=None if stopper is None else (lambda tokens, _t: stopper(tokens, None)),
                 static_cache=self.static_cache, step_forward=step,
                 check_every=1 if device.type == "cpu" else 8, cache_pool=self._cache_pool,
+                min_cache_len=self._min_cache_len,
             ).tolist()
 
         try:

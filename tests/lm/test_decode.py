@@ -114,6 +114,10 @@ def test_compiled_style_step_is_used_and_equal(gen):
     assert torch.equal(plain, stepped)
     assert len(seen) == 5 and len(set(seen)) == 1  # static shapes: one graph serves every step
     assert seen[0][:2] == (len(PROMPTS), 1)
+    with torch.inference_mode():  # a longer cache (one shape for every batch of a call) changes nothing
+        longer = decode(gen.model, ids, mask, max_new_tokens=6, eos_ids=[], pad_id=0, static_cache=True,
+                        step_forward=step, min_cache_len=300)
+    assert torch.equal(plain, longer) and seen[-1][3] == 384
 
 
 # ---------------------------------------------------------------------- the sampler
