@@ -1,12 +1,15 @@
-"""Benchmark `ppt extract`'s batched generation against one-record-at-a-time generation.
+"""Benchmark `ppt extract`'s batched generation: the decode loop (ppt.lm.decode) batched, the same one
+record at a time, and the previous implementation (transformers' ``generate`` with a per-row CPU
+sampler, ``decoder="generate"``) batched, all in one run.
 
 Same model, same inputs (the bundled prompts as raw documents with a canned perturbed generation),
-same greedy decoding; the batched run uses left padding with attention masks in batches of
---batch-size, the sequential run batch size 1. Prints generated tokens/s of each and their ratio, and
-checks that both produced the same texts (greedy decoding is deterministic up to float rounding).
+same greedy decoding. Prints generated tokens/s of each, the ratios, and how many texts equal the
+reference's (greedy decoding is deterministic up to float rounding; bf16 on a GPU may flip a few).
+``--random-weights`` builds the model from the alias's config with random weights (for timing where the
+packaged weights are not at hand; it rarely emits EOS, so every record runs to --max-new-tokens).
 
     python bench/extract.py                                   # smollm2 on CPU (or the GPU when present)
-    python bench/extract.py --n 32 --batch-size 16 --max-new-tokens 64 --device cuda
+    python bench/extract.py --n 1024 --max-new-tokens 64 --device cuda --random-weights --compile
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ import json
 import time
 from pathlib import Path
 
-from ppt.stages.extract import Extractor
 from ppt.io import Record
 from ppt.lm.generate import LocalGenerator, SamplingParams
+from ppt.stages.extract import Extractor
 
 GENERATIONS = [
     "The symptoms started early in the week. A doctor should check them soon, especially if they get worse.",
@@ -38,43 +41,103 @@ def inputs(n: int) -> list[Record]:
     return out
 
 
-def timed(extractor: Extractor, records: list[Record]) -> tuple[float, int, list[str]]:
-    t0 = time.perf_counter()
+def timed(extractor: Extractor, records: list[Record]) -> tuple[float, float, int, list[str]]:
+    """(wall s, this process's CPU s, generated tokens, texts); CPU time is the steadier figure on a
+    machine shared with other jobs."""
+    t0, c0 = time.perf_counter(), time.process_time()
     outs = extractor.process(records)
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     tokens = sum(o["ppt"]["extract"]["usage"]["completion_tokens"] for o in outs)
-    return dt, tokens, [o["extracted"] for o in outs]
+    return dt, cpu, tokens, [o["extracted"] for o in outs]
+
+
+def random_weights(name: str, device: str, dtype: str | None) -> LocalGenerator:
+    """The alias's architecture and tokenizer with seeded random weights."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from ppt.models.device import resolve_device, resolve_dtype
+
+    loaded = LocalGenerator.load(name, device="cpu")
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype if dtype is not None or dev.type != "cuda" else "auto", dev)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(loaded.model.config).to(dev, dtype=dt).eval()
+    model.generation_config = loaded.model.generation_config
+    return LocalGenerator(model, loaded.tokenizer, name=f"{name} (random weights)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2")
-    ap.add_argument("--n", type=int, default=8, help="records")
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--n", type=int, default=8, help="records (batched runs)")
+    ap.add_argument("--single-n", type=int, default=None, help="records one at a time (default: min(n, 8))")
+    ap.add_argument("--batch-size", type=int, default=None, help="default: 8 on CPU, 256 on CUDA")
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--device", default="auto")
-    ap.add_argument("--dtype", default=None)
+    ap.add_argument("--dtype", default=None, help="default: bfloat16 on CUDA, the model's own on CPU")
+    ap.add_argument("--static-cache", choices=["auto", "on", "off"], default="auto", help="auto: on for CUDA")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the one-token step (CUDA + static cache)")
+    ap.add_argument("--random-weights", action="store_true")
+    ap.add_argument("--ignore-eos", action="store_true",
+                    help="every record runs to --max-new-tokens (a tiny model then measures per-step overhead)")
+    ap.add_argument("--skip-reference", action="store_true", help="leave out the previous implementation")
     args = ap.parse_args()
 
     import torch
 
-    batched = LocalGenerator.load(args.model, device=args.device, dtype=args.dtype, batch_size=args.batch_size)
-    single = LocalGenerator(batched.model, batched.tokenizer, name=args.model, batch_size=1)
+    from ppt.lm.generate import default_batch_size
+
+    if args.random_weights:
+        base = random_weights(args.model, args.device, args.dtype)
+    else:
+        base = LocalGenerator.load(args.model, device=args.device, dtype=args.dtype)
+    if args.ignore_eos:
+        base.model.generation_config.eos_token_id = None
+    bs = args.batch_size or default_batch_size(base.device)
+    static = None if args.static_cache == "auto" else args.static_cache == "on"
+
+    def variant(batch_size: int, decoder: str = "loop") -> LocalGenerator:
+        return LocalGenerator(base.model, base.tokenizer, name=base.name, batch_size=batch_size, decoder=decoder,
+                              static_cache=static, compile=args.compile)
+
+    batched, single, reference = variant(bs), variant(1), variant(bs, "generate")
+    other_cache = LocalGenerator(base.model, base.tokenizer, name=base.name, batch_size=bs,
+                                 static_cache=not batched.static_cache, compile=args.compile)
+    if args.ignore_eos:
+        for g in (batched, single, reference, other_cache):
+            g.eos_ids = []
     params = SamplingParams(max_new_tokens=args.max_new_tokens)
     records = inputs(args.n)
+    few = records[: args.single_n or min(args.n, 8)]
     info = batched.describe()
     threads = torch.get_num_threads() if info["device"] == "cpu" else None
-    print(f"model {args.model}  device {info['device']}  dtype {info['dtype']}  cpu threads {threads}  "
-          f"records {args.n}  max_new_tokens {args.max_new_tokens}  batch size {args.batch_size}")
-    Extractor(batched, params=SamplingParams(max_new_tokens=2)).process(records[:2])  # warm-up
+    print(f"model {base.name}  device {info['device']}  dtype {info['dtype']}  cpu threads {threads}  "
+          f"records {args.n} ({len(few)} one at a time)  max_new_tokens {args.max_new_tokens}  batch size {bs}  "
+          f"static cache {batched.static_cache}  compile {batched.compile}")
+    for g in (batched, single, other_cache) + (() if args.skip_reference else (reference,)):  # warm-up, compile
+        warm = g.batch_size if info["device"].startswith("cuda") else 2  # a full batch: the shapes compile sees
+        Extractor(g, params=SamplingParams(max_new_tokens=4)).process(records[: min(len(records), warm)])
 
-    t_seq, n_seq, seq_texts = timed(Extractor(single, params=params), records)
-    t_bat, n_bat, bat_texts = timed(Extractor(batched, params=params), records)
-    same = sum(a == b for a, b in zip(seq_texts, bat_texts))
-    print(f"{'one at a time':<16} {t_seq:8.2f} s  {n_seq:6d} tokens  {n_seq / t_seq:8.1f} tokens/s")
-    print(f"{'batched':<16} {t_bat:8.2f} s  {n_bat:6d} tokens  {n_bat / t_bat:8.1f} tokens/s")
-    print(f"ratio batched / one at a time: {(n_bat / t_bat) / (n_seq / t_seq):.2f}x   "
-          f"(identical texts: {same}/{len(records)})")
+    runs = [("one at a time", single, few), ("batched", batched, records),
+            (f"batched, {'static' if other_cache.static_cache else 'dynamic'} cache", other_cache, records)]
+    if not args.skip_reference:
+        runs.append(("previous batched", reference, records))
+    rates, texts = {}, {}
+    for label, g, recs in runs:
+        dt, cpu, n, out = timed(Extractor(g, params=params), recs)
+        rates[label], texts[label] = n / dt, out
+        print(f"{label:<24} {dt:8.2f} s  {n:7d} tokens  {n / dt:9.1f} tokens/s   "
+              f"(cpu {cpu:7.2f} s, {n / max(cpu, 1e-9):9.1f} tokens per cpu-s)")
+    print(f"ratio batched / one at a time: {rates['batched'] / rates['one at a time']:.2f}x")
+    same_single = sum(a == b for a, b in zip(texts["one at a time"], texts["batched"]))
+    print(f"identical texts batched vs one at a time: {same_single}/{len(few)}")
+    if not args.skip_reference:
+        same = sum(a == b for a, b in zip(texts["previous batched"], texts["batched"]))
+        print(f"ratio batched / previous batched: {rates['batched'] / rates['previous batched']:.2f}x   "
+              f"(identical texts: {same}/{len(records)})")
+        other = runs[2][0]
+        print(f"ratio {other} / previous batched: {rates[other] / rates['previous batched']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ _ppt() {
         "eval mi") opts="--help --input --limit --x-field --y-field -i -k" ;;
         "eval phr") opts="--batch-size --help --id-field --input --items-field --on-error --per-record --quiet --seed --text-field --types-field -i -q" ;;
         "eval sweep") opts="--corpus --device --eps --help --mech --mti-model --n-docs --out-dir --prefix-tokens --probe-draws --probe-tokens --seed --text-field -e -m" ;;
-        "extract") opts="--batch-size --device --dtype --generation-field --help --id-field --input --max-new-tokens --model --no-chat --on-error --output --output-field --quiet --raw-field --seed --stop --temperature --template --top-p -i -m -o -q" ;;
+        "extract") opts="--batch-size --device --dtype --generation-field --help --id-field --input --max-new-tokens --model --no-chat --on-error --output --output-field --quiet --raw-field --runtime --seed --stop --temperature --template --top-p -i -m -o -q" ;;
         "mechs") opts="--describe --help --json" ;;
         "models") opts="install list ls verify --help" ;;
         "models install") opts="--all --dry-run --force --help -n" ;;
@@ -85,7 +85,7 @@ _ppt() {
         "prosan distill") opts="--any-teacher --base-model --batch-size --checkpoint-every --device --epochs --help --keep --lr --max-steps --max-tokens --output --pairs --quiet --seed --source-field --target-field --weight-decay -o -q" ;;
         "query") opts="--allow-raw --api-key-env --backend --base-url --batch-size --concurrency --device --dry-run --dtype --endpoint --extra-body --help --id-field --input --max-retries --max-tokens --model --on-error --output --output-field --quiet --resume --retry-backoff --seed --stop --system --temperature --template --text-field --timeout --top-p -c -i -m -o -q" ;;
         "sanitize") opts="--actors --batch-size --case --device --diagnostics --emit-alignment --engine --eps --help --id-field --input --keep-original --mech --min-kept --model --numbers --on-error --oov --output --param --punct --quiet --ray-address --seed --space --stamp --stopwords --text-field --workers -e -i -m -o -p -q" ;;
-        "serve") opts="--allow-remote --api-key-env --batch-wait-ms --device --dtype --help --host --max-batch --max-connections --max-tokens-limit --model --port --port-file --quiet --served-name --timeout --verbose -m -p -q -v" ;;
+        "serve") opts="--allow-remote --api-key-env --batch-wait-ms --device --dtype --help --host --max-batch --max-connections --max-tokens-limit --model --port --port-file --quiet --runtime --served-name --timeout --verbose -m -p -q -v" ;;
         "snd") opts="embed serve train-denoiser --help" ;;
         "snd embed") opts="--api-key-env --batch-size --denoiser --device --emit --eta --field-prefix --format --help --id-field --input --max-length --model --on-error --output --quiet --seed --server --text-field --vectors -i -m -o -q" ;;
         "snd serve") opts="--allow-remote --api-key-env --device --help --host --max-connections --max-length --model --port --port-file --quiet --timeout --verbose -m -p -q -v" ;;

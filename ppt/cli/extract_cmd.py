@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from ppt.cli.common import (
-    BatchSizeOpt,
+    RUN_PANEL,
     DeviceOpt,
     IdFieldOpt,
     InputOpt,
@@ -27,7 +27,9 @@ HELP = """Turn the remote model's perturbed generation into text aligned with th
 A local causal LM (default smollm2; any causal LM by path or hub id) gets the paper's extraction prompt
 filled with the raw document (--raw-field, kept by `ppt sanitize --keep-original`) and the perturbed
 generation (--generation-field, written by `ppt query`), in its chat template when it has one. Records
-are generated in left-padded batches of --batch-size. The result goes to --output-field with a
+are generated in left-padded batches of --batch-size (default 8 on a CPU, 256 on CUDA, where the
+weights load in bfloat16 unless --dtype says otherwise); --runtime vllm hands generation to vLLM where
+it is installed. The result goes to --output-field with a
 [bold]ppt.extract[/] stamp (model, device, template hash, parameters, seed, token usage). Runs locally:
 the raw document never leaves the machine.
 
@@ -51,20 +53,21 @@ def extract(
     temperature: Annotated[float, typer.Option("--temperature", min=0.0, max=100.0, help="0 = greedy (deterministic); > 0 samples.", rich_help_panel=GEN_PANEL)] = 0.0,
     top_p: Annotated[float, typer.Option("--top-p", min=0.0, max=1.0, help="Nucleus mass when sampling.", rich_help_panel=GEN_PANEL)] = 1.0,
     stop: Annotated[list[str], typer.Option("--stop", help="Stop sequence (repeatable).", rich_help_panel=GEN_PANEL)] = [],
-    dtype: Annotated[str | None, typer.Option("--dtype", help="auto, float32, float16, bfloat16.", rich_help_panel=GEN_PANEL)] = None,
+    dtype: Annotated[str | None, typer.Option("--dtype", help="auto, float32, float16, bfloat16 (default: bfloat16 on CUDA, the model's own elsewhere).", rich_help_panel=GEN_PANEL)] = None,
+    runtime: Annotated[str, typer.Option("--runtime", help="transformers (ppt's batched decode loop) or vllm (when installed; CUDA only).", rich_help_panel=GEN_PANEL)] = "transformers",
     device: DeviceOpt = "auto",
     seed: SeedOpt = None,
     input: InputOpt = "-",  # noqa: A002
     output: OutputOpt = "-",
     id_field: IdFieldOpt = "id",
     on_error: OnErrorOpt = "fail",
-    batch_size: BatchSizeOpt = 8,
+    batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Records processed per batch (default: 8 on a CPU, 256 on CUDA).", rich_help_panel=RUN_PANEL)] = None,
     quiet: QuietOpt = False,
 ) -> None:
     with handle_errors():
         from ppt.stages.extract import Extractor
         from ppt.io import ExitCode, PptError, run_stream, stdout_guard
-        from ppt.lm.generate import LocalGenerator, SamplingParams
+        from ppt.lm.generate import SamplingParams
         from ppt.lm.templates import EXTRACT_TEMPLATE, load_template
 
         tpl = load_template(template, EXTRACT_TEMPLATE, "paper-extraction",
@@ -74,8 +77,13 @@ def extract(
                                     top_p=top_p if top_p > 0 else 1e-9, stop=tuple(stop))
         except ValueError as e:
             raise PptError(str(e), ExitCode.USAGE) from None
+        from ppt.lm.vllm_engine import RUNTIMES, load_generator
+
+        if runtime not in RUNTIMES:
+            raise PptError(f"--runtime must be one of {', '.join(RUNTIMES)}", ExitCode.USAGE)
         with stdout_guard():
-            gen = LocalGenerator.load(model, device=device, dtype=dtype, batch_size=batch_size)
+            gen = load_generator(runtime, model, device=device, dtype=dtype, batch_size=batch_size)
+        batch_size = batch_size or gen.batch_size or 256
         extractor = Extractor(gen, raw_field=raw_field, generation_field=generation_field, output_field=output_field,
                               template=tpl, params=params, seed=seed, chat=not no_chat)
         args = stream_args(input, output, raw_field, id_field, on_error, batch_size, quiet, seed=seed, device=device,

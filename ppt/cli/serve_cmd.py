@@ -47,11 +47,12 @@ def serve(
     port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port (0 = an ephemeral port; see --port-file).", rich_help_panel=SERVER_PANEL)] = 8000,
     port_file: Annotated[str | None, typer.Option("--port-file", help="Write the bound port to this file once listening (for scripts using --port 0).", rich_help_panel=SERVER_PANEL)] = None,
     served_name: Annotated[str | None, typer.Option("--served-name", help="Model id reported by /v1/models and in responses (default: --model).", rich_help_panel=SERVER_PANEL)] = None,
-    max_batch: Annotated[int, typer.Option("--max-batch", min=1, help="Most requests generated together.", rich_help_panel=SERVER_PANEL)] = 8,
+    max_batch: Annotated[int | None, typer.Option("--max-batch", min=1, help="Most requests generated together (default: 8 on a CPU, 256 on CUDA).", rich_help_panel=SERVER_PANEL)] = None,
     batch_wait_ms: Annotated[float, typer.Option("--batch-wait-ms", min=0.0, help="How long the first request of a batch waits for company.", rich_help_panel=SERVER_PANEL)] = 10.0,
     max_tokens_limit: Annotated[int, typer.Option("--max-tokens-limit", min=1, help="Reject requests asking for more tokens than this.", rich_help_panel=SERVER_PANEL)] = 2048,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each request line and status to stderr (never bodies).", rich_help_panel=SERVER_PANEL)] = False,
-    dtype: Annotated[str | None, typer.Option("--dtype", help="auto, float32, float16, bfloat16.", rich_help_panel=MODEL_PANEL)] = None,
+    dtype: Annotated[str | None, typer.Option("--dtype", help="auto, float32, float16, bfloat16 (default: bfloat16 on CUDA, the model's own elsewhere).", rich_help_panel=MODEL_PANEL)] = None,
+    runtime: Annotated[str, typer.Option("--runtime", help="transformers (ppt's batched decode loop) or vllm (when installed; CUDA only; no logprobs).", rich_help_panel=MODEL_PANEL)] = "transformers",
     device: DeviceOpt = "auto",
     quiet: QuietOpt = False,
 ) -> None:
@@ -63,10 +64,12 @@ def serve(
 
         from ppt.cli.common import warn
         from ppt.io import ExitCode, PptError, stdout_guard
-        from ppt.lm.generate import LocalGenerator
+        from ppt.lm.vllm_engine import RUNTIMES, load_generator
         from ppt.remote.auth import check_env_name, env_not_set_message, is_loopback_host
         from ppt.remote.server import ModelService, describe_transport, make_server
 
+        if runtime not in RUNTIMES:
+            raise PptError(f"--runtime must be one of {', '.join(RUNTIMES)}", ExitCode.USAGE)
         api_key = None
         if api_key_env is not None:
             check_env_name(api_key_env)
@@ -94,10 +97,11 @@ def serve(
                            hint="pick another --port, or --port 0 for a free one") from None
         try:
             with stdout_guard():
-                gen = LocalGenerator.load(model, device=device, dtype=dtype, batch_size=max_batch)
+                gen = load_generator(runtime, model, device=device, dtype=dtype, batch_size=max_batch)
         except BaseException:
             server.server_close()
             raise
+        max_batch = max_batch or gen.batch_size or 256
         service = ModelService(gen, served_name or model, max_batch=max_batch, max_wait_s=batch_wait_ms / 1000,
                                max_tokens_limit=max_tokens_limit)
         server.service = service

@@ -12,7 +12,11 @@ What it gets right, so callers do not have to:
 - stop strings (cut before the stop, OpenAI-style), EOS ids from the model and tokenizer, a
   ``finish_reason`` ("stop" or "length") and token usage per completion;
 - prompts longer than the model's context come back as RecordError, not as a crash;
-- one SamplingParams per prompt: one batched ``generate`` pass per distinct params.
+- one SamplingParams per prompt: one batched decode per distinct params;
+- the decode loop is ppt.lm.decode (prefill, then one forward pass and one batched pick per token, all
+  on the model's device; a static KV cache, optionally a compiled step on CUDA), bfloat16 weights and
+  GPU-sized batches by default on CUDA; ``decoder="generate"`` keeps the previous path (transformers'
+  ``generate``) as the reference the bench compares against.
 
     gen = LocalGenerator.load("smollm2")
     outs = gen.generate([[{"role": "user", "content": "Hi"}]], SamplingParams(max_new_tokens=20))
@@ -36,6 +40,8 @@ from ppt.lm.base import (
 )
 
 Messages = list[dict[str, Any]]
+DECODERS = ("loop", "generate")  # ppt.lm.decode's loop; transformers' generate (the reference path)
+CPU_BATCH, GPU_BATCH = 8, 256
 Prompt = str | Messages  # a plain prompt (completions) or chat messages
 
 
@@ -88,10 +94,26 @@ class _Encoded:
 class LocalGenerator:
     """A loaded causal LM + tokenizer that turns prompts into completions in batches."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, name: str | None = None, batch_size: int = 8) -> None:
-        if batch_size < 1:
+    can_score = True  # score() / logits_at() work (logprobs in ppt serve)
+
+    def __init__(self, model: Any, tokenizer: Any, *, name: str | None = None, batch_size: int | None = 8,
+                 decoder: str = "loop", static_cache: bool | None = None, compile: bool = False) -> None:  # noqa: A002
+        if decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {', '.join(DECODERS)} (got {decoder!r})")
+        self.model, self.tokenizer = model, tokenizer
+        self.batch_size = default_batch_size(model_device(model)) if batch_size is None else batch_size
+        if self.batch_size < 1:
             raise ValueError("batch_size must be >= 1")
-        self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
+        self.decoder = decoder
+        # static KV cache: fixed shapes (what a compiled step needs) and no per-step copy of the growing
+        # cache (1.7x tokens per CPU second on the tiny bench); None = on, falling back to the dynamic
+        # cache for a model whose cache layout StaticCache does not handle
+        self.static_cache = True if static_cache is None else bool(static_cache)
+        self._static_auto = static_cache is None
+        self.compile = bool(compile)
+        self._step_forward: Any = None
+        self._cache_pool: dict = {}  # static KV caches reused between batches (see ppt.lm.decode)
+        self._min_cache_len = 0
         self.name = name or getattr(getattr(model, "config", None), "_name_or_path", None) or type(model).__name__
         tokenizer.padding_side = "left"
         ensure_pad_token(tokenizer)
@@ -99,12 +121,20 @@ class LocalGenerator:
         self.context_length = context_length(model)
 
     @classmethod
-    def load(cls, name: str, device: Any = "auto", dtype: Any = None, batch_size: int = 8) -> LocalGenerator:
-        """Load a causal LM by alias (``smollm2``), local path or hub id (see ppt.models)."""
-        from ppt.models import load_causal_lm
+    def load(cls, name: str, device: Any = "auto", dtype: Any = None, batch_size: int | None = 8,
+             **options: Any) -> LocalGenerator:
+        """Load a causal LM by alias (``smollm2``), local path or hub id (see ppt.models).
 
+        On CUDA, ``dtype`` None means bfloat16 (float16 where bf16 is unsupported) and ``batch_size``
+        None a GPU-sized batch (``default_batch_size``); ``options`` go to the constructor.
+        """
+        from ppt.models import load_causal_lm
+        from ppt.models.device import resolve_device
+
+        if dtype is None and resolve_device(device).type == "cuda":
+            dtype = "auto"
         model, tok = load_causal_lm(name, device=device, dtype=dtype)
-        return cls(model, tok, name=name, batch_size=batch_size)
+        return cls(model, tok, name=name, batch_size=batch_size, **options)
 
     @property
     def device(self) -> Any:
@@ -203,12 +233,69 @@ class LocalGenerator:
                 item.generator = generators[i] if generators is not None else record_generator(None, i)
             items.append(item)
         todo = [it for it in items if it.error is None]
+        # a compiled step: one cache shape for every batch of the call (else one compile per prompt length)
+        self._min_cache_len = max((len(it.ids) for it in todo), default=0) + params.max_new_tokens \
+            if self._compiled_step() is not None else 0
         with torch.inference_mode():
             for batch in length_batches([len(it.ids) for it in todo], self.batch_size):
-                self._generate_chunk([todo[j] for j in batch], params)
+                chunk = [todo[j] for j in batch]
+                if self.decoder == "generate":
+                    self._generate_chunk_reference(chunk, params)
+                else:
+                    self._generate_chunk(chunk, params)
         return [it.error if it.error is not None else it.out for it in items]  # type: ignore[misc]
 
     def _generate_chunk(self, chunk: list[_Encoded], params: SamplingParams) -> None:
+        from ppt.lm.decode import InverseCDFSampler, decode, greedy
+
+        batch = self.tokenizer.pad({"input_ids": [it.ids for it in chunk]}, padding=True, return_tensors="pt")
+        device = self.device
+        input_ids = batch["input_ids"].to(device)
+        attention_mask = batch["attention_mask"].to(device)
+        pick: Any = greedy
+        if params.temperature > 0:
+            pick = InverseCDFSampler.for_records(params.temperature, params.top_p, [it.generator for it in chunk],
+                                                 params.max_new_tokens, device)
+        stopper = _StopStrings(self.tokenizer, params.stop, 0, len(chunk)) if params.stop else None
+        step = self._compiled_step()
+
+        def run() -> list[list[int]]:
+            return decode(
+                self.model, input_ids, attention_mask, max_new_tokens=params.max_new_tokens, eos_ids=self.eos_ids,
+                pad_id=pad_id(self.tokenizer), pick=pick,
+                stop_rows=None if stopper is None else (lambda tokens, _t: stopper(tokens, None)),
+                static_cache=self.static_cache, step_forward=step,
+                check_every=1 if device.type == "cpu" else 8, cache_pool=self._cache_pool,
+                min_cache_len=self._min_cache_len,
+            ).tolist()
+
+        try:
+            new = run()
+        except (TypeError, ValueError, NotImplementedError, AttributeError) as e:
+            if not (self.static_cache and self._static_auto):
+                raise
+            from ppt.log import logger
+
+            logger.debug(f"static KV cache unavailable for this model ({type(e).__name__}); using the dynamic cache")
+            self.static_cache, self._cache_pool, step = False, {}, None
+            if stopper is not None:
+                stopper = _StopStrings(self.tokenizer, params.stop, 0, len(chunk))
+            new = run()  # the sampler's uniforms are indexed by step: the same draws serve the retry
+        self._finish(chunk, new, params, stopper)
+
+    def _compiled_step(self) -> Any:
+        """``model.forward`` under torch.compile (CUDA graphs) for one-token steps, when asked and on CUDA."""
+        if not (self.compile and self.static_cache and self.device.type == "cuda"):
+            return None
+        if self._step_forward is None:
+            import torch
+
+            self._step_forward = torch.compile(self.model.forward, mode="reduce-overhead", dynamic=False)
+        return self._step_forward
+
+    def _generate_chunk_reference(self, chunk: list[_Encoded], params: SamplingParams) -> None:
+        """The previous implementation (transformers' ``generate`` with a per-row CPU sampler), kept as
+        the reference that bench/extract.py measures against; greedy outputs equal the loop's."""
         from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
         batch = self.tokenizer.pad({"input_ids": [it.ids for it in chunk]}, padding=True, return_tensors="pt")
@@ -235,7 +322,11 @@ class LocalGenerator:
             logits_processor=processors,
             stopping_criteria=criteria,
         )
-        new = out[:, width:].tolist()
+        self._finish(chunk, out[:, width:].tolist(), params, stopper)
+
+    def _finish(self, chunk: list[_Encoded], new: list[list[int]], params: SamplingParams,
+                stopper: _StopStrings | None) -> None:
+        """Cut each row at its first EOS / stop string and decode it into the record's Completion."""
         eos = set(self.eos_ids)
         for row, it in enumerate(chunk):
             tokens = new[row]
@@ -254,6 +345,12 @@ class LocalGenerator:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def default_batch_size(device: Any) -> int:
+    """Prompts per forward pass when the caller leaves it open: a GPU needs hundreds of rows per step to
+    be busy with a small model; a CPU gains little beyond a few."""
+    return GPU_BATCH if getattr(device, "type", str(device)) == "cuda" else CPU_BATCH
 
 
 def content_text(content: Any) -> str:

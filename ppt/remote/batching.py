@@ -32,6 +32,8 @@ class ModelService(Service):
     def __init__(self, generator: Any, name: str | None = None, *, max_batch: int = 8, max_wait_s: float = 0.01,
                  max_tokens_limit: int = 2048) -> None:
         self.generator = generator
+        if not getattr(generator, "can_score", True):  # e.g. the vllm runtime: logprobs are refused (400)
+            self.features = self.features - {"logprobs"}
         self.name = name or str(generator.name)
         self.max_batch, self.max_wait_s, self.max_tokens_limit = max(1, max_batch), max(0.0, max_wait_s), max_tokens_limit
         self.batches: list[int] = []  # sizes of the batches run (for tests and benchmarks)
