@@ -391,3 +391,24 @@ def test_wordnet_path_similarity_as_in_the_paper():
     sim = WordNetSimilarity(load_wordnet())
     usa, canada, unknown = sim("America", ["USA", "Canada", "Zxqvbn"])
     assert usa == 1.0 and canada == pytest.approx(1 / 3) and unknown == 0.0
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not _wordnet_ready(), reason="WordNet or NLTK absent (apt-get install wordnet-base wordnet-sense-index; pip install nltk)")
+def test_memoised_path_similarity_equals_nltks_on_random_pairs():
+    """The memoised ancestor maps give NLTK's own path_similarity (nouns, verbs, adjectives, instances)."""
+    from ppt.mechanisms.prosan.wordnet import WordNetSimilarity, load_wordnet
+
+    wn = load_wordnet()
+    sim = WordNetSimilarity(wn)
+    words = ["america", "canada", "farmer", "teacher", "run", "walk", "happy", "london", "paris", "diabetes",
+             "asthma", "nurse", "engineer", "quickly", "blue", "dog", "bank", "river", "seven", "doctor"]
+    syn = [s for w in words for s in wn.synsets(w)[:3]]
+    rng = np.random.default_rng(0)
+    pairs = rng.integers(0, len(syn), size=(400, 2))
+    for i, j in pairs:
+        assert sim.path_similarity(syn[i], syn[j]) == syn[i].path_similarity(syn[j])
+    for a in words[:6]:
+        expect = [max((x.path_similarity(y) or 0.0 for x in sim._synsets(a) for y in sim._synsets(b)), default=0.0)
+                  for b in words]
+        assert sim(a, words) == pytest.approx(expect, abs=0, rel=0)
