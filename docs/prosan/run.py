@@ -19,11 +19,19 @@ What it does (sizes are arguments; the committed results used the defaults below
    seeded = one record at a time) and prosan-lite.
 
 Writes results.csv, results.md, phr_utility.png and config.json to --out.
+
+Threads: on a busy CPU (load average >= cores) the whole run uses one intra-op thread (ppt's ``threads=auto``
+rule: torch's threads otherwise wait for each other at every operator). Splitting the work: ``--part
+baselines`` (a second process, started beside the main one) computes the baselines' outputs and the answers
+to the original and baseline prompts into ``--answers-dir``; the main run (``--part all``) reads answers
+found there (waiting up to ``--wait-minutes`` for those the other part is computing) and computes the rest.
+Answers are keyed by method label and a hash of the prompts, so a stale file is never read.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -42,13 +50,13 @@ def log(msg: str) -> None:
     print(f"[prosan-exp {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def sanitize(mech, texts: list[str], seed: int = SEED, batch: int = 16) -> tuple[list[str], float]:
+def sanitize(mech, texts: list[str], seed: int = SEED, batch: int = 16, reproducible: bool = True) -> tuple[list[str], float]:
     from ppt.rng import record_generator
 
     out, t0 = [], time.perf_counter()
     for s in range(0, len(texts), batch):
         part = texts[s : s + batch]
-        res = mech.sanitize_batch(part, [record_generator(seed, s + i) for i in range(len(part))], reproducible=True)
+        res = mech.sanitize_batch(part, [record_generator(seed, s + i) for i in range(len(part))], reproducible=reproducible)
         out += [r.text for r in res]
     return out, time.perf_counter() - t0
 
@@ -78,11 +86,24 @@ def main() -> None:
     ap.add_argument("--distill-steps", type=int, default=6)
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 3.0, 6.0])
     ap.add_argument("--baselines", nargs="+", default=["santext+", "custext+", "rantext"])
+    ap.add_argument("--distill-seconds", type=float, default=None, help="wall-clock budget of the distillation")
+    ap.add_argument("--distill-batch", type=int, default=4)
+    ap.add_argument("--lite-max-new-tokens", type=int, default=None,
+                    help="one max_new_tokens for every prompt lets prosan-lite batch its greedy generation")
+    ap.add_argument("--part", choices=("all", "baselines"), default="all")
+    ap.add_argument("--answers-dir", default=None, help="answers shared between the parts (default OUT/answers)")
+    ap.add_argument("--wait-minutes", type=float, default=0.0)
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(SEED)
     t_start = time.perf_counter()
+    load_start = os.getloadavg()
+    from ppt.mechanisms.prosan.threads import resolve_threads
+
+    threads = resolve_threads("auto")
+    torch.set_num_threads(threads)
+    log(f"torch threads {threads} (load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores)")
 
     from ppt.experiments.pii import make_pii
     from ppt.mechanisms import get_mechanism
@@ -93,6 +114,11 @@ def main() -> None:
     outputs: dict[str, list[str]] = {}
     rows: list[dict] = []
     timing: dict[str, float] = {}
+    adir = Path(args.answers_dir) if args.answers_dir else out / "answers"
+    adir.mkdir(parents=True, exist_ok=True)
+    if args.part == "baselines":
+        baseline_part(args, texts, adir)
+        return
 
     # ---- ProSan: defaults and two more settings (one instance, scores memoised) -----------------
     settings = [("prosan (defaults: lambda 0.8, tau 0.9, scale 1)", {}),
@@ -124,14 +150,17 @@ def main() -> None:
     sig = "prosan|" + "|".join(f"{k}:{v}" for k, v in mech.signature_params().items())
     t0 = time.perf_counter()
     res = distill(list(zip([r["text"] for r in tr], train_out)), lite_dir,
-                  DistillConfig(base_model="smollm2", epochs=100, max_steps=args.distill_steps, batch_size=4,
-                                checkpoint_every=0, device="cpu"), teacher=sig)
+                  DistillConfig(base_model="smollm2", epochs=100, max_steps=args.distill_steps, batch_size=args.distill_batch,
+                                checkpoint_every=0, device="cpu", max_seconds=args.distill_seconds), teacher=sig,
+                  progress=lambda s, t, loss: log(f"distill step {s}: loss {loss:.3f}") if s % 10 == 0 else None)
     distill_secs = time.perf_counter() - t0
     log(f"distilled {res.steps} steps in {distill_secs:.1f}s, loss {res.losses[0]:.3f} -> {res.losses[-1]:.3f}")
     del mech
-    lite = get_mechanism("prosan-lite", 1.0, model=str(lite_dir), quiet=True, device="cpu")
+    lite = get_mechanism("prosan-lite", 1.0, model=str(lite_dir), quiet=True, device="cpu",
+                         max_new_tokens=args.lite_max_new_tokens)
     lite.prepare()
-    outs, secs = sanitize(lite, texts)
+    # greedy: batching changes only float rounding in padded batches; it needs one max_new_tokens for all
+    outs, secs = sanitize(lite, texts, batch=8, reproducible=args.lite_max_new_tokens is None)
     outputs["prosan-lite"] = outs
     rows.append({"method": "prosan-lite", "family": "prosan-lite", "eps": "", "seconds": round(secs, 2)})
     lite_pps = len(texts) / secs
@@ -170,25 +199,20 @@ def main() -> None:
     log("PHR written")
 
     # ---- utility: smollm2's answers to original vs anonymized prompts ----------------------------
-    from ppt.lm.generate import LocalGenerator, SamplingParams
     from ppt.metrics.rouge import rouge_l
     from ppt.metrics.similarity import paired_cosine
     from ppt.models.encoder import load_sentence_encoder
 
-    gen = LocalGenerator.load("smollm2", device="cpu", batch_size=8)
-    sp = SamplingParams(max_new_tokens=args.answer_tokens, temperature=0.0)
-
-    def answers(prompts: list[str]) -> list[str]:
-        res = gen.generate([[{"role": "user", "content": p}] for p in prompts], sp)
-        return [r.text if hasattr(r, "text") else "" for r in res]
-
-    t0 = time.perf_counter()
-    ref = answers(texts)
-    log(f"answers to the original prompts: {time.perf_counter() - t0:.1f}s")
+    answers = Answerer(args.answer_tokens, adir)
+    partner = {"original"} | {f"{n} eps {e:g}" for n in args.baselines for e in args.eps}
+    for row in rows:  # ours first: the baseline part computes its own meanwhile
+        if row["method"] not in partner:
+            answers(row["method"], outputs[row["method"]])
+    ref = answers("original", texts, wait=args.wait_minutes)
     enc = load_sentence_encoder("minilm", device="cpu")
     for row in rows:
         t0 = time.perf_counter()
-        ans = answers(outputs[row["method"]])
+        ans = answers(row["method"], outputs[row["method"]], wait=args.wait_minutes)
         rl = [rouge_l(a, b)["f1"] for a, b in zip(ans, ref)]
         cs = paired_cosine(enc, ans, ref)
         row["rouge_l"], row["rouge_l_lo"], row["rouge_l_hi"] = mean_ci(rl)
@@ -215,17 +239,68 @@ def main() -> None:
         "prosan_settings": [{"label": lab, **chg} for lab, chg in settings],
         "prosan_params": {k: v for k, v in get_mechanism("prosan", 1.0, quiet=True).params().items()
                           if k in ("model", "mlm", "tagger", "lambda", "tau", "max_candidates", "similarity", "scale", "response_tokens", "pos")},
-        "distill": {"base_model": "smollm2", "pairs": res.pairs, "steps": res.steps, "batch_size": 4, "lr": 1e-4,
+        "distill": {"base_model": "smollm2", "pairs": res.pairs, "steps": res.steps, "batch_size": args.distill_batch, "lr": 1e-4,
                     "loss_first": res.losses[0], "loss_last": res.losses[-1], "seconds": round(distill_secs, 1),
-                    "teacher": sig},
+                    "budget_seconds": args.distill_seconds, "teacher": sig,
+                    "loss_mean_first_10": float(np.mean(res.losses[:10])), "loss_mean_last_10": float(np.mean(res.losses[-10:]))},
         "throughput_prompts_per_s": {"prosan": round(prosan_pps, 4), "prosan-lite": round(lite_pps, 4)},
+        "prosan_lite_generation": {"batched": args.lite_max_new_tokens is not None, "max_new_tokens": args.lite_max_new_tokens},
         "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "torch_threads": torch.get_num_threads(),
-                    "loadavg_at_end": os.getloadavg()},
+                    "loadavg_at_start": load_start, "loadavg_at_end": os.getloadavg()},
         "seconds_total": round(time.perf_counter() - t_start, 1),
     }
     (out / "config.json").write_text(json.dumps(config, indent=1))
     plot(rows, out / "phr_utility.png")
     log(f"done in {config['seconds_total']:.0f}s")
+
+
+class Answerer:
+    """smollm2's greedy answers (chat template) to a list of prompts, cached in ``adir`` by label and prompts."""
+
+    def __init__(self, tokens: int, adir: Path):
+        self.tokens, self.adir, self.gen = tokens, adir, None
+
+    def path(self, label: str, prompts: list[str]) -> Path:
+        h = hashlib.sha256(json.dumps([self.tokens, prompts]).encode()).hexdigest()[:16]
+        safe = "".join(c if c.isalnum() else "_" for c in label)
+        return self.adir / f"{safe}.{h}.json"
+
+    def __call__(self, label: str, prompts: list[str], wait: float = 0.0) -> list[str]:
+        p = self.path(label, prompts)
+        deadline = time.time() + 60 * wait
+        while not p.exists() and time.time() < deadline:
+            time.sleep(10)
+        if p.exists():
+            return json.loads(p.read_text())
+        from ppt.lm.generate import LocalGenerator, SamplingParams
+
+        if self.gen is None:
+            self.gen = LocalGenerator.load("smollm2", device="cpu", batch_size=8)
+        t0 = time.perf_counter()
+        res = self.gen.generate([[{"role": "user", "content": q}] for q in prompts],
+                                SamplingParams(max_new_tokens=self.tokens, temperature=0.0))
+        ans = [r.text if hasattr(r, "text") else "" for r in res]
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text(json.dumps(ans))
+        tmp.rename(p)
+        log(f"{label}: answers {time.perf_counter() - t0:.1f}s")
+        return ans
+
+
+def baseline_part(args, texts: list[str], adir: Path) -> None:
+    """The second process: answers to the original prompts and to every baseline's outputs."""
+    from ppt.mechanisms import get_mechanism
+
+    answers = Answerer(args.answer_tokens, adir)
+    answers("original", texts)
+    for name in args.baselines:
+        for eps in args.eps:
+            m = get_mechanism(name, eps, quiet=True, device="cpu")
+            m.prepare()
+            outs, _ = sanitize(m, texts)
+            answers(f"{name} eps {eps:g}", outs)
+            del m
+    log("baseline part done")
 
 
 def plot(rows: list[dict], path: Path) -> None:

@@ -36,6 +36,7 @@ class DistillConfig:
     weight_decay: float = 1e-2
     max_tokens: int = 256
     checkpoint_every: int = 50
+    max_seconds: float | None = None  # wall-clock budget: stop after the step that reaches it (steps are stamped)
     keep: int = 2
     seed: int = 0
     device: str = "auto"
@@ -97,6 +98,9 @@ def distill(pairs: list[tuple[str, str]], out_dir: str | Path, cfg: DistillConfi
     res = DistillResult(steps=0, pairs=len(data), out_dir=str(out))
     saved: list[Path] = []
     step = 0
+    import time
+
+    t0 = time.perf_counter()
     while step < total:
         order = torch.randperm(len(data), generator=g).tolist()
         for s in range(0, len(order), cfg.batch_size):
@@ -109,6 +113,8 @@ def distill(pairs: list[tuple[str, str]], out_dir: str | Path, cfg: DistillConfi
             opt.step()
             step += 1
             res.losses.append(float(loss.detach()))
+            if cfg.max_seconds is not None and time.perf_counter() - t0 >= cfg.max_seconds:
+                total = step  # budget spent: this is the last step
             if progress is not None:
                 progress(step, total, res.losses[-1])
             if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < total:
