@@ -120,6 +120,19 @@ def main() -> None:
         baseline_part(args, texts, adir)
         return
 
+    run_key = hashlib.sha256(json.dumps([texts, [r["text"] for r in tr], args.distill_steps, args.distill_seconds,
+                                         args.distill_batch, args.lite_max_new_tokens]).encode()).hexdigest()[:12]
+
+    def cached(key: str, fn):
+        """``fn()`` (a JSON-able value), kept in the answers dir so a re-run after a crash resumes."""
+        f = adir / f"step-{''.join(c if c.isalnum() else '_' for c in key)}.{run_key}.json"
+        if f.exists():
+            log(f"{key}: reusing {f.name}")
+            return json.loads(f.read_text())
+        v = fn()
+        f.write_text(json.dumps(v))
+        return v
+
     # ---- ProSan: defaults and two more settings (one instance, scores memoised) -----------------
     settings = [("prosan (defaults: lambda 0.8, tau 0.9, scale 1)", {}),
                 ("prosan lambda 0.4", {"lam": 0.4}),
@@ -132,7 +145,7 @@ def main() -> None:
         mech.lam, mech.tau, mech.scale = defaults
         for k, v in change.items():
             setattr(mech, k, v)
-        outs, secs = sanitize(mech, texts)
+        outs, secs = cached(label, lambda: sanitize(mech, texts))
         outputs[label] = outs
         timing[label] = secs
         log(f"{label}: {secs:.1f}s")
@@ -145,22 +158,32 @@ def main() -> None:
     from ppt.mechanisms.prosan.distill import DistillConfig, distill
 
     lite_dir = Path(os.environ.get("PPT_PROSAN_LITE_DIR", "/tmp/ppt-prosan-lite"))
-    train_out, train_secs = sanitize(mech, [r["text"] for r in tr], seed=SEED + 1)
+    train_out, train_secs = cached("train", lambda: sanitize(mech, [r["text"] for r in tr], seed=SEED + 1))
     log(f"prosan on {len(tr)} training prompts: {train_secs:.1f}s")
     sig = "prosan|" + "|".join(f"{k}:{v}" for k, v in mech.signature_params().items())
-    t0 = time.perf_counter()
-    res = distill(list(zip([r["text"] for r in tr], train_out)), lite_dir,
-                  DistillConfig(base_model="smollm2", epochs=100, max_steps=args.distill_steps, batch_size=args.distill_batch,
-                                checkpoint_every=0, device="cpu", max_seconds=args.distill_seconds), teacher=sig,
-                  progress=lambda s, t, loss: log(f"distill step {s}: loss {loss:.3f}") if s % 10 == 0 else None)
-    distill_secs = time.perf_counter() - t0
+
+    def run_distill():
+        t0 = time.perf_counter()
+        r = distill(list(zip([r["text"] for r in tr], train_out)), lite_dir,
+                    DistillConfig(base_model="smollm2", epochs=100, max_steps=args.distill_steps, batch_size=args.distill_batch,
+                                  checkpoint_every=0, device="cpu", max_seconds=args.distill_seconds), teacher=sig,
+                    progress=lambda s, t, loss: log(f"distill step {s}: loss {loss:.3f}") if s % 10 == 0 else None)
+        return {"steps": r.steps, "pairs": r.pairs, "losses": r.losses, "secs": time.perf_counter() - t0}
+
+    d = cached("distill", run_distill) if (lite_dir / "prosan_lite.json").exists() else None
+    if d is None:
+        d = run_distill()
+        (adir / f"step-distill.{run_key}.json").write_text(json.dumps(d))
+    from types import SimpleNamespace
+
+    res, distill_secs = SimpleNamespace(**d), d["secs"]
     log(f"distilled {res.steps} steps in {distill_secs:.1f}s, loss {res.losses[0]:.3f} -> {res.losses[-1]:.3f}")
     del mech
     lite = get_mechanism("prosan-lite", 1.0, model=str(lite_dir), quiet=True, device="cpu",
                          max_new_tokens=args.lite_max_new_tokens)
     lite.prepare()
     # greedy: batching changes only float rounding in padded batches; it needs one max_new_tokens for all
-    outs, secs = sanitize(lite, texts, batch=8, reproducible=args.lite_max_new_tokens is None)
+    outs, secs = cached("prosan-lite", lambda: sanitize(lite, texts, batch=8, reproducible=args.lite_max_new_tokens is None))
     outputs["prosan-lite"] = outs
     rows.append({"method": "prosan-lite", "family": "prosan-lite", "eps": "", "seconds": round(secs, 2)})
     lite_pps = len(texts) / secs
