@@ -88,9 +88,10 @@ def main() -> None:
     ap.add_argument("--baselines", nargs="+", default=["santext+", "custext+", "rantext"])
     ap.add_argument("--distill-seconds", type=float, default=None, help="wall-clock budget of the distillation")
     ap.add_argument("--distill-batch", type=int, default=4)
+    ap.add_argument("--distill-train-layers", type=int, default=None, help="train only the top k decoder layers")
     ap.add_argument("--lite-max-new-tokens", type=int, default=None,
                     help="one max_new_tokens for every prompt lets prosan-lite batch its greedy generation")
-    ap.add_argument("--part", choices=("all", "baselines"), default="all")
+    ap.add_argument("--part", choices=("all", "baselines", "lite"), default="all")
     ap.add_argument("--answers-dir", default=None, help="answers shared between the parts (default OUT/answers)")
     ap.add_argument("--wait-minutes", type=float, default=0.0)
     args = ap.parse_args()
@@ -121,7 +122,7 @@ def main() -> None:
         return
 
     run_key = hashlib.sha256(json.dumps([texts, [r["text"] for r in tr], args.distill_steps, args.distill_seconds,
-                                         args.distill_batch, args.lite_max_new_tokens]).encode()).hexdigest()[:12]
+                                         args.distill_batch, args.lite_max_new_tokens, args.distill_train_layers]).encode()).hexdigest()[:12]
 
     def cached(key: str, fn):
         """``fn()`` (a JSON-able value), kept in the answers dir so a re-run after a crash resumes."""
@@ -132,6 +133,14 @@ def main() -> None:
         v = fn()
         f.write_text(json.dumps(v))
         return v
+
+    if args.part == "lite":  # a second process: ProSan's pairs and the distillation
+        m = get_mechanism("prosan", 1.0, quiet=True, device="cpu")
+        m.prepare()
+        train_lite(args, m, tr, Path(os.environ.get("PPT_PROSAN_LITE_DIR", "/tmp/ppt-prosan-lite")), cached,
+                   adir / f"step-distill.{run_key}.json")
+        log("lite part done")
+        return
 
     # ---- ProSan: defaults and two more settings (one instance, scores memoised) -----------------
     settings = [("prosan (defaults: lambda 0.8, tau 0.9, scale 1)", {}),
@@ -154,30 +163,13 @@ def main() -> None:
     mech.lam, mech.tau, mech.scale = defaults
     prosan_pps = len(texts) / timing[settings[0][0]]
 
-    # ---- ProSan-lite: pairs from ProSan on the training prompts, distilled --------------------
-    from ppt.mechanisms.prosan.distill import DistillConfig, distill
-
+    # ---- ProSan-lite: pairs from ProSan on the training prompts, distilled (here or by --part lite)
     lite_dir = Path(os.environ.get("PPT_PROSAN_LITE_DIR", "/tmp/ppt-prosan-lite"))
-    train_out, train_secs = cached("train", lambda: sanitize(mech, [r["text"] for r in tr], seed=SEED + 1))
-    log(f"prosan on {len(tr)} training prompts: {train_secs:.1f}s")
-    sig = "prosan|" + "|".join(f"{k}:{v}" for k, v in mech.signature_params().items())
-
-    def run_distill():
-        t0 = time.perf_counter()
-        r = distill(list(zip([r["text"] for r in tr], train_out)), lite_dir,
-                    DistillConfig(base_model="smollm2", epochs=100, max_steps=args.distill_steps, batch_size=args.distill_batch,
-                                  checkpoint_every=0, device="cpu", max_seconds=args.distill_seconds), teacher=sig,
-                    progress=lambda s, t, loss: log(f"distill step {s}: loss {loss:.3f}") if s % 10 == 0 else None)
-        return {"steps": r.steps, "pairs": r.pairs, "losses": r.losses, "secs": time.perf_counter() - t0}
-
-    d = cached("distill", run_distill) if (lite_dir / "prosan_lite.json").exists() else None
-    if d is None:
-        d = run_distill()
-        (adir / f"step-distill.{run_key}.json").write_text(json.dumps(d))
-    from types import SimpleNamespace
-
-    res, distill_secs = SimpleNamespace(**d), d["secs"]
-    log(f"distilled {res.steps} steps in {distill_secs:.1f}s, loss {res.losses[0]:.3f} -> {res.losses[-1]:.3f}")
+    dfile = adir / f"step-distill.{run_key}.json"
+    deadline = time.time() + 60 * args.wait_minutes
+    while not dfile.exists() and time.time() < deadline:
+        time.sleep(10)
+    res, distill_secs, sig, train_secs = train_lite(args, mech, tr, lite_dir, cached, dfile)
     del mech
     lite = get_mechanism("prosan-lite", 1.0, model=str(lite_dir), quiet=True, device="cpu",
                          max_new_tokens=args.lite_max_new_tokens)
@@ -264,7 +256,7 @@ def main() -> None:
                           if k in ("model", "mlm", "tagger", "lambda", "tau", "max_candidates", "similarity", "scale", "response_tokens", "pos")},
         "distill": {"base_model": "smollm2", "pairs": res.pairs, "steps": res.steps, "batch_size": args.distill_batch, "lr": 1e-4,
                     "loss_first": res.losses[0], "loss_last": res.losses[-1], "seconds": round(distill_secs, 1),
-                    "budget_seconds": args.distill_seconds, "teacher": sig,
+                    "budget_seconds": args.distill_seconds, "train_layers": args.distill_train_layers, "teacher": sig,
                     "loss_mean_first_10": float(np.mean(res.losses[:10])), "loss_mean_last_10": float(np.mean(res.losses[-10:]))},
         "throughput_prompts_per_s": {"prosan": round(prosan_pps, 4), "prosan-lite": round(lite_pps, 4)},
         "prosan_lite_generation": {"batched": args.lite_max_new_tokens is not None, "max_new_tokens": args.lite_max_new_tokens},
@@ -275,6 +267,33 @@ def main() -> None:
     (out / "config.json").write_text(json.dumps(config, indent=1))
     plot(rows, out / "phr_utility.png")
     log(f"done in {config['seconds_total']:.0f}s")
+
+
+def train_lite(args, mech, tr: list[dict], lite_dir: Path, cached, dfile: Path):
+    """ProSan's pairs on the training prompts, then the distilled model in ``lite_dir`` (both cached)."""
+    from ppt.mechanisms.prosan.distill import DistillConfig, distill
+
+    train_out, train_secs = cached("train", lambda: sanitize(mech, [r["text"] for r in tr], seed=SEED + 1))
+    log(f"prosan on {len(tr)} training prompts: {train_secs:.1f}s")
+    sig = "prosan|" + "|".join(f"{k}:{v}" for k, v in mech.signature_params().items())
+
+    def run_distill():
+        t0 = time.perf_counter()
+        r = distill(list(zip([r["text"] for r in tr], train_out)), lite_dir,
+                    DistillConfig(base_model="smollm2", epochs=100, max_steps=args.distill_steps, batch_size=args.distill_batch,
+                                  checkpoint_every=0, device="cpu", max_seconds=args.distill_seconds,
+                                  train_layers=args.distill_train_layers), teacher=sig,
+                    progress=lambda s, t, loss: log(f"distill step {s}: loss {loss:.3f}") if s % 10 == 0 else None)
+        return {"steps": r.steps, "pairs": r.pairs, "losses": r.losses, "secs": time.perf_counter() - t0}
+
+    d = cached("distill", run_distill) if (lite_dir / "prosan_lite.json").exists() else None
+    if d is None:
+        d = run_distill()
+        dfile.write_text(json.dumps(d))
+    from types import SimpleNamespace
+
+    log(f"distilled {d['steps']} steps in {d['secs']:.1f}s, loss {d['losses'][0]:.3f} -> {d['losses'][-1]:.3f}")
+    return SimpleNamespace(**d), d["secs"], sig, train_secs
 
 
 class Answerer:
