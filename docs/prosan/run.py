@@ -91,9 +91,10 @@ def main() -> None:
     ap.add_argument("--distill-train-layers", type=int, default=None, help="train only the top k decoder layers")
     ap.add_argument("--lite-max-new-tokens", type=int, default=None,
                     help="one max_new_tokens for every prompt lets prosan-lite batch its greedy generation")
-    ap.add_argument("--part", choices=("all", "baselines", "lite"), default="all")
+    ap.add_argument("--part", choices=("all", "baselines", "lite", "lite-eval"), default="all")
     ap.add_argument("--answers-dir", default=None, help="answers shared between the parts (default OUT/answers)")
     ap.add_argument("--wait-minutes", type=float, default=0.0)
+    ap.add_argument("--n-utility", type=int, default=None, help="answer utility on the first N evaluation prompts (PHR on all)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -134,6 +135,17 @@ def main() -> None:
         f.write_text(json.dumps(v))
         return v
 
+    lite_dir = Path(os.environ.get("PPT_PROSAN_LITE_DIR", "/tmp/ppt-prosan-lite"))
+    if args.part == "lite-eval":  # another process: prosan-lite on the evaluation prompts, once distilled
+        dfile = adir / f"step-distill.{run_key}.json"
+        while not dfile.exists():
+            time.sleep(10)
+        lite = get_mechanism("prosan-lite", 1.0, model=str(lite_dir), quiet=True, device="cpu",
+                             max_new_tokens=args.lite_max_new_tokens)
+        lite.prepare()
+        cached("prosan-lite", lambda: sanitize(lite, texts, batch=8, reproducible=args.lite_max_new_tokens is None))
+        log("lite-eval part done")
+        return
     if args.part == "lite":  # a second process: ProSan's pairs and the distillation
         m = get_mechanism("prosan", 1.0, quiet=True, device="cpu")
         m.prepare()
@@ -219,15 +231,16 @@ def main() -> None:
     from ppt.models.encoder import load_sentence_encoder
 
     answers = Answerer(args.answer_tokens, adir)
+    nu = args.n_utility or len(texts)
     partner = {"original"} | {f"{n} eps {e:g}" for n in args.baselines for e in args.eps}
     for row in rows:  # ours first: the baseline part computes its own meanwhile
         if row["method"] not in partner:
-            answers(row["method"], outputs[row["method"]])
-    ref = answers("original", texts, wait=args.wait_minutes)
+            answers(row["method"], outputs[row["method"]][:nu])
+    ref = answers("original", texts[:nu], wait=args.wait_minutes)
     enc = load_sentence_encoder("minilm", device="cpu")
     for row in rows:
         t0 = time.perf_counter()
-        ans = answers(row["method"], outputs[row["method"]], wait=args.wait_minutes)
+        ans = answers(row["method"], outputs[row["method"]][:nu], wait=args.wait_minutes)
         rl = [rouge_l(a, b)["f1"] for a, b in zip(ans, ref)]
         cs = paired_cosine(enc, ans, ref)
         row["rouge_l"], row["rouge_l_lo"], row["rouge_l_hi"] = mean_ci(rl)
@@ -250,6 +263,7 @@ def main() -> None:
     config = {
         "n_eval": len(ev), "n_train": len(tr), "items_eval": raw_phr["items"], "raw_prompt_phr": raw_phr["phr"],
         "seed": SEED, "answer_model": "smollm2 (greedy, chat template)", "answer_tokens": args.answer_tokens,
+        "n_utility": args.n_utility or len(ev),
         "encoder": "minilm", "eps": args.eps, "baselines": args.baselines,
         "prosan_settings": [{"label": lab, **chg} for lab, chg in settings],
         "prosan_params": {k: v for k, v in get_mechanism("prosan", 1.0, quiet=True).params().items()
@@ -297,36 +311,44 @@ def train_lite(args, mech, tr: list[dict], lite_dir: Path, cached, dfile: Path):
 
 
 class Answerer:
-    """smollm2's greedy answers (chat template) to a list of prompts, cached in ``adir`` by label and prompts."""
+    """smollm2's greedy answers (chat template), cached per label and prompt in ``adir`` (so parts of a run,
+    and a subset of the prompts, reuse answers already computed; each answer is computed once)."""
 
     def __init__(self, tokens: int, adir: Path):
         self.tokens, self.adir, self.gen = tokens, adir, None
 
-    def path(self, label: str, prompts: list[str]) -> Path:
-        h = hashlib.sha256(json.dumps([self.tokens, prompts]).encode()).hexdigest()[:16]
+    def path(self, label: str) -> Path:
         safe = "".join(c if c.isalnum() else "_" for c in label)
-        return self.adir / f"{safe}.{h}.json"
+        return self.adir / f"ans-{safe}.t{self.tokens}.json"
+
+    @staticmethod
+    def key(prompt: str) -> str:
+        return hashlib.sha256(prompt.encode()).hexdigest()[:20]
 
     def __call__(self, label: str, prompts: list[str], wait: float = 0.0) -> list[str]:
-        p = self.path(label, prompts)
+        p = self.path(label)
         deadline = time.time() + 60 * wait
-        while not p.exists() and time.time() < deadline:
+        while True:
+            have = json.loads(p.read_text()) if p.exists() else {}
+            if all(self.key(q) in have for q in prompts) or time.time() >= deadline:
+                break
             time.sleep(10)
-        if p.exists():
-            return json.loads(p.read_text())
-        from ppt.lm.generate import LocalGenerator, SamplingParams
+        todo = list(dict.fromkeys(q for q in prompts if self.key(q) not in have))
+        if todo:
+            from ppt.lm.generate import LocalGenerator, SamplingParams
 
-        if self.gen is None:
-            self.gen = LocalGenerator.load("smollm2", device="cpu", batch_size=8)
-        t0 = time.perf_counter()
-        res = self.gen.generate([[{"role": "user", "content": q}] for q in prompts],
-                                SamplingParams(max_new_tokens=self.tokens, temperature=0.0))
-        ans = [r.text if hasattr(r, "text") else "" for r in res]
-        tmp = p.with_suffix(".tmp")
-        tmp.write_text(json.dumps(ans))
-        tmp.rename(p)
-        log(f"{label}: answers {time.perf_counter() - t0:.1f}s")
-        return ans
+            if self.gen is None:
+                self.gen = LocalGenerator.load("smollm2", device="cpu", batch_size=8)
+            t0 = time.perf_counter()
+            res = self.gen.generate([[{"role": "user", "content": q}] for q in todo],
+                                    SamplingParams(max_new_tokens=self.tokens, temperature=0.0))
+            have = json.loads(p.read_text()) if p.exists() else {}
+            have.update({self.key(q): (r.text if hasattr(r, "text") else "") for q, r in zip(todo, res)})
+            tmp = p.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(have))
+            tmp.rename(p)
+            log(f"{label}: {len(todo)} answers {time.perf_counter() - t0:.1f}s")
+        return [have[self.key(q)] for q in prompts]
 
 
 def baseline_part(args, texts: list[str], adir: Path) -> None:
@@ -334,13 +356,14 @@ def baseline_part(args, texts: list[str], adir: Path) -> None:
     from ppt.mechanisms import get_mechanism
 
     answers = Answerer(args.answer_tokens, adir)
-    answers("original", texts)
+    n = args.n_utility or len(texts)
+    answers("original", texts[:n])
     for name in args.baselines:
         for eps in args.eps:
             m = get_mechanism(name, eps, quiet=True, device="cpu")
             m.prepare()
             outs, _ = sanitize(m, texts)
-            answers(f"{name} eps {eps:g}", outs)
+            answers(f"{name} eps {eps:g}", outs[:n])
             del m
     log("baseline part done")
 
