@@ -175,6 +175,10 @@ def main() -> None:
                      "seconds": round(secs, 2)})
     mech.lam, mech.tau, mech.scale = defaults
     prosan_pps = len(texts) / timing[settings[0][0]]
+    if args.wait_minutes:  # answer ProSan's outputs while the other parts run (answers are cached per prompt)
+        early = Answerer(args.answer_tokens, adir)
+        for label, _ in settings:
+            early(label, outputs[label][: args.n_utility or len(texts)])
 
     # ---- ProSan-lite: pairs from ProSan on the training prompts, distilled (here or by --part lite)
     lite_dir = Path(os.environ.get("PPT_PROSAN_LITE_DIR", "/tmp/ppt-prosan-lite"))
