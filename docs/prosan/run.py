@@ -144,7 +144,7 @@ def main() -> None:
         lite = get_mechanism("prosan-lite", 1.0, model=str(lite_dir), quiet=True, device="cpu",
                              max_new_tokens=args.lite_max_new_tokens)
         lite.prepare()
-        cached("prosan-lite", lambda: sanitize(lite, texts, batch=args.lite_batch, reproducible=args.lite_max_new_tokens is None))
+        cached("prosan-lite", lambda m=lite: sanitize(m, texts, batch=args.lite_batch, reproducible=args.lite_max_new_tokens is None))
         log("lite-eval part done")
         return
     if args.part == "lite":  # a second process: ProSan's pairs and the distillation
@@ -167,7 +167,7 @@ def main() -> None:
         mech.lam, mech.tau, mech.scale = defaults
         for k, v in change.items():
             setattr(mech, k, v)
-        outs, secs = cached(label, lambda: sanitize(mech, texts))
+        outs, secs = cached(label, lambda m=mech: sanitize(m, texts))
         outputs[label] = outs
         timing[label] = secs
         log(f"{label}: {secs:.1f}s")
@@ -186,7 +186,7 @@ def main() -> None:
     deadline = time.time() + 60 * args.wait_minutes
     while not dfile.exists() and time.time() < deadline:
         time.sleep(10)
-    res, distill_secs, sig, train_secs = train_lite(args, mech, tr, lite_dir, cached, dfile)
+    res, distill_secs, sig, _train_secs = train_lite(args, mech, tr, lite_dir, cached, dfile)
     del mech
     lfile = adir / f"step-prosan_lite.{run_key}.json"
     while not lfile.exists() and time.time() < deadline:  # the lite-eval part's outputs
@@ -197,7 +197,7 @@ def main() -> None:
                              max_new_tokens=args.lite_max_new_tokens)
         lite.prepare()
         # greedy: batching changes only float rounding in padded batches; it needs one max_new_tokens for all
-        outs, secs = cached("prosan-lite", lambda: sanitize(lite, texts, batch=args.lite_batch,
+        outs, secs = cached("prosan-lite", lambda m=lite: sanitize(m, texts, batch=args.lite_batch,
                                                             reproducible=args.lite_max_new_tokens is None))
         outputs["prosan-lite"] = outs
         rows.append({"method": "prosan-lite", "family": "prosan-lite", "eps": "", "seconds": round(secs, 2)})
