@@ -61,7 +61,6 @@ from ppt.mechanisms.policy import (
     DROP,
     KEEP,
     PERTURB,
-    UNIFORM,
     R_IMPORTANT,
     R_NUMBER,
     R_PERTURBED,
@@ -69,6 +68,7 @@ from ppt.mechanisms.policy import (
     R_PUNCT,
     R_WHITESPACE,
     REASON_NAMES,
+    UNIFORM,
     Policy,
 )
 from ppt.mechanisms.prosan import scores as sc
@@ -352,7 +352,8 @@ class ProSan(TokenPipeline):
         kinds = [kind_of(c) for c in core]
         codes = kind_codes(kinds)
         is_word = codes != SPACE_CODE
-        word_scores = self.score(list(texts), leads, cores, [is_word[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])], reproducible)
+        with torch_threads(self.threads):
+            word_scores = self.score(list(texts), leads, cores, [is_word[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])], reproducible)
         n = len(core)
         k = np.zeros(n)
         o = np.zeros(n)
@@ -416,15 +417,12 @@ class ProSan(TokenPipeline):
         return {"u": torch.rand(n, generator=g, dtype=torch.float64)}
 
     def perturb_batch(self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], rand: dict[str, torch.Tensor], reproducible: bool):
-        new_ids, diag = self.perturb(tb, np.flatnonzero(perturb), rand["u"], reproducible or self.batching == "record")
+        with torch_threads(self.threads):
+            new_ids, diag = self.perturb(tb, np.flatnonzero(perturb), rand["u"], reproducible or self.batching == "record")
         return new_ids, diag
 
     def output_texts(self, new_rows: np.ndarray) -> np.ndarray:
         return self.id_text[new_rows]
-
-    def sanitize_batch(self, texts: list[str], generators: list[torch.Generator], *, reproducible: bool = True):
-        with torch_threads(self.threads):
-            return super().sanitize_batch(texts, generators, reproducible=reproducible)
 
     def uniform_texts(self, n: int, g: torch.Generator) -> np.ndarray:
         """Fresh-format replacements of the next record's protected e-mail addresses (the pipeline asks for
