@@ -477,3 +477,20 @@ def test_fresh_email_letters_and_digits_are_uniform():
     assert len(lc) == 26 and len(dc) == 10
     assert stats.chisquare(lc).pvalue > ALPHA and stats.chisquare(dc).pvalue > ALPHA
     assert all(o.endswith("@" + o.split("@")[1]) and o.split("@")[1][1:] == ".io" for o in outs)
+
+
+def test_threads_auto_uses_one_thread_on_a_busy_cpu(monkeypatch):
+    from ppt.mechanisms.prosan import threads as th
+
+    assert th.parse_threads(None) == "auto" and th.parse_threads("3") == 3
+    with pytest.raises(ValueError):
+        th.parse_threads(0)
+    n = torch.get_num_threads()
+    monkeypatch.setattr(th.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(th.os, "getloadavg", lambda: (2.5, 1.0, 1.0))
+    assert th.resolve_threads("auto") == 1 and th.resolve_threads(4) == 4
+    with th.torch_threads("auto"):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == n
+    monkeypatch.setattr(th.os, "getloadavg", lambda: (0.5, 1.0, 1.0))
+    assert th.resolve_threads("auto") == n
