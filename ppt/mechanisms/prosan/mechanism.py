@@ -37,7 +37,7 @@ on batch size or order; ``"mixed"`` shares padded forward passes across records 
 rounding then depends on the batch, which can move a word across the protected share's cut).
 
 Threads: ``threads="auto"`` runs the model passes on one intra-op thread while the CPU is busy (load
-average >= cores; :mod:`.threads`: 10-15x faster on a loaded 2-core machine); no output changes.
+average >= cores; :mod:`.threads`: 10-15x faster on a loaded 2-core machine); no output change measured.
 
 Cost: per batch, one greedy generation of ``response_tokens`` tokens, one forward + backward pass of the
 causal LM, and one masked-LM forward pass per replaced word (all batched); WordNet lookups are memoised.
