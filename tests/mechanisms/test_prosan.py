@@ -391,3 +391,106 @@ def test_wordnet_path_similarity_as_in_the_paper():
     sim = WordNetSimilarity(load_wordnet())
     usa, canada, unknown = sim("America", ["USA", "Canada", "Zxqvbn"])
     assert usa == 1.0 and canada == pytest.approx(1 / 3) and unknown == 0.0
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not _wordnet_ready(), reason="WordNet or NLTK absent (apt-get install wordnet-base wordnet-sense-index; pip install nltk)")
+def test_memoised_path_similarity_equals_nltks_on_random_pairs():
+    """The memoised ancestor maps give NLTK's own path_similarity (nouns, verbs, adjectives, instances)."""
+    from ppt.mechanisms.prosan.wordnet import WordNetSimilarity, load_wordnet
+
+    wn = load_wordnet()
+    sim = WordNetSimilarity(wn)
+    words = ["america", "canada", "farmer", "teacher", "run", "walk", "happy", "london", "paris", "diabetes",
+             "asthma", "nurse", "engineer", "quickly", "blue", "dog", "bank", "river", "seven", "doctor"]
+    syn = [s for w in words for s in wn.synsets(w)[:3]]
+    rng = np.random.default_rng(0)
+    pairs = rng.integers(0, len(syn), size=(400, 2))
+    for i, j in pairs:
+        assert sim.path_similarity(syn[i], syn[j]) == syn[i].path_similarity(syn[j])
+    for a in words[:6]:
+        expect = [max((x.path_similarity(y) or 0.0 for x in sim._synsets(a) for y in sim._synsets(b)), default=0.0)
+                  for b in words]
+        assert sim(a, words) == pytest.approx(expect, abs=0, rel=0)
+
+
+# ---------------------------------------------------------------------------- e-mail addresses
+
+
+class _XEmailTagger:
+    """Whitespace words (a final '.' split off); an e-mail address is tagged X, as spaCy often tags it."""
+
+    name = "x-email-tagger"
+
+    def __call__(self, texts):
+        out = []
+        for text in texts:
+            tags = []
+            for m in re.finditer(r"\S+", text):
+                s, e = m.start(), m.end()
+                if text[e - 1] == ".":
+                    e -= 1
+                w = text[s:e]
+                pos = "X" if "@" in w else "NUM" if any(c.isdigit() for c in w) else "VERB" if w in ("Write", "call") else "NOUN"
+                tags.append((s, e, pos))
+                if e < m.end():
+                    tags.append((e, m.end(), "PUNCT"))
+            out.append(tags)
+        return out
+
+
+MAIL_TEXT = "Write to anna.smith42@example.org or call 555-0134 today."
+
+
+def _shape(s: str) -> str:
+    return re.sub(r"[a-z]", "a", re.sub(r"[A-Z]", "A", re.sub(r"\d", "0", s)))
+
+
+def test_email_addresses_are_eligible_whatever_their_tag_and_keep_their_format(build):
+    mech = build(**{"lambda": 5.0, "tagger": _XEmailTagger()})  # gamma = 1: every eligible word
+    outs = [mech.sanitize_batch([MAIL_TEXT], [record_generator(s, 0)])[0].text for s in range(20)]
+    mails = [re.search(r"\S+@\S+\.org", o).group() for o in outs]
+    assert all(_shape(m) == _shape("anna.smith42@example.org") for m in mails)  # '@', dots, case, digits kept
+    assert all(m.endswith(".org") and "anna" not in m and "smith" not in m and "example" not in m for m in mails)
+    assert len(set(mails)) == 20
+    assert all(re.search(r"\b\d{3}-\d{4}\b", o) and "555-0134" not in o for o in outs)  # the phone: fresh digits
+    p = mech.params()
+    assert p["emails"] is True and "e-mail" in p["email_rule"] and mech.signature_params()["email"] is True
+
+
+def test_emails_off_leaves_an_x_tagged_address_alone(build):
+    mech = build(**{"lambda": 5.0, "tagger": _XEmailTagger(), "emails": False})
+    out = mech.sanitize_batch([MAIL_TEXT], [record_generator(0, 0)])[0].text
+    assert "anna.smith42@example.org" in out and "555-0134" not in out
+    assert mech.params()["email_rule"].startswith("off")
+
+
+def test_fresh_email_letters_and_digits_are_uniform():
+    from ppt.mechanisms.prosan.formats import fresh_email
+
+    g = torch.Generator().manual_seed(0)
+    outs = [fresh_email("abcdefghij0123456789@x.io", g) for _ in range(600)]
+    letters = np.array([c for o in outs for c in o[:10]])
+    digits = np.array([c for o in outs for c in o[10:20]])
+    lc = np.unique(letters, return_counts=True)[1]
+    dc = np.unique(digits, return_counts=True)[1]
+    assert len(lc) == 26 and len(dc) == 10
+    assert stats.chisquare(lc).pvalue > ALPHA and stats.chisquare(dc).pvalue > ALPHA
+    assert all(o.endswith("@" + o.split("@")[1]) and o.split("@")[1][1:] == ".io" for o in outs)
+
+
+def test_threads_auto_uses_one_thread_on_a_busy_cpu(monkeypatch):
+    from ppt.mechanisms.prosan import threads as th
+
+    assert th.parse_threads(None) == "auto" and th.parse_threads("3") == 3
+    with pytest.raises(ValueError):
+        th.parse_threads(0)
+    n = torch.get_num_threads()
+    monkeypatch.setattr(th.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(th.os, "getloadavg", lambda: (2.5, 1.0, 1.0))
+    assert th.resolve_threads("auto") == 1 and th.resolve_threads(4) == 4
+    with th.torch_threads("auto"):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == n
+    monkeypatch.setattr(th.os, "getloadavg", lambda: (0.5, 1.0, 1.0))
+    assert th.resolve_threads("auto") == n

@@ -91,3 +91,20 @@ def test_cli_distill_then_lite(tiny_lm, tmp_path):
     assert r.returncode == 0, r.stderr
     rec = json.loads(r.stdout)
     assert rec["ppt"]["sanitize"]["signature"].startswith("prosan-lite|")
+
+
+def test_train_layers_trains_only_the_top_decoder_layers_and_the_budget_stops_early(tiny_lm, tmp_path):
+    from ppt.models import load_causal_lm
+
+    cfg = DistillConfig(base_model=str(tiny_lm), epochs=4, batch_size=4, lr=3e-3, checkpoint_every=0, device="cpu",
+                        train_layers=1, max_seconds=0.0)
+    res = distill(PAIRS, tmp_path / "lite", cfg)
+    assert res.steps == 1  # the budget (0 s) is spent after the first step
+    before, _ = load_causal_lm(str(tiny_lm), device="cpu", dtype="float32")
+    after, _ = load_causal_lm(str(tmp_path / "lite"), device="cpu", dtype="float32")
+    n_layers = len(after.model.layers)
+    a, b = dict(before.named_parameters()), dict(after.named_parameters())
+    changed = {k for k in a if not torch.equal(a[k], b[k])}
+    top = f"model.layers.{n_layers - 1}."
+    assert changed and all(k.startswith((top, "model.norm")) for k in changed)
+    assert any(k.startswith(top) for k in changed)

@@ -36,6 +36,8 @@ class DistillConfig:
     weight_decay: float = 1e-2
     max_tokens: int = 256
     checkpoint_every: int = 50
+    train_layers: int | None = None  # train only the top k decoder layers and the final norm (None: all weights)
+    max_seconds: float | None = None  # wall-clock budget: stop after the step that reaches it (steps are stamped)
     keep: int = 2
     seed: int = 0
     device: str = "auto"
@@ -86,6 +88,7 @@ def distill(pairs: list[tuple[str, str]], out_dir: str | Path, cfg: DistillConfi
     out.mkdir(parents=True, exist_ok=True)
     model, tok = load_causal_lm(cfg.base_model, device=cfg.device, dtype="float32")
     model.train()
+    params = trainable(model, cfg.train_layers)
     data = encode_pairs(tok, pairs, cfg.template, cfg.max_tokens)
     if not data:
         raise ValueError("no usable pairs (empty texts or longer than max_tokens)")
@@ -93,10 +96,13 @@ def distill(pairs: list[tuple[str, str]], out_dir: str | Path, cfg: DistillConfi
     g = torch.Generator().manual_seed(cfg.seed)
     per_epoch = math.ceil(len(data) / cfg.batch_size)
     total = cfg.epochs * per_epoch if cfg.max_steps is None else min(cfg.max_steps, cfg.epochs * per_epoch)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     res = DistillResult(steps=0, pairs=len(data), out_dir=str(out))
     saved: list[Path] = []
     step = 0
+    import time
+
+    t0 = time.perf_counter()
     while step < total:
         order = torch.randperm(len(data), generator=g).tolist()
         for s in range(0, len(order), cfg.batch_size):
@@ -105,10 +111,12 @@ def distill(pairs: list[tuple[str, str]], out_dir: str | Path, cfg: DistillConfi
             loss = batch_loss(model, [data[j] for j in order[s : s + cfg.batch_size]], pad)
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             step += 1
             res.losses.append(float(loss.detach()))
+            if cfg.max_seconds is not None and time.perf_counter() - t0 >= cfg.max_seconds:
+                total = step  # budget spent: this is the last step
             if progress is not None:
                 progress(step, total, res.losses[-1])
             if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < total:
@@ -120,6 +128,26 @@ def distill(pairs: list[tuple[str, str]], out_dir: str | Path, cfg: DistillConfi
     res.steps = step
     _save(model, tok, out, cfg, res, step, teacher)
     return res
+
+
+def trainable(model: Any, top_layers: int | None) -> list[torch.nn.Parameter]:
+    """The weights to train: all, or (``top_layers`` = k) only the last k decoder layers and the final norm.
+
+    Why: on a CPU a step's cost is the forward pass plus the backward pass down to the lowest trained
+    weight; training the top layers of a copy task keeps the backward short (embeddings and the tied
+    output head stay as they are)."""
+    if top_layers is None:
+        return [p for p in model.parameters() if p.requires_grad]
+    base = getattr(model, getattr(model, "base_model_prefix", ""), None)
+    layers = getattr(base, "layers", None)
+    if layers is None or top_layers < 1:
+        raise ValueError("train_layers needs a decoder with .layers (Llama-like) and k >= 1")
+    model.requires_grad_(False)
+    for layer in list(layers)[-top_layers:]:
+        layer.requires_grad_(True)
+    if getattr(base, "norm", None) is not None:
+        base.norm.requires_grad_(True)
+    return [p for p in model.parameters() if p.requires_grad]
 
 
 def _save(model: Any, tok: Any, d: Path, cfg: DistillConfig, res: DistillResult, step: int, teacher: str | None) -> None:

@@ -10,8 +10,9 @@ Per prompt (spec in ``shared/docs/MECHANISMS.md``; the formulas are in :mod:`.sc
    gamma = min(1, lambda * sigmoid(H)).
 3. Among the words whose POS is in ``pos`` (NOUN, PROPN, NUM), the ceil(gamma * n) least important are
    protected (MECHANISMS.md's reading; ties by position).
-4. A protected word with a digit keeps its format with fresh uniformly random digits (the token
-   pipeline's random digits). Any other protected word is masked in the prompt; the masked LM (``mlm``,
+4. A protected e-mail address (found by pattern, eligible whatever its POS tag: ``emails``, on by
+   default; :mod:`.formats`) keeps its format with fresh letters and digits. A protected word with a
+   digit keeps its format with fresh uniformly random digits (the token pipeline's random digits). Any other protected word is masked in the prompt; the masked LM (``mlm``,
    splade-tiny by default, the only packaged one) proposes candidates up to cumulative probability ``tau``,
    and one is drawn with P(c) ∝ exp((K_w - O_w) * scale * s_c), s_c = WordNet path similarity
    (``similarity="wordnet"``) or, as the documented fallback when WordNet is absent, the cosine of the
@@ -29,10 +30,14 @@ replacements depend on the raw text through scores that are not privatized; the 
 never an eps. ``eps`` is not a parameter of ProSan; passing one is an error. Measure what stays out of the
 output with ``ppt eval phr``.
 
-Randomness: one uniform per replaced word from the record's generator, in text order, then random digits.
+Randomness: one uniform per replaced word from the record's generator, in text order, then the fresh
+characters of protected e-mail addresses, then random digits.
 ``batching="record"`` (the default) scores and masks one record at a time, so seeded output never depends
 on batch size or order; ``"mixed"`` shares padded forward passes across records (faster on a GPU; float
 rounding then depends on the batch, which can move a word across the protected share's cut).
+
+Threads: ``threads="auto"`` runs the model passes on one intra-op thread while the CPU is busy (load
+average >= cores; :mod:`.threads`: 10-15x faster on a loaded 2-core machine); no output change measured.
 
 Cost: per batch, one greedy generation of ``response_tokens`` tokens, one forward + backward pass of the
 causal LM, and one masked-LM forward pass per replaced word (all batched); WordNet lookups are memoised.
@@ -63,11 +68,14 @@ from ppt.mechanisms.policy import (
     R_PUNCT,
     R_WHITESPACE,
     REASON_NAMES,
+    UNIFORM,
     Policy,
 )
 from ppt.mechanisms.prosan import scores as sc
+from ppt.mechanisms.prosan.formats import EMAIL_RULE, fresh_email, is_email
 from ppt.mechanisms.prosan.replace import candidate_sets, replacement_probs, sample_columns
 from ppt.mechanisms.prosan.tagging import SpacyTagger, word_pieces
+from ppt.mechanisms.prosan.threads import parse_threads, torch_threads
 from ppt.spaces.tokens import PUNCT_CODE, SPACE_CODE, TokenBatch, Tokens, kind_codes, kind_of
 
 NO_DP = "no DP guarantee: ProSan keeps or replaces words by importance and self-information"
@@ -86,6 +94,7 @@ class ProsanBatch(TokenBatch):
     k: np.ndarray | None = None  # K_w per piece (0 for non-words)
     o: np.ndarray | None = None  # O_w per piece
     meta: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # per record: gamma, H, counts
+    emails: list[list[str]] = dataclasses.field(default_factory=list)  # per record: its protected e-mail addresses
 
 
 @dataclass
@@ -127,7 +136,7 @@ class ProSan(TokenPipeline):
     defaults: ClassVar[dict[str, Any]] = {
         "model": "smollm2", "mlm": "splade-tiny", "tagger": "en_core_web_sm", "lambda": 0.8, "tau": 0.9,
         "max_candidates": 50, "similarity": "auto", "scale": 1.0, "response_tokens": 8, "pos": "NOUN,PROPN,NUM",
-        "exclude_original": True, "max_tokens": 512, "batching": "record",
+        "exclude_original": True, "max_tokens": 512, "batching": "record", "emails": True, "threads": "auto",
     }
 
     def __init__(
@@ -145,6 +154,8 @@ class ProSan(TokenPipeline):
         exclude_original: bool = True,
         max_tokens: int = 512,
         batching: str = "record",
+        emails: bool = True,
+        threads: Any = "auto",
         policy: Policy | dict | None = None,
         device: str = "auto",
         quiet: bool = False,
@@ -178,7 +189,9 @@ class ProSan(TokenPipeline):
         self.pos = tuple(sorted({t.strip().upper() for t in tags if t.strip()}))
         if not self.pos:
             raise ValueError("pos must name at least one POS tag (e.g. NOUN,PROPN,NUM)")
-        self.exclude_original = bool(exclude_original) if not isinstance(exclude_original, str) else exclude_original.lower() in ("1", "true", "yes")
+        self.exclude_original = _flag(exclude_original)
+        self.emails = _flag(emails)
+        self.threads = parse_threads(threads)
         self.policy = _merge_policy(self.default_policy, policy)
         self.model_name, self.mlm_name = str(model), str(mlm)
         self.tagger_spec = tagger
@@ -197,6 +210,7 @@ class ProSan(TokenPipeline):
         self.tokenizer = _WordTokenizer(self)
         self._ready = False
         self._current: ProsanBatch | None = None
+        self._mail_records = None
         # opt-in memo of scores by text (experiments re-running the same prompts under several
         # settings: the scores do not depend on lambda, tau or scale); None = off
         self.score_cache: dict | None = None
@@ -213,6 +227,7 @@ class ProSan(TokenPipeline):
             "tau": self.tau, "max_candidates": self.max_candidates, "similarity": self.similarity,
             "scale": self.scale, "response_tokens": self.response_tokens, "pos": ",".join(self.pos),
             "exclude_original": self.exclude_original, "max_tokens": self.max_tokens, "batching": self.batching,
+            "emails": self.emails, "threads": self.threads,
             "importance": "||mean over the word's tokens of dL/d(input embedding)||_2, min-max over the prompt's words; "
                           "L = mean NLL of the LM's greedy response (the prompt's own LM loss when response_tokens=0)",
             "privacy": "self-information -ln p(token | prefix) summed over the word's tokens, min-max over the prompt's words",
@@ -221,13 +236,15 @@ class ProSan(TokenPipeline):
             "similarity_fallback": "cosine of masked-LM input embeddings clipped to [0, 1] (when WordNet is absent)",
             "candidates": CANDIDATE_RULE,
             "numbers": "protected words with a digit: same format, fresh uniformly random digits",
+            "email_rule": EMAIL_RULE if self.emails else "off: e-mail addresses are eligible only by their POS tag",
             "guarantee": NO_DP,
             "policy": dataclasses.asdict(self.policy),
         }
 
     def signature_params(self) -> dict[str, Any]:
         return {"model": self.model_name, "mlm": self.mlm_name, "lambda": self.lam, "tau": self.tau,
-                "sim": self.similarity, "scale": self.scale, "resp": self.response_tokens, "pos": ".".join(self.pos)}
+                "sim": self.similarity, "scale": self.scale, "resp": self.response_tokens, "pos": ".".join(self.pos),
+                "email": self.emails}
 
     def eps_per_token(self) -> float:
         return math.inf
@@ -335,7 +352,8 @@ class ProSan(TokenPipeline):
         kinds = [kind_of(c) for c in core]
         codes = kind_codes(kinds)
         is_word = codes != SPACE_CODE
-        word_scores = self.score(list(texts), leads, cores, [is_word[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])], reproducible)
+        with torch_threads(self.threads):
+            word_scores = self.score(list(texts), leads, cores, [is_word[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])], reproducible)
         n = len(core)
         k = np.zeros(n)
         o = np.zeros(n)
@@ -343,10 +361,11 @@ class ProSan(TokenPipeline):
         why = np.full(n, R_POS, np.int8)
         why[codes == SPACE_CODE] = R_WHITESPACE
         why[codes == PUNCT_CODE] = R_PUNCT
-        eligible = is_word & (codes != PUNCT_CODE) & np.isin(pos, self.pos)
+        email = np.fromiter((self.emails and "@" in c and is_email(c) for c in core), dtype=bool, count=n)
+        eligible = is_word & (codes != PUNCT_CODE) & (np.isin(pos, self.pos) | email)
         has_digit = np.fromiter((any(ch.isdigit() for ch in c) for c in core), dtype=bool, count=n)
         starts = np.zeros(n, np.int64)
-        meta = []
+        meta, emails = [], []
         for r, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
             ws = word_scores[r]
             widx = lo + np.flatnonzero(is_word[lo:hi])
@@ -358,16 +377,21 @@ class ProSan(TokenPipeline):
             m = sc.n_protected(gamma, len(cand))
             chosen = cand[np.argsort(k[cand], kind="stable")[:m]]
             why[cand] = R_IMPORTANT
+            mail = chosen[email[chosen]]
+            chosen = chosen[~email[chosen]]
             num = chosen[has_digit[chosen]]
             word = chosen[~has_digit[chosen]]
             actions[num] = DIGITS if self.policy.numbers == "random-digits" else DROP
             why[num] = R_NUMBER
+            mail = np.sort(mail)
+            actions[mail], why[mail] = UNIFORM, R_PERTURBED
+            emails.append([core[j] for j in mail.tolist()])
             actions[word], why[word] = PERTURB, R_PERTURBED
             meta.append({"gamma": gamma, "entropy": ws.entropy, "n_eligible": int(len(cand)), "n_protected": int(m)})
         rows = np.asarray([self._vocab_id(c) for c in core], dtype=np.int64)
         tb = ProsanBatch(lead=lead, core=core, kinds=kinds, rows=rows, codes=codes, bounds=bounds, texts=list(texts),
-                         actions=actions, why=why, starts=starts, k=k, o=o, meta=meta)
-        self._current = tb
+                         actions=actions, why=why, starts=starts, k=k, o=o, meta=meta, emails=emails)
+        self._current, self._mail_records = tb, None
         return tb
 
     def _vocab_id(self, word: str) -> int:
@@ -393,15 +417,22 @@ class ProSan(TokenPipeline):
         return {"u": torch.rand(n, generator=g, dtype=torch.float64)}
 
     def perturb_batch(self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], rand: dict[str, torch.Tensor], reproducible: bool):
-        new_ids, diag = self.perturb(tb, np.flatnonzero(perturb), rand["u"], reproducible or self.batching == "record")
+        with torch_threads(self.threads):
+            new_ids, diag = self.perturb(tb, np.flatnonzero(perturb), rand["u"], reproducible or self.batching == "record")
         return new_ids, diag
 
     def output_texts(self, new_rows: np.ndarray) -> np.ndarray:
         return self.id_text[new_rows]
 
     def uniform_texts(self, n: int, g: torch.Generator) -> np.ndarray:
-        idx = torch.randint(0, len(self.cand_text), (n,), generator=g).numpy()
-        return np.asarray(self.cand_text, dtype=object)[idx]
+        """Fresh-format replacements of the next record's protected e-mail addresses (the pipeline asks for
+        the records' UNIFORM pieces record by record, in order; ProSan marks only e-mails UNIFORM)."""
+        if self._mail_records is None:
+            self._mail_records = iter([m for m in self._current.emails if m])
+        words = next(self._mail_records)
+        if len(words) != n:
+            raise RuntimeError("ProSan's e-mail plan and the pipeline disagree")
+        return np.asarray([fresh_email(w, g) for w in words], dtype=object)
 
     # ---- scoring and replacement ----------------------------------------------------------------------
 
@@ -513,6 +544,10 @@ class ProSan(TokenPipeline):
         v = torch.nn.functional.normalize(torch.stack(vecs), dim=1)
         c = self.mlm_emb[self._candidates.to(self.mlm_emb.device)[cols]]  # [n, C, d]
         return torch.einsum("nd,ncd->nc", v, c).clamp(0.0, 1.0).double()
+
+
+def _flag(value: Any) -> bool:
+    return value.lower() in ("1", "true", "yes") if isinstance(value, str) else bool(value)
 
 
 def _nonneg(name: str, value: Any) -> float:

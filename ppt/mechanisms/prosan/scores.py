@@ -132,28 +132,16 @@ def score_batch(model: Any, prompts: list[list[int]], responses: list[list[int]]
     base = getattr(model, getattr(model, "base_model_prefix", ""), None)
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     param_dtype = next(model.parameters()).dtype
-    with torch.enable_grad():
-        emb = emb_layer(ids).detach().float().requires_grad_(True)
-        if base is not None and head is not None and base is not model:
-            # the vocabulary projection with gradients only where the loss is (the response), the
-            # self-information from detached hidden states: the same values, a fraction of the work
-            hidden = base(inputs_embeds=emb.to(param_dtype), attention_mask=attn).last_hidden_state[:, :-1]
-            rows, cols = torch.nonzero(tmask, as_tuple=True)
-            lt = torch.log_softmax(head(hidden[rows, cols]).float(), -1)
-            tnll = -lt.gather(-1, ids[rows, cols + 1, None]).squeeze(-1)
-            per_record = torch.zeros(b, device=dev).index_add(0, rows, tnll) / tmask.sum(1).clamp_min(1)
-            (grad,) = torch.autograd.grad(per_record.sum(), emb)
-            with torch.no_grad():
-                nll = torch.empty((b, width - 1), device=dev)
-                for i in range(b):  # one record at a time: a [width, V] block, not [b, width, V]
-                    li = torch.log_softmax(head(hidden[i].detach()).float(), -1)
-                    nll[i] = -li.gather(-1, ids[i, 1:, None]).squeeze(-1)
-        else:
-            logits = model(inputs_embeds=emb.to(param_dtype), attention_mask=attn).logits.float()
-            logp = torch.log_softmax(logits[:, :-1], dim=-1)
-            nll = -logp.gather(-1, ids[:, 1:, None]).squeeze(-1)  # [b, width-1]: -ln p(token j+1 | <= j)
-            per_record = (nll * tmask.float()).sum(1) / tmask.float().sum(1).clamp_min(1.0)
-            (grad,) = torch.autograd.grad(per_record.sum(), emb)
+    # only the input embeddings need gradients: with the weights frozen the backward pass skips every
+    # weight gradient (same values for the embeddings' gradient, a large share of the backward's work)
+    frozen = [p for p in model.parameters() if p.requires_grad]
+    for p in frozen:
+        p.requires_grad_(False)
+    try:
+        grad, nll, per_record = _forward_backward(model, ids, attn, target, emb_layer, tmask, base, head, param_dtype, b, width, dev)
+    finally:
+        for p in frozen:
+            p.requires_grad_(True)
     info = torch.zeros((b, width), device=dev)
     info[:, 1:] = nll.detach()
     out = []
@@ -183,6 +171,33 @@ def score_batch(model: Any, prompts: list[list[int]], responses: list[list[int]]
         out.append(WordScores(k.cpu().numpy().astype(np.float64), o.cpu().numpy().astype(np.float64),
                               inf_w.cpu().numpy().astype(np.float64), h))
     return out
+
+
+def _forward_backward(model, ids, attn, target, emb_layer, tmask, base, head, param_dtype, b, width, dev):
+    """(dL/d(input embeddings), per-token NLL [b, width-1], per-record loss) of one padded batch."""
+    with torch.enable_grad():
+        emb = emb_layer(ids).detach().float().requires_grad_(True)
+        if base is not None and head is not None and base is not model:
+            # the vocabulary projection with gradients only where the loss is (the response), the
+            # self-information from detached hidden states: the same values, a fraction of the work
+            hidden = base(inputs_embeds=emb.to(param_dtype), attention_mask=attn).last_hidden_state[:, :-1]
+            rows, cols = torch.nonzero(tmask, as_tuple=True)
+            lt = torch.log_softmax(head(hidden[rows, cols]).float(), -1)
+            tnll = -lt.gather(-1, ids[rows, cols + 1, None]).squeeze(-1)
+            per_record = torch.zeros(b, device=dev).index_add(0, rows, tnll) / tmask.sum(1).clamp_min(1)
+            (grad,) = torch.autograd.grad(per_record.sum(), emb)
+            with torch.no_grad():
+                nll = torch.empty((b, width - 1), device=dev)
+                for i in range(b):  # one record at a time: a [width, V] block, not [b, width, V]
+                    li = torch.log_softmax(head(hidden[i].detach()).float(), -1)
+                    nll[i] = -li.gather(-1, ids[i, 1:, None]).squeeze(-1)
+        else:
+            logits = model(inputs_embeds=emb.to(param_dtype), attention_mask=attn).logits.float()
+            logp = torch.log_softmax(logits[:, :-1], dim=-1)
+            nll = -logp.gather(-1, ids[:, 1:, None]).squeeze(-1)  # [b, width-1]: -ln p(token j+1 | <= j)
+            per_record = (nll * tmask.float()).sum(1) / tmask.float().sum(1).clamp_min(1.0)
+            (grad,) = torch.autograd.grad(per_record.sum(), emb)
+    return grad, nll, per_record
 
 
 __all__ = ["WordScores", "char_word_map", "greedy_responses", "minmax", "n_protected", "protected_share",
