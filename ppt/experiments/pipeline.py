@@ -45,6 +45,7 @@ import numpy as np
 from ppt.log import note
 
 REFERENCE = "reference"
+RESAMPLE = "reference-resample"
 DEFAULT_MECHS = ("rantext", "custext+", "santext+", "cape")
 DEFAULT_EPS = (1.0, 3.0, 6.0, 10.0)
 
@@ -65,7 +66,7 @@ class PipelineConfig:
     remote_endpoint: str = "chat"
     api_key_env: str | None = None
     extract_model: str = "smollm2"
-    max_new_tokens: int = 48
+    max_new_tokens: int = 32
     temperature: float = 0.5  # remote sampling (QuerySpec's default)
     extract_temperature: float = 0.0  # greedy extraction (Extractor's default)
     encoder: str = "minilm"
@@ -96,9 +97,12 @@ def parse_cell(spec: str) -> tuple[str, float | None]:
 
 
 def cell_plan(cfg: PipelineConfig) -> list[tuple[str, float | None]]:
-    """References, then ``first``, then the grid (mechanism-major), then ``extra``; no cell twice."""
+    """The no-privacy reference, then ``first``, then its second sample (the ceiling), then the grid
+    (mechanism-major), then ``extra``; no cell twice."""
     cells: list[tuple[str, float | None]] = [(REFERENCE, None)]
     cells += [parse_cell(c) for c in cfg.first]
+    if cfg.resample_reference:
+        cells.append((RESAMPLE, None))
     cells += [(m, float(e)) for m in cfg.mechanisms for e in cfg.eps]
     cells += [parse_cell(c) for c in cfg.extra]
     return list(dict.fromkeys(cells))
@@ -245,7 +249,7 @@ def run_cell(name: str, eps: float | None, docs: list[dict], ctx: Context, journ
     if journal_path.exists() and journal_path.stat().st_size and not resume:
         raise PptError(f"journal {journal_path} already holds results", ExitCode.USAGE,
                        hint="pass --resume to continue it, or choose another --journal-dir")
-    out_field = "no_privacy" if name == REFERENCE else "extracted"
+    out_field = {REFERENCE: "no_privacy", RESAMPLE: "no_privacy_2"}.get(name, "extracted")
     journal = Journal(str(journal_path), "id", out_field)
     try:
         todo = [d for d in docs if d["id"] not in journal]
@@ -255,11 +259,9 @@ def run_cell(name: str, eps: float | None, docs: list[dict], ctx: Context, journ
             chunk = todo[s : s + cfg.chunk]
             ids = [d["id"] for d in chunk]
             raws = [d["text"] for d in chunk]
-            if name == REFERENCE:
-                recs = [{"id": i} for i in ids]
-                for field_, stream in (("no_privacy", "np"), ("no_privacy_2", "np2"))[: 1 + cfg.resample_reference]:
-                    for r, g in zip(recs, ctx.remote(ids, raws, stream)):
-                        r[field_] = g
+            if name in (REFERENCE, RESAMPLE):
+                stream = "np" if name == REFERENCE else "np2"
+                recs = [{"id": i, out_field: g} for i, g in zip(ids, ctx.remote(ids, raws, stream))]
             else:
                 sent, knn = _sanitize_chunk(name, eps, chunk, ctx)
                 gens = ctx.remote(ids, sent, f"{name}:{eps}")
@@ -335,20 +337,14 @@ def cell_rows(name: str, eps: float | None, entries: list[dict], docs: list[dict
     by_id = {d["id"]: d["text"] for d in docs}
     base = {"mechanism": name, "eps": eps, **ctx.describe()}
     rows: list[dict] = []
-    if name == REFERENCE:
-        ids = [e["id"] for e in entries]
-        np_out = [e["no_privacy"] for e in entries]
-        prefixes = [by_id[i] for i in ids]
-        r, _ = score_outputs(np_out, prefixes, None, ctx)
-        rows.append({**base, "output": "no_privacy", "n_docs": len(ids), **r})
-        two = [(e["no_privacy_2"], e["no_privacy"], by_id[e["id"]]) for e in entries if e.get("no_privacy_2")]
-        if two:
-            r, _ = score_outputs([t[0] for t in two], [t[2] for t in two], [t[1] for t in two], ctx)
-            rows.append({**base, "output": "no_privacy_resample", "n_docs": len(two), **r})
-        for row in rows:
-            row["seconds"] = round(seconds, 1)
-        return rows
     entries = [e for e in entries if e["id"] in ref]
+    if name in (REFERENCE, RESAMPLE):
+        out = [e["no_privacy" if name == REFERENCE else "no_privacy_2"] for e in entries]
+        prefixes = [by_id[e["id"]] for e in entries]
+        r, _ = score_outputs(out, prefixes, None if name == REFERENCE else [ref[e["id"]] for e in entries], ctx)
+        base["mechanism"] = REFERENCE
+        output = "no_privacy" if name == REFERENCE else "no_privacy_resample"
+        return [{**base, "output": output, "n_docs": len(entries), **r, "seconds": round(seconds, 1)}]
     prefixes = [by_id[e["id"]] for e in entries]
     reference = [ref[e["id"]] for e in entries]
     tallies = {k: Tally() for k in ctx.cfg.ks}
@@ -403,10 +399,11 @@ def run_pipeline(cfg: PipelineConfig, out_dir: Path, journal_dir: Path | None = 
     ctx = ctx or Context(cfg)
     docs = docs if docs is not None else load_docs(cfg)
     plan = cell_plan(cfg)
-    ok, missing = available_mechanisms([n for n, _ in plan if n != REFERENCE])
+    refs = (REFERENCE, RESAMPLE)
+    ok, missing = available_mechanisms([n for n, _ in plan if n not in refs])
     for m in dict.fromkeys(missing):
         log(f"mechanism {m!r} is not available in this install; skipped")
-    plan = [c for c in plan if c[0] == REFERENCE or c[0] in ok]
+    plan = [c for c in plan if c[0] in refs or c[0] in ok]
     log(f"{len(docs)} documents, first {cfg.prefix_tokens} GPT-2 tokens each; {len(plan)} cells; "
         f"remote {cfg.remote_model} ({'endpoint' if cfg.remote else 'local, in-process'}), extraction {cfg.extract_model}")
     meta = {**asdict(cfg), "cells": [f"{n}:{'' if e is None else f'{e:g}'}" for n, e in plan], "mechanisms_missing": missing,
@@ -514,7 +511,8 @@ def plot(rows: list[dict], path: Path) -> None:
         ax.set_xlabel("privacy of the sent text = 1 - KNN top-10 success")
         ax.set_ylabel(f"{label} to the no-privacy continuation")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=6, loc="best")
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize=6, loc="best")
     r0 = rows[0]
     fig.suptitle(f"InferDPT end to end: remote {r0.get('remote_model')}, extraction {r0.get('extract_model')} "
                  "(labels: eps)", fontsize=10)

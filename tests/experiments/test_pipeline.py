@@ -155,7 +155,8 @@ def test_mean_ci_and_cell_plan():
     assert m == 2.0 and hi - m == pytest.approx(4.3027 / np.sqrt(3), rel=1e-3) and m - lo == pytest.approx(hi - m)
     assert pipeline.mean_ci([]) == (None, None, None)
     cfg = pipeline.PipelineConfig(mechanisms=["rantext", "cape"], eps=[1.0, 6.0], first=["rantext:6"], extra=["tem:6", "prosan"])
-    assert pipeline.cell_plan(cfg) == [("reference", None), ("rantext", 6.0), ("rantext", 1.0), ("cape", 1.0),
+    assert pipeline.cell_plan(cfg) == [("reference", None), ("rantext", 6.0), ("reference-resample", None),
+                                       ("rantext", 1.0), ("cape", 1.0),
                                        ("cape", 6.0), ("tem", 6.0), ("prosan", None)]
     with pytest.raises(ValueError):
         pipeline.parse_cell("rantext:-1")
