@@ -214,7 +214,7 @@ def pipeline(
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1, help="Tokens of each continuation and extraction.")] = 32,
     temperature: Annotated[float, typer.Option("--temperature", min=0.0, help="Remote sampling temperature.")] = 0.5,
     mauve: Annotated[bool, typer.Option("--mauve/--no-mauve", help="MAUVE against the no-privacy continuations.")] = True,
-    batch_size: BatchSizeOpt = 16,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Documents per generation batch and per journal flush.")] = 25,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the noise and local sampling (research run).")] = 0,
     device: DeviceOpt = "auto",
     quiet: QuietOpt = False,
@@ -244,7 +244,7 @@ def pipeline(
                              text_field=text_field, n_docs=n_docs, prefix_tokens=prefix_tokens, seed=seed, remote=remote,
                              remote_model=remote_model, remote_endpoint=endpoint, api_key_env=api_key_env,
                              extract_model=extract_model, max_new_tokens=max_new_tokens, temperature=temperature,
-                             mauve=mauve, batch_size=batch_size, device=device)
+                             mauve=mauve, batch_size=batch_size, chunk=batch_size, device=device)
         with stdout_guard():
             rows = run_pipeline(cfg, Path(out_dir), Path(journal_dir) if journal_dir else None, resume=resume, quiet=quiet)
         if not rows:

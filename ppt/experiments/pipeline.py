@@ -72,8 +72,8 @@ class PipelineConfig:
     encoder: str = "minilm"
     mauve: bool = True
     ks: tuple[int, ...] = (1, 10)
-    chunk: int = 20  # documents per journal flush
-    batch_size: int = 16  # generation micro-batch
+    chunk: int = 25  # documents per journal flush
+    batch_size: int = 25  # generation micro-batch
     device: str = "auto"
     cape_model: str = "smollm2"
     resample_reference: bool = True
