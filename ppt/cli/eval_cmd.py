@@ -198,6 +198,7 @@ def pipeline(
     out_dir: Annotated[str, typer.Option("--out-dir", help="Directory for results.csv/.md, pipeline.png, config.json.")] = "docs/inferdpt",
     journal_dir: Annotated[str | None, typer.Option("--journal-dir", help="Per-cell journals (default: OUT_DIR/journal).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the journals in --journal-dir (skip finished documents).")] = False,
+    report_only: Annotated[bool, typer.Option("--report-only", help="Rebuild the tables and plot from the journals; generate nothing.")] = False,
     mech: Annotated[list[str], typer.Option("--mech", "-m", help="Mechanisms of the grid (repeatable).")] = ["rantext", "custext+", "santext+", "cape"],  # noqa: B006 - typer reads the default
     eps: Annotated[list[float], typer.Option("--eps", "-e", help="eps values of the grid (repeatable).")] = [1.0, 3.0, 6.0, 10.0],  # noqa: B006 - typer reads the default
     first: Annotated[list[str], typer.Option("--first", help="Cells MECH:EPS run right after the no-privacy reference (repeatable; 'reference-resample' places the second sample).")] = ["rantext:6"],  # noqa: B006 - typer reads the default
@@ -246,7 +247,8 @@ def pipeline(
                              extract_model=extract_model, max_new_tokens=max_new_tokens, temperature=temperature,
                              mauve=mauve, batch_size=batch_size, chunk=batch_size, device=device)
         with stdout_guard():
-            rows = run_pipeline(cfg, Path(out_dir), Path(journal_dir) if journal_dir else None, resume=resume, quiet=quiet)
+            rows = run_pipeline(cfg, Path(out_dir), Path(journal_dir) if journal_dir else None, resume=resume, quiet=quiet,
+                                report_only=report_only)
         if not rows:
             raise PptError("no cell could be run", ExitCode.CONFIG)
 

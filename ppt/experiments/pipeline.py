@@ -240,19 +240,20 @@ def _sanitize_chunk(name: str, eps: float | None, docs: list[dict], ctx: Context
 
 
 def run_cell(name: str, eps: float | None, docs: list[dict], ctx: Context, journal_path: Path, *,
-             resume: bool, quiet: bool = False) -> list[dict]:
-    """Process the documents not yet journaled, in chunks; return every document's journal entry in order."""
+             resume: bool, quiet: bool = False, report_only: bool = False) -> list[dict]:
+    """Process the documents not yet journaled, in chunks; return every document's journal entry in order.
+    ``report_only``: generate nothing, return what the journal holds."""
     from ppt.io import ExitCode, PptError
     from ppt.progress import progress_bar
     from ppt.remote.journal import Journal
 
-    if journal_path.exists() and journal_path.stat().st_size and not resume:
+    if journal_path.exists() and journal_path.stat().st_size and not (resume or report_only):
         raise PptError(f"journal {journal_path} already holds results", ExitCode.USAGE,
                        hint="pass --resume to continue it, or choose another --journal-dir")
     out_field = {REFERENCE: "no_privacy", RESAMPLE: "no_privacy_2"}.get(name, "extracted")
     journal = Journal(str(journal_path), "id", out_field)
     try:
-        todo = [d for d in docs if d["id"] not in journal]
+        todo = [] if report_only else [d for d in docs if d["id"] not in journal]
         bar = progress_bar(len(todo), f"pipeline {cell_slug(name, eps)}", quiet, unit="doc")
         cfg = ctx.cfg
         for s in range(0, len(todo), cfg.chunk):
@@ -312,6 +313,9 @@ def score_outputs(outputs: list[str], prefixes: list[str], reference: list[str] 
     per: dict[str, list[float]] = {
         "coherence": paired_cosine(ctx.encoder, outputs, prefixes),
         "diversity": [diversity(o)["diversity"] for o in outputs],
+        # share of the output's words that follow the raw prefix in order (Rouge-L precision): how much of
+        # a "continuation" is a copy of the prompt, which inflates coherence and the _np columns
+        "copy_prefix": [rouge_l(o, p)["precision"] for o, p in zip(outputs, prefixes)],
     }
     if reference is not None:
         per["cosine_np"] = paired_cosine(ctx.encoder, outputs, reference)
@@ -384,9 +388,10 @@ def load_docs(cfg: PipelineConfig) -> list[dict]:
 
 def run_pipeline(cfg: PipelineConfig, out_dir: Path, journal_dir: Path | None = None, *, resume: bool = False,
                  ctx: Context | None = None, docs: list[dict] | None = None, quiet: bool = False,
-                 log: Callable[[str], None] | None = None) -> list[dict]:
+                 report_only: bool = False, log: Callable[[str], None] | None = None) -> list[dict]:
     """Run every cell in :func:`cell_plan` order; rewrite results.csv/.md, the plot and config.json after
-    each cell (a partial run keeps its rows). Returns the rows."""
+    each cell (a partial run keeps its rows). ``report_only``: rebuild the tables from the journals
+    without generating (cells without a journal are left out; partial ones report their n). Returns the rows."""
     import orjson
 
     from ppt.experiments.plot import write_csv
@@ -408,12 +413,18 @@ def run_pipeline(cfg: PipelineConfig, out_dir: Path, journal_dir: Path | None = 
         f"remote {cfg.remote_model} ({'endpoint' if cfg.remote else 'local, in-process'}), extraction {cfg.extract_model}")
     meta = {**asdict(cfg), "cells": [f"{n}:{'' if e is None else f'{e:g}'}" for n, e in plan], "mechanisms_missing": missing,
             **ctx.describe(), "ppt_version": __import__("ppt").__version__}
-    (out_dir / "config.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n")
+    if not report_only:
+        (out_dir / "config.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n")
     rows: list[dict] = []
     ref: dict[Any, str] = {}
     for name, eps in plan:
         t0 = time.perf_counter()
-        entries = run_cell(name, eps, docs, ctx, journal_dir / f"{cell_slug(name, eps)}.jsonl", resume=resume, quiet=quiet)
+        path = journal_dir / f"{cell_slug(name, eps)}.jsonl"
+        if report_only and not path.exists():
+            continue
+        entries = run_cell(name, eps, docs, ctx, path, resume=resume, quiet=quiet, report_only=report_only)
+        if not entries:
+            continue
         if name == REFERENCE:
             ref = {e["id"]: e["no_privacy"] for e in entries}
         new = cell_rows(name, eps, entries, docs, ref, ctx, time.perf_counter() - t0)
@@ -452,7 +463,7 @@ def markdown(rows: list[dict]) -> str:
             "(local). Mean over documents [95% t-interval]; privacy: KNN on the sent text, pooled over tokens [Wilson 95%]. "
             "`_np` = against the no-privacy continuation of the same document.\n\n")
     cols = ["mechanism", "eps", "output", "n", "KNN top-1 priv.", "KNN top-10 priv.", "cosine_np", "rouge_l_np",
-            "gain cosine (ext - pert)", "gain Rouge-L (ext - pert)", "coherence", "diversity", "MAUVE"]
+            "gain cosine (ext - pert)", "gain Rouge-L (ext - pert)", "coherence", "diversity", "copy of prefix", "MAUVE"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         eps = r.get("eps")
@@ -460,7 +471,7 @@ def markdown(rows: list[dict]) -> str:
             LABELS.get(str(r["mechanism"]), str(r["mechanism"])), "-" if eps in (None, "") else f"{float(eps):g}",
             str(r["output"]), str(r["n_docs"]), _ci(r, "knn_top1_privacy"), _ci(r, "knn_top10_privacy"),
             _ci(r, "cosine_np"), _ci(r, "rouge_l_np"), _ci(r, "cosine_np_gain"), _ci(r, "rouge_l_np_gain"),
-            _ci(r, "coherence"), _ci(r, "diversity"), _fmt(r.get("mauve")),
+            _ci(r, "coherence"), _ci(r, "diversity"), _ci(r, "copy_prefix"), _fmt(r.get("mauve")),
         ]) + " |")
     return head + "\n".join(lines) + "\n"
 

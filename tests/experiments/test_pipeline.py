@@ -85,6 +85,7 @@ def test_end_to_end_references_and_cells(tiny_lm, tmp_path, monkeypatch, shift, 
     for r in (gen, ext):
         for k in ("cosine_np", "rouge_l_np", "coherence", "diversity"):
             assert r[f"{k}_lo"] <= r[k] <= r[f"{k}_hi"]
+    assert 0.0 <= gen["copy_prefix"] <= 1.0
     assert ext["cosine_np_gain"] == pytest.approx(ext["cosine_np"] - gen["cosine_np"])
     assert ext["rouge_l_np_gain"] == pytest.approx(ext["rouge_l_np"] - gen["rouge_l_np"])
     assert "cosine_np" not in by[("reference", "no_privacy")] or by[("reference", "no_privacy")].get("cosine_np") is None
@@ -116,6 +117,9 @@ def test_no_privacy_resample_scores_against_the_first_sample(tiny_lm, tmp_path, 
     rows = pipeline.run_pipeline(ctx2.cfg, tmp_path / "b", ctx=ctx2, docs=DOCS, quiet=True)
     res = _rows(rows)[("reference", "no_privacy_resample")]
     assert res["rouge_l_np"] == pytest.approx(1.0) and res["cosine_np"] == pytest.approx(1.0)
+    # "same " + prefix: every word but one copies the prefix in order
+    n = [len(d["text"].split()) for d in DOCS]
+    assert res["copy_prefix"] == pytest.approx(np.mean([k / (k + 1) for k in n]))
 
 
 def test_resume_after_interruption_skips_finished_documents(tiny_lm, tmp_path, monkeypatch):
@@ -146,6 +150,11 @@ def test_resume_after_interruption_skips_finished_documents(tiny_lm, tmp_path, m
     assert len(sent2) == len(DOCS) - ctx.cfg.chunk  # only the documents after the first chunk
     drop = ("seconds",)
     assert [{k: v for k, v in r.items() if k not in drop} for r in rows] == \
+           [{k: v for k, v in r.items() if k not in drop} for r in full]
+    # --report-only rebuilds the same rows from the journals and generates nothing
+    ctx3, sent3, _ = _ctx(tiny_lm, monkeypatch)
+    again = pipeline.run_pipeline(ctx3.cfg, out, ctx=ctx3, docs=DOCS, quiet=True, report_only=True)
+    assert not sent3 and [{k: v for k, v in r.items() if k not in drop} for r in again] == \
            [{k: v for k, v in r.items() if k not in drop} for r in full]
 
 
