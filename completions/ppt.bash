@@ -29,6 +29,7 @@ _ppt() {
             "eval metrics") path="eval metrics" ;;
             "eval mi") path="eval mi" ;;
             "eval phr") path="eval phr" ;;
+            "eval pipeline") path="eval pipeline" ;;
             "eval sweep") path="eval sweep" ;;
             "extract") path="extract" ;;
             "mechs") path="mechs" ;;
@@ -67,12 +68,13 @@ _ppt() {
         "dp-opt eval") opts="--api-key-env --base-url --batch-size --device --help --id-field --initial --input --label-field --model --output --prompt --quiet --remote-model --text-field -i -o -q" ;;
         "dp-opt tune") opts="--accountant --checkpoint --delta --device --ensemble --eps --eps0 --help --id-field --init --input --k-bar --label-field --labels --max-prompts --max-tokens --model --output --quiet --rate --seed --shots --temperature --text-field --val-fraction -i -o -q" ;;
         "env") opts="--help --json" ;;
-        "eval") opts="make-pii mapping metrics mi phr sweep --help" ;;
+        "eval") opts="make-pii mapping metrics mi phr pipeline sweep --help" ;;
         "eval make-pii") opts="--help --n --output --seed --task -n -o" ;;
         "eval mapping") opts="--device --draws --eps --help --mech --seed --space --tokens -e -m" ;;
         "eval metrics") opts="--alignment-field --batch-size --device --diversity-combine --doc-field --encoder --help --id-field --input --items-field --label-field --labels --length-norm --lm --mauve-features --mauve-seed --on-error --per-record --quiet --reference-field --template --text-field -i -q" ;;
         "eval mi") opts="--help --input --limit --x-field --y-field -i -k" ;;
         "eval phr") opts="--batch-size --help --id-field --input --items-field --on-error --per-record --quiet --seed --text-field --types-field -i -q" ;;
+        "eval pipeline") opts="--api-key-env --batch-size --corpus --device --endpoint --eps --extra --extract-model --first --help --journal-dir --mauve --max-new-tokens --mech --n-docs --no-mauve --out-dir --prefix-tokens --quiet --remote --remote-model --report-only --resume --seed --temperature --text-field -e -m -q" ;;
         "eval sweep") opts="--corpus --device --eps --help --mech --mti-model --n-docs --out-dir --prefix-tokens --probe-draws --probe-tokens --seed --text-field -e -m" ;;
         "extract") opts="--batch-size --device --dtype --generation-field --help --id-field --input --max-new-tokens --model --no-chat --on-error --output --output-field --quiet --raw-field --runtime --seed --stop --temperature --template --top-p -i -m -o -q" ;;
         "mechs") opts="--describe --help --json" ;;

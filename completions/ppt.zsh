@@ -28,6 +28,7 @@ _ppt() {
       "eval metrics") path_="eval metrics" ;;
       "eval mi") path_="eval mi" ;;
       "eval phr") path_="eval phr" ;;
+      "eval pipeline") path_="eval pipeline" ;;
       "eval sweep") path_="eval sweep" ;;
       "extract") path_="extract" ;;
       "mechs") path_="mechs" ;;
@@ -65,12 +66,13 @@ _ppt() {
     "dp-opt eval") words_=('--api-key-env' '--base-url' '--batch-size' '--device' '--help' '--id-field' '--initial' '--input' '--label-field' '--model' '--output' '--prompt' '--quiet' '--remote-model' '--text-field' '-i' '-o' '-q') ;;
     "dp-opt tune") words_=('--accountant' '--checkpoint' '--delta' '--device' '--ensemble' '--eps' '--eps0' '--help' '--id-field' '--init' '--input' '--k-bar' '--label-field' '--labels' '--max-prompts' '--max-tokens' '--model' '--output' '--quiet' '--rate' '--seed' '--shots' '--temperature' '--text-field' '--val-fraction' '-i' '-o' '-q') ;;
     "env") words_=('--help' '--json') ;;
-    "eval") words_=('make-pii:Write a PII-inserted BBC prompt set for `ppt eval phr`.' 'mapping:N_w and retention ratio of a mechanism.' 'metrics:Score records with metrics (default command).' 'mi:Mutual information between two vector fields (KSG).' 'phr:Privacy hiding rate of listed private items, with 95% intervals.' 'sweep:Privacy-utility sweep over mechanisms x eps (CSV + PNG).' '--help') ;;
+    "eval") words_=('make-pii:Write a PII-inserted BBC prompt set for `ppt eval phr`.' 'mapping:N_w and retention ratio of a mechanism.' 'metrics:Score records with metrics (default command).' 'mi:Mutual information between two vector fields (KSG).' 'phr:Privacy hiding rate of listed private items, with 95% intervals.' 'pipeline:InferDPT end to end: sanitize -> remote -> extract, with references (CSV + PNG).' 'sweep:Privacy-utility sweep over mechanisms x eps (CSV + PNG).' '--help') ;;
     "eval make-pii") words_=('--help' '--n' '--output' '--seed' '--task' '-n' '-o') ;;
     "eval mapping") words_=('--device' '--draws' '--eps' '--help' '--mech' '--seed' '--space' '--tokens' '-e' '-m') ;;
     "eval metrics") words_=('--alignment-field' '--batch-size' '--device' '--diversity-combine' '--doc-field' '--encoder' '--help' '--id-field' '--input' '--items-field' '--label-field' '--labels' '--length-norm' '--lm' '--mauve-features' '--mauve-seed' '--on-error' '--per-record' '--quiet' '--reference-field' '--template' '--text-field' '-i' '-q') ;;
     "eval mi") words_=('--help' '--input' '--limit' '--x-field' '--y-field' '-i' '-k') ;;
     "eval phr") words_=('--batch-size' '--help' '--id-field' '--input' '--items-field' '--on-error' '--per-record' '--quiet' '--seed' '--text-field' '--types-field' '-i' '-q') ;;
+    "eval pipeline") words_=('--api-key-env' '--batch-size' '--corpus' '--device' '--endpoint' '--eps' '--extra' '--extract-model' '--first' '--help' '--journal-dir' '--mauve' '--max-new-tokens' '--mech' '--n-docs' '--no-mauve' '--out-dir' '--prefix-tokens' '--quiet' '--remote' '--remote-model' '--report-only' '--resume' '--seed' '--temperature' '--text-field' '-e' '-m' '-q') ;;
     "eval sweep") words_=('--corpus' '--device' '--eps' '--help' '--mech' '--mti-model' '--n-docs' '--out-dir' '--prefix-tokens' '--probe-draws' '--probe-tokens' '--seed' '--text-field' '-e' '-m') ;;
     "extract") words_=('--batch-size' '--device' '--dtype' '--generation-field' '--help' '--id-field' '--input' '--max-new-tokens' '--model' '--no-chat' '--on-error' '--output' '--output-field' '--quiet' '--raw-field' '--runtime' '--seed' '--stop' '--temperature' '--template' '--top-p' '-i' '-m' '-o' '-q') ;;
     "mechs") words_=('--describe' '--help' '--json') ;;

