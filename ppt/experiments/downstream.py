@@ -259,6 +259,7 @@ def run_downstream(cfg: DownstreamConfig, out_dir: Path, *, resume: bool = False
     sigs = {d: split_signature(tr, te, cfg.tokens(d)) for d, (tr, te) in data.items()}
     for d, (tr, te) in data.items():
         log(f"{d}: {len(tr)} train / {len(te)} test documents, {len(labels[d])} classes, first {cfg.tokens(d)} GPT-2 tokens")
+    write_config(cfg, out_dir, status="running", mechanisms_run=mechs, mechanisms_missing=missing, classes=labels)
     plan = [(d, RAW, None) for d in data] + [(d, m, float(e)) for m in mechs for d in data for e in cfg.eps]
     rows: list[dict] = []
     failed: list[dict] = []
@@ -284,20 +285,27 @@ def run_downstream(cfg: DownstreamConfig, out_dir: Path, *, resume: bool = False
                 f"({row['seconds_total']:.0f}s)")
         rows.append(row)
         write_csv(rows, out_dir / "results.csv")
-    from ppt import __version__
-
-    meta = {**asdict(cfg), "mechanisms_run": mechs, "mechanisms_missing": missing, "failed_cells": failed,
-            "cells_reused": reused, "classes": labels,
-            "classifier": f"sklearn LogisticRegression(C={cfg.classifier_c}, lbfgs, max_iter=2000) on {cfg.encoder} embeddings",
-            "ppt_version": __version__, "torch": __import__("torch").__version__,
-            "sklearn": __import__("sklearn").__version__}
-    (out_dir / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+    write_config(cfg, out_dir, status="finished", mechanisms_run=mechs, mechanisms_missing=missing, failed_cells=failed,
+                 cells_reused=reused, classes=labels)
     if rows:
         write_outputs(rows, out_dir)
     return rows
 
 
 # --------------------------------------------------------------------------------------- outputs
+
+
+def write_config(cfg: DownstreamConfig, out_dir: Path, **extra: Any) -> None:
+    """config.json: the settings, the classifier, versions and ``extra`` (status, cells run/failed);
+    written when the run starts and again when it ends, so a cut-short run still states its settings."""
+    from ppt import __version__
+
+    meta = {**asdict(cfg), **extra,
+            "classifier": f"sklearn LogisticRegression(C={cfg.classifier_c}, lbfgs, max_iter=2000) on {cfg.encoder} embeddings",
+            "ppt_version": __version__, "torch": __import__("torch").__version__,
+            "sklearn": __import__("sklearn").__version__}
+    (out_dir / "config.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+
 
 
 def write_csv(rows: list[dict], path: Path) -> None:

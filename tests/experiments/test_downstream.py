@@ -73,6 +73,7 @@ def test_raw_is_high_tiny_eps_lowers_it_and_outputs_are_written(toy, tmp_path):
     assert "## toy" in md and "**raw (ceiling)** | 1.000" in md and "eps 0.01" in md
     conf = json.loads((tmp_path / "config.json").read_text())
     assert conf["mechanisms_run"] == ["tem"] and conf["failed_cells"] == [] and conf["classes"] == {"toy": ["a", "b"]}
+    assert conf["status"] == "finished" and conf["seed"] == 0
     if importlib.util.find_spec("matplotlib"):
         assert (tmp_path / "downstream_accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # sanitized texts are cached per cell; the raw ceiling's texts are never written
