@@ -27,7 +27,7 @@ EXIT_STATUS = (
     ("66", "input missing or unreadable"),
     ("69", "endpoint unavailable: the remote server could not be reached"),
     ("74", "I/O error: output cannot be written, or input cannot be read"),
-    ("75", "retries exhausted: the endpoint kept failing"),
+    ("75", "temporary failure: retries exhausted (the endpoint kept failing), or a --workers process died"),
     ("78", "bad configuration: options, a missing artifact or model, a rejected API key"),
     ("130", "interrupted (Ctrl-C)"),
 )
