@@ -226,8 +226,8 @@ class CusText(TokenMechanism):
 
     # ---- sampling ----------------------------------------------------------------------------------
 
-    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
-        return {"u": torch.rand(n, generator=g, dtype=torch.float64)}
+    def draw(self, n: int, g: np.random.Generator) -> dict[str, np.ndarray]:
+        return {"u": g.random(n)}
 
     def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         self._load()
@@ -235,7 +235,7 @@ class CusText(TokenMechanism):
         if bool((grp < 0).any()):  # cannot happen: the mapping covers the space's vocabulary
             raise RuntimeError("custext: a word outside the mapping reached the sampler")
         c = self.cdf[rows]  # [n, k]
-        u = rand["u"].to(c.device, torch.float64).clamp(0.0, 1.0 - 2**-53).unsqueeze(1)
+        u = torch.as_tensor(rand["u"]).to(c.device, torch.float64).clamp(0.0, 1.0 - 2**-53).unsqueeze(1)
         j = torch.searchsorted(c, u, right=True).squeeze(1)
         j = torch.minimum(j, self.group_size[grp] - 1)
         return self.members[self.offsets[grp] + j], {}

@@ -39,16 +39,17 @@ from ppt.mechanisms.policy import (
 from ppt.spaces.tokens import SPACE_CODE, TokenBatch, Tokens, rebuild_pieces
 
 
-def random_digits(core: str, g: torch.Generator) -> str:
-    """Same format, fresh uniformly random digits (a leading digit stays non-zero)."""
+def random_digits(core: str, g: np.random.Generator) -> str:
+    """Same format, fresh uniformly random digits (a leading digit stays non-zero), from the record's
+    generator ``g`` (:func:`ppt.rng.record_generator`)."""
     digits = [i for i, c in enumerate(core) if c.isdigit()]
     if not digits:
         return core
-    draws = torch.randint(0, 10, (len(digits),), generator=g).tolist()
+    draws = g.integers(0, 10, size=len(digits)).tolist()
     chars = list(core)
     for j, (i, d) in enumerate(zip(digits, draws)):
         if j == 0 and len(digits) > 1 and d == 0:
-            d = 1 + int(torch.randint(0, 9, (1,), generator=g))
+            d = 1 + int(g.integers(0, 9))
         chars[i] = str(d)
     return "".join(chars)
 
@@ -72,8 +73,10 @@ class TokenPipeline(Mechanism):
         """The batch's pieces, concatenated; ``rows`` are what ``perturb_batch`` perturbs and ``pairs`` report."""
 
     @abstractmethod
-    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
-        """Randomness for n perturbed positions of one record (first dimension n)."""
+    def draw(self, n: int, g: np.random.Generator) -> dict[str, Any]:
+        """Randomness for n perturbed positions of one record (first dimension n), drawn from the record's
+        numpy generator ``g`` (:func:`ppt.rng.record_generator`): numpy arrays (a mechanism whose
+        ``perturb_batch`` wants tensors may return them as tensors)."""
 
     @abstractmethod
     def perturb_batch(
@@ -87,8 +90,8 @@ class TokenPipeline(Mechanism):
         """The output text (object array) of each new row."""
 
     @abstractmethod
-    def uniform_texts(self, n: int, g: torch.Generator) -> np.ndarray:
-        """n uniformly random replacements (object array), drawn from ``g``."""
+    def uniform_texts(self, n: int, g: np.random.Generator) -> np.ndarray:
+        """n uniformly random replacements (object array), drawn from the record's generator ``g``."""
 
     def eps_per_token(self) -> float:
         return self.eps
@@ -127,13 +130,13 @@ class TokenPipeline(Mechanism):
         """
         return plan_codes(self.policy, codes, rows, lead, core, starts)
 
-    def draw_batch(self, counts: list[int], generators: list[torch.Generator]) -> dict[str, torch.Tensor]:
+    def draw_batch(self, counts: list[int], generators: list[np.random.Generator]) -> dict[str, Any]:
         """Every record's randomness (``draw``, from that record's generator), concatenated."""
         draws = [self.draw(n, g) for n, g in zip(counts, generators)]
-        return {k: torch.cat([d[k] for d in draws]) for k in draws[0]} if draws else {}
+        return {k: _concat([d[k] for d in draws]) for k in draws[0]} if draws else {}
 
     def draw_and_perturb(
-        self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], generators: list[torch.Generator], reproducible: bool = True
+        self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], generators: list[np.random.Generator], reproducible: bool = True
     ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
         """Draw every record's randomness (``draw_batch``; also for records with nothing to perturb),
         then perturb the batch's pieces under ``perturb`` (``perturb_batch``): new rows and
@@ -157,7 +160,7 @@ class TokenPipeline(Mechanism):
         eps_tok = self.eps_per_token()
         return [n * eps_tok for n in counts], self.record_extras(diag, counts)
 
-    def sanitize_batch(self, texts: list[str], generators: list[torch.Generator], *, reproducible: bool = True) -> list[Sanitized]:
+    def sanitize_batch(self, texts: list[str], generators: list[np.random.Generator], *, reproducible: bool = True) -> list[Sanitized]:
         # the batch's pieces, concatenated: every per-piece step below is an array operation
         tb = self.tokenize_batch(texts)
         n_texts, bounds, core, codes, rows = len(tb), tb.bounds.tolist(), tb.core, tb.codes, tb.rows
@@ -266,14 +269,23 @@ class TokenMechanism(TokenPipeline):
     ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
         """``perturb_rows`` on the perturbed pieces' rows (a row's new row depends on the row alone)."""
         rows = torch.from_numpy(tb.rows[perturb]).to(self.device)
-        new_rows, diag = self.perturb_rows(rows, {k: v.to(self.device) for k, v in rand.items()})
+        new_rows, diag = self.perturb_rows(rows, {k: torch.as_tensor(v).to(self.device) for k, v in rand.items()})
         return new_rows.cpu().numpy(), {k: v.cpu() for k, v in diag.items()}
 
     def output_texts(self, new_rows: np.ndarray) -> np.ndarray:
         return self.space.vocab_array[new_rows]
 
-    def uniform_texts(self, n: int, g: torch.Generator) -> np.ndarray:
-        return self.space.vocab_array[torch.randint(0, self.space.size, (n,), generator=g).numpy()]
+    def uniform_texts(self, n: int, g: np.random.Generator) -> np.ndarray:
+        return self.space.vocab_array[g.integers(0, self.space.size, size=n)]
+
+
+def _concat(parts: list) -> Any:
+    """Concatenate one record's draws after another: numpy arrays, or tensors where ``draw`` gave tensors."""
+    if parts and not isinstance(parts[0], np.ndarray):
+        import torch
+
+        return torch.cat(parts)
+    return np.concatenate(parts)
 
 
 def token_pairs(

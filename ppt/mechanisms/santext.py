@@ -39,7 +39,7 @@ Implementation notes (and the reference code's problems that are avoided here):
   glove-6b-50d:20000, D = 18.7) or its weight underflows (gap > 745 nats). The former int32 table rounded
   every probability to a multiple of 2^-31 = 4.7e-10, which made far words impossible from some inputs
   at eps 3 (issue 16 finding 9). ``probabilities()`` returns the implemented rows (the auditor reads them).
-* Randomness: every record draws its uniforms from its own generator (``ppt.rng.record_generator``),
+* Randomness: every record draws its uniforms from its own generator (``ppt.rng.record_generator``: numpy, 128-bit seeds),
   the same uniforms per position whatever the batch, so outputs do not depend on batching; the reference
   seeded forked ``multiprocessing`` workers with identical global RNG states, which repeated noise across
   workers.
@@ -361,14 +361,14 @@ class SanText(TokenMechanism):
     # ---- sampling -----------------------------------------------------------------------------------
 
     @staticmethod
-    def uniform(n: int, g: torch.Generator) -> torch.Tensor:
+    def uniform(n: int, g: np.random.Generator) -> np.ndarray:
         """n uniforms on [0, 1) with 106 bits near 0: u_hi + u_lo * 2^-53 (two float64 draws each), so
         the inverse CDF reaches intervals far below float64's 2^-53 grid."""
-        hi = torch.rand(n, generator=g, dtype=torch.float64)
-        lo = torch.rand(n, generator=g, dtype=torch.float64)
+        hi = g.random(n)
+        lo = g.random(n)
         return hi + lo * 2.0**-53
 
-    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+    def draw(self, n: int, g: np.random.Generator) -> dict[str, np.ndarray]:
         return {"u": self.uniform(n, g)}
 
     def sample(self, rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
@@ -382,7 +382,7 @@ class SanText(TokenMechanism):
     def _sample(self, rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         dev = self.space.embeddings.device
         rows = rows.to(dev)
-        u = u.to(dev, torch.float64).clamp(0.0, 1.0)
+        u = torch.as_tensor(u).to(dev, torch.float64).clamp(0.0, 1.0)
         out = torch.empty_like(rows)
         if rows.numel() == 0:
             return out
@@ -471,16 +471,16 @@ class SanTextPlus(SanText):
         return [f"santext+ keeps each non-sensitive (frequent) word verbatim with probability 1-p = {1 - self.p:g} "
                 f"(w = {self.w:g}: the {1 - self.w:.0%} most frequent words, names among them)"]
 
-    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+    def draw(self, n: int, g: np.random.Generator) -> dict[str, np.ndarray]:
         # two decisions per position, each with its own uniform: resample or keep, then which word
-        flip = torch.rand(n, generator=g, dtype=torch.float64)
+        flip = g.random(n)
         return {"flip": flip, "u": self.uniform(n, g)}
 
     def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        resample = self._is_sensitive[rows] | (rand["flip"] < self.p)
+        resample = self._is_sensitive[rows] | (torch.as_tensor(rand["flip"]).to(rows.device) < self.p)
         out = rows.clone()
         if bool(resample.any()):
-            out[resample] = self.sample(rows[resample], rand["u"][resample])
+            out[resample] = self.sample(rows[resample], torch.as_tensor(rand["u"]).to(rows.device)[resample])
         return out, {"unchanged": ~resample}
 
 

@@ -388,9 +388,9 @@ class ProSan(TokenPipeline):
             raise RuntimeError("ProSan's plan is made by tokenize_batch within sanitize_batch")
         return tb.actions.copy(), tb.why.copy()
 
-    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+    def draw(self, n: int, g: np.random.Generator) -> dict[str, torch.Tensor]:
         """One uniform per replaced word."""
-        return {"u": torch.rand(n, generator=g, dtype=torch.float64)}
+        return {"u": torch.from_numpy(g.random(n))}
 
     def perturb_batch(self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], rand: dict[str, torch.Tensor], reproducible: bool):
         new_ids, diag = self.perturb(tb, np.flatnonzero(perturb), rand["u"], reproducible or self.batching == "record")
@@ -399,8 +399,8 @@ class ProSan(TokenPipeline):
     def output_texts(self, new_rows: np.ndarray) -> np.ndarray:
         return self.id_text[new_rows]
 
-    def uniform_texts(self, n: int, g: torch.Generator) -> np.ndarray:
-        idx = torch.randint(0, len(self.cand_text), (n,), generator=g).numpy()
+    def uniform_texts(self, n: int, g: np.random.Generator) -> np.ndarray:
+        idx = g.integers(0, len(self.cand_text), size=n)
         return np.asarray(self.cand_text, dtype=object)[idx]
 
     # ---- scoring and replacement ----------------------------------------------------------------------

@@ -275,10 +275,11 @@ class Rantext(TokenMechanism):
 
     # ---- randomness and perturbation ----------------------------------------------------------------
 
-    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
-        """Per position: the radius r = ||Y||_2 of a fresh Laplace vector, then one uniform."""
-        r = laplace.laplace_norms(n, self.noise_scale, g)
-        u = torch.rand(n, generator=g, dtype=torch.float64)
+    def draw(self, n: int, g: np.random.Generator) -> dict[str, np.ndarray]:
+        """Per position: the radius r = ||Y||_2 of a fresh Laplace vector (a 128-bit sub-stream seeded
+        from ``g``), then one uniform."""
+        r = laplace.laplace_norms_seeded(n, self._scale2, laplace.laplace_seed(g))
+        u = g.random(n)
         return {"r": r, "u": u}
 
     @cached_property
@@ -286,13 +287,13 @@ class Rantext(TokenMechanism):
         """Squared per-dimension Laplace scales (what :func:`ppt.samplers.laplace.laplace_norms` uses)."""
         return self.noise_scale.double().cpu().numpy() ** 2
 
-    def _seeds_and_uniforms(self, counts: list[int], generators: list[torch.Generator]) -> tuple[list[int], np.ndarray]:
+    def _seeds_and_uniforms(self, counts: list[int], generators: list[np.random.Generator]) -> tuple[list[int], np.ndarray]:
         """Each record's draws from its generator, in ``draw``'s order: its Laplace stream seed, then its uniforms."""
         seeds, us = [], []
         for n, g in zip(counts, generators):
             seeds.append(laplace.laplace_seed(g))
-            us.append(torch.rand(n, generator=g, dtype=torch.float64))
-        return seeds, torch.cat(us).numpy() if us else np.empty(0)
+            us.append(g.random(n))
+        return seeds, np.concatenate(us) if us else np.empty(0)
 
     def _laplace_norms(self, counts: list[int], seeds: list[int]) -> np.ndarray:
         """Every record's Laplace norms from its seed (numpy only; records shared with the helper thread,
@@ -307,13 +308,13 @@ class Rantext(TokenMechanism):
         parallel.for_each(draw, len(counts), share=r.size * scale2.size >= MIN_SHARED_DRAWS)
         return r
 
-    def draw_batch(self, counts: list[int], generators: list[torch.Generator]) -> dict[str, torch.Tensor]:
+    def draw_batch(self, counts: list[int], generators: list[np.random.Generator]) -> dict[str, np.ndarray]:
         """``draw`` for every record. The record's generator gives its stream seed and then its uniforms,
         as in ``draw``; the Laplace norms come from the seeds alone, after all generator draws."""
         seeds, u = self._seeds_and_uniforms(counts, generators)
         if not counts:
             return {}
-        return {"r": torch.from_numpy(self._laplace_norms(counts, seeds)), "u": torch.from_numpy(u)}
+        return {"r": self._laplace_norms(counts, seeds), "u": u}
 
     def _sample(self, rows: np.ndarray, r: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Steps 2-3 for positions with given radii and uniforms (numpy): (output rows, |C_r|)."""
