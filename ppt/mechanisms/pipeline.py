@@ -21,7 +21,9 @@ from abc import abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
+from ppt.lazy import lazy_module
+
+torch = lazy_module("torch")
 
 from ppt.mechanisms.accounting import Accounting, reason_counts
 from ppt.mechanisms.base import Mechanism, Sanitized
@@ -194,7 +196,7 @@ class TokenPipeline(Mechanism):
             # a record's accounting does not depend on what else is in its batch
             unchanged = diag.get("unchanged")
             kept_by = np.zeros(n_texts, np.int64) if unchanged is None else np.bincount(
-                rec[perturb], weights=unchanged.numpy().astype(np.float64), minlength=n_texts).astype(np.int64)
+                rec[perturb], weights=np.asarray(unchanged).astype(np.float64), minlength=n_texts).astype(np.int64)
             for b, (extra, k) in enumerate(zip(extras, kept_by.tolist())):
                 extra.setdefault("kept_by_mechanism", k)
                 # a word the mechanism kept verbatim is unprotected: outside the composed eps
@@ -257,7 +259,40 @@ class TokenMechanism(TokenPipeline):
 
     @abstractmethod
     def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """New rows for all perturbed positions of a batch, plus per-position diagnostics."""
+        """New rows for all perturbed positions of a batch, plus per-position diagnostics (tensors; a
+        mechanism with a numpy sampler runs it here when :attr:`backend` is ``"numpy"``)."""
+
+    # ---- sampling backend: numpy on the CPU, torch on a GPU ------------------------------------------
+
+    perturb_rows_np = None  # a mechanism's numpy sampler: (rows int64 [n], numpy draws) -> (rows, diag)
+    backend_override: ClassVar[str | None] = None  # "numpy" / "torch" for every instance (tests)
+    _backend: str | None = None
+
+    @property
+    def backend(self) -> str:
+        """Where the sampler runs: ``"numpy"`` (no torch import: the one-record CPU path) when the space is
+        on the CPU and the mechanism has a numpy sampler, ``"torch"`` otherwise (tensors on the space's
+        device). Both implement the same mechanism from the same draws (the statistical tests run both);
+        outputs may differ in the last bits of float rounding, so a seeded run is reproducible on one
+        backend. Set ``mech.backend = "torch"`` (or ``backend_override``) to choose."""
+        forced = self._backend or type(self).backend_override
+        if forced == "numpy" and self.perturb_rows_np is None:
+            forced = "torch"
+        if forced:
+            return forced
+        return "numpy" if self.perturb_rows_np is not None and str(self.device) == "cpu" else "torch"
+
+    @backend.setter
+    def backend(self, value: str) -> None:
+        if value not in ("numpy", "torch"):
+            raise ValueError(f"backend must be 'numpy' or 'torch' (got {value!r})")
+        self._backend = value
+
+    def _rows_via_numpy(self, rows: torch.Tensor, rand: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """``perturb_rows`` on the numpy backend: tensors in and out, the numpy sampler in between."""
+        out, diag = self.perturb_rows_np(torch.as_tensor(rows).cpu().numpy().astype(np.int64, copy=False),
+                                         {k: np.asarray(torch.as_tensor(v).cpu()) for k, v in rand.items()})
+        return torch.from_numpy(np.asarray(out)), {k: torch.from_numpy(np.asarray(v)) for k, v in diag.items()}
 
     # ---- the pipeline's hooks, over the space's rows -------------------------------------------------
 
@@ -267,7 +302,11 @@ class TokenMechanism(TokenPipeline):
     def perturb_batch(
         self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], rand: dict[str, torch.Tensor], reproducible: bool
     ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
-        """``perturb_rows`` on the perturbed pieces' rows (a row's new row depends on the row alone)."""
+        """``perturb_rows`` on the perturbed pieces' rows (a row's new row depends on the row alone); the
+        numpy backend never touches torch."""
+        if self.backend == "numpy":
+            out, diag = self.perturb_rows_np(np.asarray(tb.rows[perturb], dtype=np.int64), {k: np.asarray(v) for k, v in rand.items()})
+            return np.asarray(out, dtype=np.int64), diag
         rows = torch.from_numpy(tb.rows[perturb]).to(self.device)
         new_rows, diag = self.perturb_rows(rows, {k: torch.as_tensor(v).to(self.device) for k, v in rand.items()})
         return new_rows.cpu().numpy(), {k: v.cpu() for k, v in diag.items()}

@@ -28,7 +28,8 @@ def laplace_norms(n: int, scale: Any, g: Any, chunk: int = 8192) -> Any:
     import torch
 
     legacy = np.random.Generator(np.random.PCG64(laplace_seed(g)))  # unchanged: calibrated Z stays the same
-    return torch.from_numpy(_norms(n, scale.double().cpu().numpy() ** 2, legacy, chunk))
+    scale = np.asarray(scale.cpu() if hasattr(scale, "cpu") else scale, dtype=np.float64)
+    return torch.from_numpy(_norms(n, scale**2, legacy, chunk))
 
 
 def laplace_seed(g: Any) -> int:

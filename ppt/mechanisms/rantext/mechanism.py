@@ -66,7 +66,9 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
+from ppt.lazy import lazy_module
+
+torch = lazy_module("torch")
 
 from ppt import parallel
 from ppt.accounting import ConditionalDpEvent, SelfComposedEvent
@@ -74,6 +76,7 @@ from ppt.mechanisms.pipeline import TokenMechanism
 from ppt.mechanisms.policy import Policy
 from ppt.mechanisms.rantext import calibration
 from ppt.mechanisms.rantext.runs import DEFAULT_CHUNK_ENTRIES, RUN_TABLE_VERSION, RunTable, build_run_table_files, build_runs, sample_runs
+from ppt.mechanisms.rantext.runs_np import sample_runs_np
 from ppt.samplers import laplace
 from ppt.spaces.distances import distance_rows
 
@@ -201,9 +204,9 @@ class Rantext(TokenMechanism):
         return self.calibration.z
 
     @cached_property
-    def noise_scale(self) -> torch.Tensor:
-        """Per-dimension Laplace scale Delta_d / Z (float64, CPU)."""
-        return self.space.sensitivity.double().cpu() / self.z
+    def noise_scale(self) -> np.ndarray:
+        """Per-dimension Laplace scale Delta_d / Z (float64 numpy)."""
+        return np.asarray(self.space.sensitivity_array, dtype=np.float64) / self.z
 
     # ---- tables -------------------------------------------------------------------------------------
 
@@ -285,7 +288,7 @@ class Rantext(TokenMechanism):
     @cached_property
     def _scale2(self) -> np.ndarray:
         """Squared per-dimension Laplace scales (what :func:`ppt.samplers.laplace.laplace_norms` uses)."""
-        return self.noise_scale.double().cpu().numpy() ** 2
+        return self.noise_scale**2
 
     def _seeds_and_uniforms(self, counts: list[int], generators: list[np.random.Generator]) -> tuple[list[int], np.ndarray]:
         """Each record's draws from its generator, in ``draw``'s order: its Laplace stream seed, then its uniforms."""
@@ -321,8 +324,15 @@ class Rantext(TokenMechanism):
         if rows.size == 0:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         if self.uses_fast_path:
+            if self.backend == "numpy":
+                return sample_runs_np(self.run_table, rows, r, u, self.eps, self.chunk_entries)
             return sample_runs(self.run_table, rows, r, u, self.eps, self.chunk_entries)
         return self._sample_fallback(rows, r, u)
+
+    def perturb_rows_np(self, rows: np.ndarray, rand: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        out, size = self._sample(np.asarray(rows, dtype=np.int64), np.asarray(rand["r"], dtype=np.float64),
+                                 np.asarray(rand["u"], dtype=np.float64))
+        return out, {"cr_size": size}
 
     def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         out, size = self.sample_given_radius(rows, rand["r"], rand["u"])
@@ -362,7 +372,7 @@ class Rantext(TokenMechanism):
         s = diag.get("cr_size")
         if s is None:
             return [{} for _ in counts]
-        sizes = s.numpy()
+        sizes = np.asarray(s)
         rec = np.repeat(np.arange(len(counts)), counts)
         srt = sizes[np.lexsort((sizes, rec))].tolist()
         out, lo = [], 0

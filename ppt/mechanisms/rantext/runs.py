@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
+from ppt.lazy import lazy_module
+
+torch = lazy_module("torch")
 
 DEFAULT_CHUNK_ENTRIES = 1 << 18 # run-length entries per sampling block (work arrays stay in cache)
 RUN_TABLE_VERSION = 1
