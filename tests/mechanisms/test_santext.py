@@ -345,7 +345,9 @@ def test_row_cache_changes_no_output(space, cls):
     eps = float(2 * 8.0 / np.median(span))  # half the rows in one band, half across several
     cold = cls(eps, space=space)
     cold.row_cache_bytes = 0
+    cold.backend = "torch"  # the row cache belongs to the torch sampler
     hot = cls(eps, space=space)
+    hot.backend = "torch"
     hot.row_cache_bytes = 12 * st.RowCache.slots_for(1, 1) + 12 * (9 * len(hot.sensitive) + 16 * st.RowCache.max_bands + 32)
     g = torch.Generator().manual_seed(5)
     hits = 0
