@@ -10,7 +10,9 @@ warm-up run per (checkout, mechanism) that builds or reads the cache tables (war
 checkouts are interleaved (this, ref, this, ref, ...) so load from other processes affects both alike.
 Printed: the median wall time in seconds of ``--runs`` runs per (checkout, mechanism), ``python -c
 "import ppt"`` and ``python -c "import torch"`` as baselines, the ratio to ``import ppt`` and, with
-``--ref``, the ratio ref / this. Nothing here is a test; the target (issue 13) is <= 1.0 s on a 2-core CPU.
+``--ref``, the ratio ref / this. Bytecode: by default compiled once into a temporary PYTHONPYCACHEPREFIX
+(as an installed package has it); ``--source-only`` keeps the environment's setting. Nothing here is a
+test; the target (issue 13) is <= 1.0 s on a 2-core CPU.
 """
 
 from __future__ import annotations
@@ -26,8 +28,14 @@ from pathlib import Path
 RECORD = '{"text":"hi"}\n'
 
 
+PYC_ENV: dict[str, str | None] = {}  # set by main(): where compiled bytecode goes (see --source-only)
+
+
 def timed(cmd: list[str], root: Path, stdin: str = "") -> float:
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    env = {**os.environ, "PYTHONPATH": str(root), **{k: v for k, v in PYC_ENV.items() if v is not None}}
+    for k, v in PYC_ENV.items():
+        if v is None:
+            env.pop(k, None)
     t0 = time.perf_counter()
     r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, cwd=root)
     dt = time.perf_counter() - t0
@@ -45,7 +53,15 @@ def main() -> None:
     ap.add_argument("--mechs", nargs="+", default=["rantext", "santext+", "custext+"])
     ap.add_argument("--runs", type=int, default=10, help="timed runs per (checkout, mechanism); the median is printed")
     ap.add_argument("--ref", type=Path, default=None, help="a second checkout (e.g. /work/main) timed in the same run")
+    ap.add_argument("--source-only", action="store_true",
+                    help="keep this environment's bytecode setting (PYTHONDONTWRITEBYTECODE=1 recompiles every ppt "
+                         "module on every run); by default bytecode is written under a temporary "
+                         "PYTHONPYCACHEPREFIX, as an installed package has it (no file is written in either checkout)")
     args = ap.parse_args()
+    if not args.source_only:
+        import tempfile
+
+        PYC_ENV.update({"PYTHONDONTWRITEBYTECODE": None, "PYTHONPYCACHEPREFIX": tempfile.mkdtemp(prefix="ppt-startup-pyc-")})
     here = Path(__file__).resolve().parents[1]
     roots = {"this": here} if args.ref is None else {"this": here, "ref": args.ref.resolve()}
     jobs: dict[tuple[str, str], list[str]] = {}
@@ -65,7 +81,9 @@ def main() -> None:
                 if (label, what) in jobs:
                     times[(label, what)].append(timed(jobs[(label, what)], roots[label], RECORD))
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"one-record start-up, median of {args.runs} runs (s); python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    pyc = "source only (no bytecode)" if args.source_only else "bytecode cached"
+    print(f"one-record start-up, median of {args.runs} runs (s); python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {pyc}, "
+          f"load average {os.getloadavg()[0]:.1f}")
     head = f"{'':14}{'this':>9}{'x import ppt':>14}"
     if args.ref:
         head += f"{'ref':>9}{'x import ppt':>14}{'ref/this':>10}"
