@@ -22,8 +22,13 @@ import numpy as np
 import torch
 
 
-def dchi_seed(g: torch.Generator) -> int:
-    """The one draw a record's noise takes from its generator."""
+def dchi_seed(g) -> int:
+    """The one draw a record's noise takes from its generator: 128 bits from a numpy generator
+    (``ppt.rng.record_generator``), 63 from a torch one (whose own state has 32 bits of seed)."""
+    if isinstance(g, np.random.Generator):
+        from ppt.rng import child_seed
+
+        return child_seed(g)
     return int(torch.randint(0, 2**63 - 1, (1,), generator=g, dtype=torch.int64))
 
 
