@@ -173,7 +173,7 @@ def main() -> None:
     try:
         for eps in args.eps:
             mech.eps = eps
-            rand = torch.cat([torch.rand((len(p_), 2), generator=record_generator(1, i), dtype=torch.float64) for i, p_ in enumerate(pos)])
+            rand = torch.cat([torch.from_numpy(record_generator(1, i).random((len(p_), 2))) for i, p_ in enumerate(pos)])
             cols, diag = mech.perturb(ids, pos, rand)
             new = mech.candidates[cols]
             unchanged = (new == orig).double().mean().item()

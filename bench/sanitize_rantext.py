@@ -199,7 +199,7 @@ def run_core(mech: Rantext, ref: Reference, rows: np.ndarray, n_records: int, se
     for s in range(0, rows.size, step):
         part = rows[s : s + step]
         draws = [mech.draw(min(per, part.size - o), record_generator(seed, (s, o))) for o in range(0, part.size, per)]
-        rand = {k: torch.cat([d[k] for d in draws]) for k in draws[0]}
+        rand = {k: np.concatenate([d[k] for d in draws]) for k in draws[0]}
         mech.perturb_rows(torch.from_numpy(part), rand)
     t_ppt = time.perf_counter() - t0
     t0 = time.perf_counter()
