@@ -45,8 +45,9 @@ def doubled(monkeypatch, space, tiny_lm, mech, name, params):
     if name == "rantext":
         import ppt.mechanisms.rantext.mechanism as rm
 
-        orig = rm.sample_runs
-        monkeypatch.setattr(rm, "sample_runs", lambda table, rows, r, u, eps, *a, **k: orig(table, rows, r, u, 2 * eps, *a, **k))
+        for fn in ("sample_runs", "sample_runs_np"):  # both backends' samplers (numpy runs on the CPU)
+            orig = getattr(rm, fn)
+            monkeypatch.setattr(rm, fn, lambda table, rows, r, u, eps, *a, _o=orig, **k: _o(table, rows, r, u, 2 * eps, *a, **k))
     elif name == "cape":
         import ppt.mechanisms.cape.utility as cu
 
@@ -54,8 +55,10 @@ def doubled(monkeypatch, space, tiny_lm, mech, name, params):
         monkeypatch.setattr(cu, "sample_bucketized", lambda u, eps, *a, **k: orig(u, 2 * eps, *a, **k))
     else:
         other = build(space, tiny_lm, name, 2 * mech.eps, **params)
-        attr = "sample" if name.startswith("santext") else "perturb_rows"
-        monkeypatch.setattr(mech, attr, getattr(other, attr))
+        attrs = ("sample", "sample_np") if name.startswith("santext") else ("perturb_rows", "perturb_rows_np")
+        for attr in attrs:  # both backends' samplers (numpy runs on the CPU)
+            if getattr(other, attr, None) is not None:
+                monkeypatch.setattr(mech, attr, getattr(other, attr))
 
 
 def f(x) -> float:
