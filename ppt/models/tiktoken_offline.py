@@ -164,13 +164,16 @@ RANKS_FORMAT = b"ppt-ranks-v1\0"
 
 
 def parsed_ranks(rank_name: str, directory: Path, loader) -> dict[bytes, int]:
-    """The mergeable ranks of ``rank_name`` from a marshal copy beside tiktoken's rank file (written on
+    """The mergeable ranks of ``rank_name`` from a marshal copy in ``<ppt cache>/tiktoken-parsed`` (never in
+    the user's $TIKTOKEN_CACHE_DIR; written on
     first use from ``loader``, tiktoken's own parser, which checks the rank file's sha256). The copy holds
     the sha256 of its payload and is named by the rank file's sha256: a truncated or altered copy fails
     its check and is rebuilt from the verified rank file, never used."""
     import marshal
 
-    path = directory / f"{cache_path(rank_name, directory).name}.{RANK_SHA256[rank_name][:16]}.ranks"
+    from ppt.cache import cache_dir
+
+    path = cache_dir() / "tiktoken-parsed" / f"{rank_name}.{RANK_SHA256[rank_name][:16]}.ranks"
     try:
         blob = path.read_bytes()
         head, digest, payload = blob[: len(RANKS_FORMAT)], blob[len(RANKS_FORMAT) : len(RANKS_FORMAT) + 32], blob[len(RANKS_FORMAT) + 32 :]
@@ -184,6 +187,7 @@ def parsed_ranks(rank_name: str, directory: Path, loader) -> dict[bytes, int]:
     payload = marshal.dumps(ranks)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_bytes(RANKS_FORMAT + hashlib.sha256(payload).digest() + payload)
         os.replace(tmp, path)
     except OSError:  # a read-only cache: parse every time
