@@ -109,7 +109,7 @@ def eps_table(mech, prompts: list[str], eps_values: list[float]) -> list[dict[st
     try:
         for eps in eps_values:
             mech.eps = eps
-            rand = torch.cat([torch.rand((len(p_), 2), generator=record_generator(1, i), dtype=torch.float64) for i, p_ in enumerate(pos)])
+            rand = torch.cat([torch.from_numpy(record_generator(1, i).random((len(p_), 2))) for i, p_ in enumerate(pos)])
             cols, diag = mech.perturb(ids, pos, rand)
             new = candidates[cols.cpu()]
             ep = diag["eps_prime"].double().mean().item()

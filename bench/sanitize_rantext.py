@@ -236,8 +236,11 @@ def run_core(mech: Rantext, ref: Reference, rows: np.ndarray, n_records: int, se
     for s in range(0, rows.size, step):
         part = rows[s : s + step]
         draws = [mech.draw(min(per, part.size - o), record_generator(seed, (s, o))) for o in range(0, part.size, per)]
-        rand = {k: torch.cat([d[k] for d in draws]) for k in draws[0]}
-        mech.perturb_rows(torch.from_numpy(part).to(mech.device), {k: v.to(mech.device) for k, v in rand.items()})
+        rand = {k: np.concatenate([d[k] for d in draws]) for k in draws[0]}
+        if mech.device.type == "cuda":  # the torch sampler, tables resident on the device
+            mech.perturb_rows(torch.from_numpy(part).to(mech.device), {k: torch.from_numpy(v).to(mech.device) for k, v in rand.items()})
+        else:  # the numpy sampler, as the CPU path runs it
+            mech.perturb_rows_np(part, rand)
     sync(mech)
     t_ppt = CLOCK() - t0
     t0 = CLOCK()

@@ -70,7 +70,7 @@ def time_sampler(mech, rows: torch.Tensor, rec_len: int = 128, repeat: int = 3) 
         for s in range(0, n, batch):
             chunk = rows[s : s + batch]
             draws = [mech.draw(min(rec_len, chunk.numel() - o), record_generator(r, s + o)) for o in range(0, chunk.numel(), rec_len)]
-            rand = {k: torch.cat([d[k] for d in draws]) for k in draws[0]}
+            rand = {k: np.concatenate([np.asarray(d[k]) for d in draws]) for k in draws[0]}
             mech.perturb_rows(chunk, rand)
         best = min(best, time.perf_counter() - t0)
     return n / best

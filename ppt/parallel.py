@@ -9,11 +9,10 @@ thread: ``torch.set_num_threads(1)`` keeps ppt on one core.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-
-import torch
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -30,10 +29,22 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
+def _threads() -> int:
+    """torch's intra-op thread count when torch is loaded (``torch.set_num_threads(1)`` keeps ppt on one
+    core); otherwise OMP_NUM_THREADS or the cores this process may use (without importing torch)."""
+    t = sys.modules.get("torch")
+    if t is not None:
+        return t.get_num_threads()
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def helper() -> ThreadPoolExecutor | None:
     """The helper thread, or None where this process should stay on one thread (or this is the helper)."""
     global _pool
-    if torch.get_num_threads() < 2 or threading.current_thread().name.startswith(_NAME):
+    if _threads() < 2 or threading.current_thread().name.startswith(_NAME):
         return None
     with _pool_lock:
         if _pool is None:

@@ -65,7 +65,7 @@ class ShiftMech(TokenMechanism):
         return {"shift": self.shift, "space": self.space.name}
 
     def draw(self, n, g):
-        return {"u": torch.rand(n, generator=g)}
+        return {"u": g.random(n)}
 
     def perturb_rows(self, rows, rand):
         return (rows + self.shift) % self.space.size, {}

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1] / "ppt"
 
 # package (or top-level module) -> floor; lower floors never import higher ones
 FLOORS: dict[str, int] = {
-    "ppt": 1, "ppt.rng": 1, "ppt.cache": 1, "ppt.parallel": 1, "ppt.progress": 1, "ppt.log": 1, "ppt.data": 1,
+    "ppt": 1, "ppt.rng": 1, "ppt.lazy": 1, "ppt.cache": 1, "ppt.parallel": 1, "ppt.progress": 1, "ppt.log": 1, "ppt.data": 1,
     "ppt.io": 1, "ppt.accounting": 1,
     "ppt.samplers": 2, "ppt.models": 2,
     "ppt.lm": 3, "ppt.spaces": 3,

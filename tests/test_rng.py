@@ -4,10 +4,14 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import torch
 
+import ppt.rng
 from ppt.mechanisms import TokenMechanism
-from ppt.rng import derive_seed, record_generator, record_numpy_rng, seeded
+from ppt.rng import (child_seed, derive_seed, entropy_seed, generator_from_seed, record_generator, record_numpy_rng,
+                     record_torch_generator, seeded)
+from ppt.samplers.laplace import laplace_norms_seeded
 from ppt.spaces import space_from_arrays
 from ppt.cache import Cache
 
@@ -18,14 +22,66 @@ def test_derived_seeds_depend_on_seed_id_and_stream():
 
 
 def test_seeded_generators_reproduce_and_entropy_ones_differ():
-    a = torch.rand(8, generator=record_generator(5, "rec"))
-    b = torch.rand(8, generator=record_generator(5, "rec"))
-    c = torch.rand(8, generator=record_generator(None, "rec"))
-    d = torch.rand(8, generator=record_generator(None, "rec"))
-    assert torch.equal(a, b)
-    assert not torch.equal(c, d)
+    a = record_generator(5, "rec").random(8)
+    b = record_generator(5, "rec").random(8)
+    c = record_generator(None, "rec").random(8)
+    d = record_generator(None, "rec").random(8)
+    assert np.array_equal(a, b)
+    assert not np.array_equal(c, d)
     assert record_numpy_rng(5, 1).integers(1 << 30) == record_numpy_rng(5, 1).integers(1 << 30)
     assert seeded(None) is False and seeded(3) is True
+
+
+def test_seeds_carry_128_bits():
+    """Derived and entropy seeds use 128 bits (a 63-bit mask would put every seed below 2^63)."""
+    derived = [derive_seed(7, i) for i in range(64)]
+    assert max(derived) < 1 << 128 and max(derived) >= 1 << 120
+    assert max(entropy_seed() for _ in range(64)) >= 1 << 120
+    assert all(child_seed(record_generator(1, i)) >= 0 for i in range(4))
+    assert max(child_seed(record_generator(1, i)) for i in range(64)) >= 1 << 120
+
+
+@pytest.mark.parametrize("bit", [32, 40, 63, 64, 100, 127])
+def test_seeds_differing_only_in_high_bits_give_different_streams(bit):
+    """torch's CPU mt19937 kept only the low 32 bits of a seed (s and s + 2^32 gave one stream): every
+    bit of a record's 128-bit seed must reach its stream, and the Laplace sub-streams' too."""
+    s = 0x1234_5678_9ABC_DEF0_1122_3344_5566_7788 & ((1 << bit) - 1)
+    a, b = generator_from_seed(s).random(16), generator_from_seed(s | (1 << bit)).random(16)
+    assert not np.array_equal(a, b)
+    b2 = np.ones(8)
+    assert not np.array_equal(laplace_norms_seeded(16, b2, s), laplace_norms_seeded(16, b2, s | (1 << bit)))
+
+
+def test_record_streams_use_every_bit_of_the_derived_seed(monkeypatch, tmp_path):
+    """Two records whose derived seeds differ only above bit 63 (or above bit 31) get different noise:
+    fails if record_generator (or anything after it) truncates the seed."""
+    base = derive_seed(3, "x")
+    fake = {"lo": base & ((1 << 63) - 1), "hi63": (base & ((1 << 63) - 1)) | (1 << 100),
+            "hi31": (base & ((1 << 32) - 1)) | (1 << 40)}
+    monkeypatch.setattr(ppt.rng, "derive_seed", lambda seed, rid, stream="": fake[rid])
+    draws = {k: record_generator(3, k).random(32) for k in fake}
+    assert not np.array_equal(draws["lo"], draws["hi63"])
+    assert not np.array_equal(draws["lo"], draws["hi31"])
+    # and through a mechanism: the same text, seeds differing only above bit 63
+    vocab = [f"w{i}" for i in range(1000)]
+    sp = space_from_arrays("t", vocab, np.eye(1000, 4), cache=Cache(tmp_path))
+    mech = _Noisy(1.0, space=sp)
+    text = " ".join(vocab[:40])
+    outs = {k: mech.sanitize_batch([text], [record_generator(3, k)])[0].text for k in fake}
+    assert outs["lo"] != outs["hi63"] and outs["lo"] != outs["hi31"]
+
+
+def test_torch_generators_for_lm_sampling_stay_seeded():
+    """LM sampling keeps a torch generator (documented 32-bit limit): reproducible from (seed, id)."""
+    a = torch.rand(4, generator=record_torch_generator(5, "r"))
+    assert torch.equal(a, torch.rand(4, generator=record_torch_generator(5, "r")))
+    assert not torch.equal(a, torch.rand(4, generator=record_torch_generator(5, "s")))
+
+
+def test_importing_rng_does_not_import_torch():
+    code = "import sys, ppt.rng, ppt.samplers.laplace; print('torch' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "False"
 
 
 class _Noisy(TokenMechanism):
@@ -38,10 +94,10 @@ class _Noisy(TokenMechanism):
         return {}
 
     def draw(self, n, g):
-        return {"u": torch.rand(n, generator=g, dtype=torch.float64)}
+        return {"u": g.random(n)}
 
     def perturb_rows(self, rows, rand):
-        return (rand["u"] * self.space.size).long(), {}
+        return (torch.as_tensor(rand["u"]) * self.space.size).long(), {}
 
 
 def test_outputs_do_not_depend_on_batch_size_or_order(tmp_path):

@@ -284,7 +284,9 @@ def mapping(
                 raise PptError(f"{mech} has no per-token kernel to probe (context-dependent)", ExitCode.USAGE)
             n = m.space.size
             rows = np.unique(np.linspace(0, n - 1, min(tokens, n)).round().astype(np.int64))
-            res = probe(m, rows, draws, torch.Generator().manual_seed(seed))
+            from ppt.rng import record_generator
+
+            res = probe(m, rows, draws, record_generator(seed, "probe"))
         res.pop("n_w")
         out = {"mechanism": mech, "eps": m.eps, "space": m.space.name, **res}
         real_stdout().write(orjson.dumps(out).decode() + "\n")

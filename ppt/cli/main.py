@@ -70,8 +70,10 @@ def _install_log_handlers() -> None:
             handler.setStream(sys.stderr)
 
 
-def build_app() -> typer.Typer:
-    for name in SUBCOMMANDS:
+def build_app(only: str | None = None) -> typer.Typer:
+    """Register every subcommand, or only ``only`` (start-up: a run of one subcommand does not import
+    the other fourteen modules)."""
+    for name in SUBCOMMANDS if only is None else [only]:
         modname = f"ppt.cli.{name.replace('-', '_')}_cmd"
         if importlib.util.find_spec(modname) is None:
             continue
@@ -79,7 +81,19 @@ def build_app() -> typer.Typer:
     return app
 
 
-build_app()
+def requested_subcommand(argv: list[str] | None = None) -> str | None:
+    """The subcommand this process runs when it is the ppt executable (``ppt NAME ...`` or ``python -m
+    ppt.cli.main NAME ...``) and is not completing a command line; None (register all) otherwise, e.g.
+    ``ppt --help``, shell completion, or an import from other code (tests, docgen)."""
+    argv = sys.argv if argv is None else argv
+    if len(argv) < 2 or argv[1] not in SUBCOMMANDS or any(k.endswith("_COMPLETE") for k in os.environ):
+        return None
+    prog = os.path.basename(argv[0] or "")
+    main_py = os.path.abspath(argv[0] or "") == os.path.abspath(__file__)
+    return argv[1] if prog == "ppt" or main_py else None
+
+
+build_app(requested_subcommand())
 
 
 def run() -> None:

@@ -11,7 +11,7 @@ insertion: the details do not change the task. Each record lists its private ite
      "private_types": ["name", "name", "age", ...], "source": "business/001", "task": "summarize"}
 
 A name is listed as its first name and surname (two items: either one surviving is a leak). Choices
-come from a per-record generator (``ppt.rng.record_generator(seed, index)``), so record i is the same
+come from a per-record generator (``ppt.rng.record_torch_generator(seed, index)``), so record i is the same
 whatever ``n``.
 """
 
@@ -80,9 +80,9 @@ def _digits(g: torch.Generator, n: int) -> str:
 def pii_record(i: int, source: tuple[str, str, str], seed: int, task: str = "summarize",
                min_items: int = 3, max_items: int = 5) -> dict[str, Any]:
     """Record ``i``: an instruction, the source's sentence(s) and 3-5 personal details inserted."""
-    from ppt.rng import record_generator
+    from ppt.rng import record_torch_generator
 
-    g = record_generator(seed, i)
+    g = record_torch_generator(seed, i)
     src, s1, s2 = source
     first, last = _pick(g, FIRST), _pick(g, LAST)
     values = {

@@ -112,13 +112,13 @@ def _mi(clean: np.ndarray, other: np.ndarray, k: int, pca: int) -> tuple[float, 
 
 
 def _embed_all(split: Any, texts: list[str], eta: float, seed: int, stream: str, denoiser: Any, bs: int) -> dict:
-    from ppt.rng import record_generator
+    from ppt.rng import record_torch_generator
     from ppt.snd.pipeline import snd_embed
 
     noisy, den, rows = [], [], []
     for s in range(0, len(texts), bs):
         chunk = texts[s : s + bs]
-        gens = [record_generator(seed, [stream, s + i]) for i in range(len(chunk))]
+        gens = [record_torch_generator(seed, [stream, s + i]) for i in range(len(chunk))]
         b = snd_embed(split, chunk, eta, gens, denoiser=denoiser)
         noisy.append(b.noisy)
         den.append(b.denoised if b.denoised is not None else b.noisy)

@@ -175,8 +175,7 @@ def run_cell(name: str, eps: float, docs: list[dict], shared: _Shared) -> dict:
     if cfg.probe_tokens and rows.size and hasattr(mech, "draw") and hasattr(mech, "perturb_rows"):
         rng = np.random.default_rng(cfg.seed)
         chosen = np.sort(rng.choice(rows, size=min(cfg.probe_tokens, rows.size), replace=False))
-        g = torch.Generator().manual_seed(cfg.seed)
-        probe_res = probe(mech, chosen, cfg.probe_draws, g)
+        probe_res = probe(mech, chosen, cfg.probe_draws, record_generator(cfg.seed, "probe"))
 
     row: dict[str, Any] = {
         "mechanism": name, "eps": eps, "space": space.name, "n_docs": len(docs),

@@ -7,7 +7,7 @@ What it gets right, so callers do not have to:
 - left padding with the attention mask transformers needs, prompts tokenized once and grouped by
   length into micro-batches so little compute goes to padding;
 - sampling from per-record generators: a record's sample depends on its own generator only (derive it
-  with ``ppt.rng.record_generator(seed, id, stream)``), not on batch size or neighbours. Temperature 0
+  with ``ppt.rng.record_torch_generator(seed, id, stream)``), not on batch size or neighbours. Temperature 0
   is greedy decoding;
 - stop strings (cut before the stop, OpenAI-style), EOS ids from the model and tokenizer, a
   ``finish_reason`` ("stop" or "length") and token usage per completion;
@@ -214,7 +214,7 @@ class LocalGenerator:
     ) -> list[Completion | RecordError]:
         import torch
 
-        from ppt.rng import record_generator
+        from ppt.rng import record_torch_generator
 
         items: list[_Encoded] = []
         for i, prompt in enumerate(prompts):
@@ -230,7 +230,7 @@ class LocalGenerator:
                     f"the model's context of {self.context_length}",
                 )
             if params.temperature > 0:
-                item.generator = generators[i] if generators is not None else record_generator(None, i)
+                item.generator = generators[i] if generators is not None else record_torch_generator(None, i)
             items.append(item)
         todo = [it for it in items if it.error is None]
         # a compiled step: one cache shape for every batch of the call (else one compile per prompt length)

@@ -93,7 +93,7 @@ class VllmGenerator(LocalGenerator):
         import torch
         from vllm import SamplingParams as VSampling  # type: ignore[import-not-found]
 
-        from ppt.rng import record_generator
+        from ppt.rng import record_torch_generator
 
         results: list[Any] = [None] * len(prompts)
         todo, requests = [], []
@@ -110,7 +110,7 @@ class VllmGenerator(LocalGenerator):
                 continue
             seed = None
             if params.temperature > 0:
-                g = generators[i] if generators is not None else record_generator(None, i)
+                g = generators[i] if generators is not None else record_torch_generator(None, i)
                 seed = int(torch.randint(0, 2**31 - 1, (1,), generator=g))
             requests.append(({"prompt_token_ids": ids}, VSampling(
                 max_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,

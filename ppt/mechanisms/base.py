@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
+from ppt.lazy import lazy_module
+
+torch = lazy_module("torch")
 
 from ppt.mechanisms.accounting import Accounting
 
@@ -71,8 +73,9 @@ class Mechanism(ABC):
         """Every parameter that determines the output distribution (for the stamp)."""
 
     @abstractmethod
-    def sanitize_batch(self, texts: list[str], generators: list[torch.Generator], *, reproducible: bool = True) -> list[Sanitized]:
-        """One :class:`Sanitized` per text, each drawn from its own generator.
+    def sanitize_batch(self, texts: list[str], generators: list[np.random.Generator], *, reproducible: bool = True) -> list[Sanitized]:
+        """One :class:`Sanitized` per text, each drawn from its own generator (a numpy generator with a
+        128-bit seed, :func:`ppt.rng.record_generator`).
 
         ``reproducible`` (DESIGN's randomness contract): True requires seeded output bit-identical
         whatever the batching; False (OS-entropy runs) lets a mechanism batch for speed at the cost of

@@ -38,7 +38,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
+from ppt.lazy import lazy_module
+
+torch = lazy_module("torch")
 
 from ppt.accounting import ConditionalDpEvent, SelfComposedEvent
 from ppt.mechanisms.pipeline import TokenMechanism
@@ -206,13 +208,23 @@ class CusText(TokenMechanism):
         sizes = np.diff(offsets)
         group_of = np.full(sp.size, -1, dtype=np.int64)
         group_of[members] = np.repeat(np.arange(len(sizes)), sizes)
-        dev = self.device
-        self.members = torch.from_numpy(members).to(dev)
-        self.offsets = torch.from_numpy(offsets).to(dev)
-        self.group_of = torch.from_numpy(group_of).to(dev)
-        self.group_size = torch.from_numpy(sizes).to(dev)
-        self.cdf = torch.from_numpy(np.load(art.file("cdf.npy"))).to(dev)
+        # numpy (the cdf memory-mapped: a batch reads only its words' rows); tensors made on first use
+        self.np_tables = {"members": members, "offsets": offsets, "group_of": group_of, "group_size": sizes,
+                          "cdf": np.load(art.file("cdf.npy"), mmap_mode="r")}
         self._loaded = True
+
+    def _tensor(self, name: str) -> torch.Tensor:
+        self._load()
+        cache = self.__dict__.setdefault("_tensors", {})
+        if name not in cache:
+            cache[name] = torch.from_numpy(np.array(self.np_tables[name])).to(self.device)
+        return cache[name]
+
+    members = property(lambda self: self._tensor("members"))
+    offsets = property(lambda self: self._tensor("offsets"))
+    group_of = property(lambda self: self._tensor("group_of"))
+    group_size = property(lambda self: self._tensor("group_size"))
+    cdf = property(lambda self: self._tensor("cdf"))
 
     def precompute(self, quiet: bool = False) -> list:
         self._load()
@@ -221,21 +233,38 @@ class CusText(TokenMechanism):
     def group_members(self, row: int) -> list[int]:
         """The output set of a word (its group's rows, leader first)."""
         self._load()
-        g = int(self.group_of[row])
-        return self.members[int(self.offsets[g]) : int(self.offsets[g + 1])].tolist()
+        t = self.np_tables
+        g = int(t["group_of"][row])
+        return t["members"][int(t["offsets"][g]) : int(t["offsets"][g + 1])].tolist()
 
     # ---- sampling ----------------------------------------------------------------------------------
 
-    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
-        return {"u": torch.rand(n, generator=g, dtype=torch.float64)}
+    def draw(self, n: int, g: np.random.Generator) -> dict[str, np.ndarray]:
+        return {"u": g.random(n)}
+
+    def perturb_rows_np(self, rows: np.ndarray, rand: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The numpy sampler: the same inverse CDF over the same cumulative rows as :meth:`perturb_rows`
+        (count of cdf entries <= u is searchsorted(right=True) on a nondecreasing row)."""
+        self._load()
+        t = self.np_tables
+        grp = t["group_of"][rows]
+        if (grp < 0).any():  # cannot happen: the mapping covers the space's vocabulary
+            raise RuntimeError("custext: a word outside the mapping reached the sampler")
+        c = np.asarray(t["cdf"][rows])  # [n, k]
+        u = np.clip(np.asarray(rand["u"], dtype=np.float64), 0.0, 1.0 - 2**-53)
+        j = (c <= u[:, None]).sum(1)
+        j = np.minimum(j, t["group_size"][grp] - 1)
+        return t["members"][t["offsets"][grp] + j], {}
 
     def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        if self.backend == "numpy":
+            return self._rows_via_numpy(rows, rand)
         self._load()
         grp = self.group_of[rows]
         if bool((grp < 0).any()):  # cannot happen: the mapping covers the space's vocabulary
             raise RuntimeError("custext: a word outside the mapping reached the sampler")
         c = self.cdf[rows]  # [n, k]
-        u = rand["u"].to(c.device, torch.float64).clamp(0.0, 1.0 - 2**-53).unsqueeze(1)
+        u = torch.as_tensor(rand["u"]).to(c.device, torch.float64).clamp(0.0, 1.0 - 2**-53).unsqueeze(1)
         j = torch.searchsorted(c, u, right=True).squeeze(1)
         j = torch.minimum(j, self.group_size[grp] - 1)
         return self.members[self.offsets[grp] + j], {}

@@ -21,7 +21,9 @@ from abc import abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
+from ppt.lazy import lazy_module
+
+torch = lazy_module("torch")
 
 from ppt.mechanisms.accounting import Accounting, reason_counts
 from ppt.mechanisms.base import Mechanism, Sanitized
@@ -39,16 +41,17 @@ from ppt.mechanisms.policy import (
 from ppt.spaces.tokens import SPACE_CODE, TokenBatch, Tokens, rebuild_pieces
 
 
-def random_digits(core: str, g: torch.Generator) -> str:
-    """Same format, fresh uniformly random digits (a leading digit stays non-zero)."""
+def random_digits(core: str, g: np.random.Generator) -> str:
+    """Same format, fresh uniformly random digits (a leading digit stays non-zero), from the record's
+    generator ``g`` (:func:`ppt.rng.record_generator`)."""
     digits = [i for i, c in enumerate(core) if c.isdigit()]
     if not digits:
         return core
-    draws = torch.randint(0, 10, (len(digits),), generator=g).tolist()
+    draws = g.integers(0, 10, size=len(digits)).tolist()
     chars = list(core)
     for j, (i, d) in enumerate(zip(digits, draws)):
         if j == 0 and len(digits) > 1 and d == 0:
-            d = 1 + int(torch.randint(0, 9, (1,), generator=g))
+            d = 1 + int(g.integers(0, 9))
         chars[i] = str(d)
     return "".join(chars)
 
@@ -72,8 +75,10 @@ class TokenPipeline(Mechanism):
         """The batch's pieces, concatenated; ``rows`` are what ``perturb_batch`` perturbs and ``pairs`` report."""
 
     @abstractmethod
-    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
-        """Randomness for n perturbed positions of one record (first dimension n)."""
+    def draw(self, n: int, g: np.random.Generator) -> dict[str, Any]:
+        """Randomness for n perturbed positions of one record (first dimension n), drawn from the record's
+        numpy generator ``g`` (:func:`ppt.rng.record_generator`): numpy arrays (a mechanism whose
+        ``perturb_batch`` wants tensors may return them as tensors)."""
 
     @abstractmethod
     def perturb_batch(
@@ -87,8 +92,8 @@ class TokenPipeline(Mechanism):
         """The output text (object array) of each new row."""
 
     @abstractmethod
-    def uniform_texts(self, n: int, g: torch.Generator) -> np.ndarray:
-        """n uniformly random replacements (object array), drawn from ``g``."""
+    def uniform_texts(self, n: int, g: np.random.Generator) -> np.ndarray:
+        """n uniformly random replacements (object array), drawn from the record's generator ``g``."""
 
     def eps_per_token(self) -> float:
         return self.eps
@@ -127,13 +132,13 @@ class TokenPipeline(Mechanism):
         """
         return plan_codes(self.policy, codes, rows, lead, core, starts)
 
-    def draw_batch(self, counts: list[int], generators: list[torch.Generator]) -> dict[str, torch.Tensor]:
+    def draw_batch(self, counts: list[int], generators: list[np.random.Generator]) -> dict[str, Any]:
         """Every record's randomness (``draw``, from that record's generator), concatenated."""
         draws = [self.draw(n, g) for n, g in zip(counts, generators)]
-        return {k: torch.cat([d[k] for d in draws]) for k in draws[0]} if draws else {}
+        return {k: _concat([d[k] for d in draws]) for k in draws[0]} if draws else {}
 
     def draw_and_perturb(
-        self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], generators: list[torch.Generator], reproducible: bool = True
+        self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], generators: list[np.random.Generator], reproducible: bool = True
     ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
         """Draw every record's randomness (``draw_batch``; also for records with nothing to perturb),
         then perturb the batch's pieces under ``perturb`` (``perturb_batch``): new rows and
@@ -157,7 +162,7 @@ class TokenPipeline(Mechanism):
         eps_tok = self.eps_per_token()
         return [n * eps_tok for n in counts], self.record_extras(diag, counts)
 
-    def sanitize_batch(self, texts: list[str], generators: list[torch.Generator], *, reproducible: bool = True) -> list[Sanitized]:
+    def sanitize_batch(self, texts: list[str], generators: list[np.random.Generator], *, reproducible: bool = True) -> list[Sanitized]:
         # the batch's pieces, concatenated: every per-piece step below is an array operation
         tb = self.tokenize_batch(texts)
         n_texts, bounds, core, codes, rows = len(tb), tb.bounds.tolist(), tb.core, tb.codes, tb.rows
@@ -191,7 +196,7 @@ class TokenPipeline(Mechanism):
             # a record's accounting does not depend on what else is in its batch
             unchanged = diag.get("unchanged")
             kept_by = np.zeros(n_texts, np.int64) if unchanged is None else np.bincount(
-                rec[perturb], weights=unchanged.numpy().astype(np.float64), minlength=n_texts).astype(np.int64)
+                rec[perturb], weights=np.asarray(unchanged).astype(np.float64), minlength=n_texts).astype(np.int64)
             for b, (extra, k) in enumerate(zip(extras, kept_by.tolist())):
                 extra.setdefault("kept_by_mechanism", k)
                 # a word the mechanism kept verbatim is unprotected: outside the composed eps
@@ -254,7 +259,40 @@ class TokenMechanism(TokenPipeline):
 
     @abstractmethod
     def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """New rows for all perturbed positions of a batch, plus per-position diagnostics."""
+        """New rows for all perturbed positions of a batch, plus per-position diagnostics (tensors; a
+        mechanism with a numpy sampler runs it here when :attr:`backend` is ``"numpy"``)."""
+
+    # ---- sampling backend: numpy on the CPU, torch on a GPU ------------------------------------------
+
+    perturb_rows_np = None  # a mechanism's numpy sampler: (rows int64 [n], numpy draws) -> (rows, diag)
+    backend_override: ClassVar[str | None] = None  # "numpy" / "torch" for every instance (tests)
+    _backend: str | None = None
+
+    @property
+    def backend(self) -> str:
+        """Where the sampler runs: ``"numpy"`` (no torch import: the one-record CPU path) when the space is
+        on the CPU and the mechanism has a numpy sampler, ``"torch"`` otherwise (tensors on the space's
+        device). Both implement the same mechanism from the same draws (the statistical tests run both);
+        outputs may differ in the last bits of float rounding, so a seeded run is reproducible on one
+        backend. Set ``mech.backend = "torch"`` (or ``backend_override``) to choose."""
+        forced = self._backend or type(self).backend_override
+        if forced == "numpy" and self.perturb_rows_np is None:
+            forced = "torch"
+        if forced:
+            return forced
+        return "numpy" if self.perturb_rows_np is not None and str(self.device) == "cpu" else "torch"
+
+    @backend.setter
+    def backend(self, value: str) -> None:
+        if value not in ("numpy", "torch"):
+            raise ValueError(f"backend must be 'numpy' or 'torch' (got {value!r})")
+        self._backend = value
+
+    def _rows_via_numpy(self, rows: torch.Tensor, rand: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """``perturb_rows`` on the numpy backend: tensors in and out, the numpy sampler in between."""
+        out, diag = self.perturb_rows_np(torch.as_tensor(rows).cpu().numpy().astype(np.int64, copy=False),
+                                         {k: np.asarray(torch.as_tensor(v).cpu()) for k, v in rand.items()})
+        return torch.from_numpy(np.asarray(out)), {k: torch.from_numpy(np.asarray(v)) for k, v in diag.items()}
 
     # ---- the pipeline's hooks, over the space's rows -------------------------------------------------
 
@@ -264,16 +302,29 @@ class TokenMechanism(TokenPipeline):
     def perturb_batch(
         self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], rand: dict[str, torch.Tensor], reproducible: bool
     ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
-        """``perturb_rows`` on the perturbed pieces' rows (a row's new row depends on the row alone)."""
+        """``perturb_rows`` on the perturbed pieces' rows (a row's new row depends on the row alone); the
+        numpy backend never touches torch."""
+        if self.backend == "numpy":
+            out, diag = self.perturb_rows_np(np.asarray(tb.rows[perturb], dtype=np.int64), {k: np.asarray(v) for k, v in rand.items()})
+            return np.asarray(out, dtype=np.int64), diag
         rows = torch.from_numpy(tb.rows[perturb]).to(self.device)
-        new_rows, diag = self.perturb_rows(rows, {k: v.to(self.device) for k, v in rand.items()})
+        new_rows, diag = self.perturb_rows(rows, {k: torch.as_tensor(v).to(self.device) for k, v in rand.items()})
         return new_rows.cpu().numpy(), {k: v.cpu() for k, v in diag.items()}
 
     def output_texts(self, new_rows: np.ndarray) -> np.ndarray:
         return self.space.vocab_array[new_rows]
 
-    def uniform_texts(self, n: int, g: torch.Generator) -> np.ndarray:
-        return self.space.vocab_array[torch.randint(0, self.space.size, (n,), generator=g).numpy()]
+    def uniform_texts(self, n: int, g: np.random.Generator) -> np.ndarray:
+        return self.space.vocab_array[g.integers(0, self.space.size, size=n)]
+
+
+def _concat(parts: list) -> Any:
+    """Concatenate one record's draws after another: numpy arrays, or tensors where ``draw`` gave tensors."""
+    if parts and not isinstance(parts[0], np.ndarray):
+        import torch
+
+        return torch.cat(parts)
+    return np.concatenate(parts)
 
 
 def token_pairs(

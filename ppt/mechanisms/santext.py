@@ -39,7 +39,7 @@ Implementation notes (and the reference code's problems that are avoided here):
   glove-6b-50d:20000, D = 18.7) or its weight underflows (gap > 745 nats). The former int32 table rounded
   every probability to a multiple of 2^-31 = 4.7e-10, which made far words impossible from some inputs
   at eps 3 (issue 16 finding 9). ``probabilities()`` returns the implemented rows (the auditor reads them).
-* Randomness: every record draws its uniforms from its own generator (``ppt.rng.record_generator``),
+* Randomness: every record draws its uniforms from its own generator (``ppt.rng.record_generator``: numpy, 128-bit seeds),
   the same uniforms per position whatever the batch, so outputs do not depend on batching; the reference
   seeded forked ``multiprocessing`` workers with identical global RNG states, which repeated noise across
   workers.
@@ -52,7 +52,9 @@ import threading
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
+from ppt.lazy import lazy_module
+
+torch = lazy_module("torch")
 
 from ppt.accounting import MetricDpEvent, SelfComposedEvent, UnprotectedEvent
 from ppt.mechanisms.pipeline import TokenMechanism
@@ -168,6 +170,71 @@ def sample_banded(weight: torch.Tensor, band: torch.Tensor | None, totals: torch
     return out
 
 
+# ---- the same sampler in numpy (the CPU backend: no torch import) --------------------------------------
+
+
+def search_rows_np(cdf: np.ndarray, rows: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """:func:`search_rows` in numpy: the first j with cdf[row, j] > r."""
+    n_cols = cdf.shape[1]
+    flat = cdf.reshape(-1)
+    base = rows.astype(np.int64) * n_cols
+    lo = np.zeros_like(base)
+    hi = np.full_like(base, n_cols - 1)
+    for _ in range(max(1, math.ceil(math.log2(max(n_cols, 2)))) + 1):
+        mid = (lo + hi) // 2
+        right = flat[base + mid] <= r
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(right, hi, mid)
+    return lo
+
+
+def bands_np(gap: np.ndarray, top: float) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
+    """:func:`bands` in numpy (``gap`` consumed). Band totals are sequential column-order sums per band,
+    as the scatter-add."""
+    if top > MAX_GAP:
+        np.minimum(gap, MAX_GAP, out=gap)
+    if top < BAND_NATS:
+        weight = np.exp(np.negative(gap, out=gap), out=gap)
+        band = None
+        totals = np.cumsum(weight, axis=1)[:, -1:].copy()
+    else:
+        n_bands = int(min(top, MAX_GAP) // BAND_NATS) + 1
+        band = (gap * (1.0 / BAND_NATS)).astype(np.uint8)
+        weight = np.exp(np.negative(gap, out=gap), out=gap)
+        totals = np.stack([np.cumsum(np.where(band == b, weight, 0.0), axis=1)[:, -1] for b in range(n_bands)], axis=1)
+    offsets = np.flip(np.cumsum(np.flip(totals, 1), 1), 1) - totals
+    return weight, band, totals, offsets
+
+
+def band_cdf_np(weight: np.ndarray, band: np.ndarray | None, b: int) -> np.ndarray:
+    if band is None:
+        return np.cumsum(weight, axis=1)
+    return np.cumsum(np.where(band == b, weight, 0.0), axis=1)
+
+
+def sample_cdf_np(c: np.ndarray, at: np.ndarray, u: np.ndarray) -> np.ndarray:
+    last = c[at, -1]
+    t = np.minimum(u * last, np.nextafter(last, 0.0))
+    return search_rows_np(c, at, t)
+
+
+def sample_banded_np(weight: np.ndarray, band: np.ndarray | None, totals: np.ndarray, offsets: np.ndarray,
+                     at: np.ndarray, u: np.ndarray) -> np.ndarray:
+    out = np.empty_like(at)
+    total = offsets[at, 0] + totals[at, 0]
+    t = np.minimum(u * total, np.nextafter(total, 0.0))
+    hit = (t[:, None] >= offsets[at]) & (totals[at] > 0)
+    pos_band = hit.argmax(axis=1)
+    for b in np.unique(pos_band).tolist():
+        sel = np.flatnonzero(pos_band == b)
+        need, k = np.unique(at[sel], return_inverse=True)
+        c = band_cdf_np(weight[need], None if band is None else band[need], b)
+        r = t[sel] - offsets[at[sel], b]
+        r = np.minimum(np.maximum(r, 0.0), np.nextafter(c[k, -1], 0.0))
+        out[sel] = search_rows_np(c, k, r)
+    return out
+
+
 class RowCache:
     """Prepared rows of frequent words kept across batches, least recently used evicted, in fixed tensors
     (``slots`` rows allocated once; memory pages are touched only as rows are stored). A slot holds a
@@ -243,12 +310,20 @@ class SanText(TokenMechanism):
         self.sensitive = sensitive_rows(self.space.freq_rank, self.w)  # [|V_s|] sorted rows
         mask = np.zeros(self.space.size, dtype=bool)
         mask[self.sensitive] = True
-        self._is_sensitive = torch.from_numpy(mask).to(self.device)
-        self._cols = torch.from_numpy(self.sensitive).to(self.device)
-        self._target: tuple | None = None  # (V_s embeddings float64, squared norms, column of each row)
+        self._is_sensitive_np = mask
+        self._target: tuple | None = None
+        self._target_np: tuple | None = None  # (V_s embeddings float64, squared norms, column of each row)
         self._row_cache: RowCache | None = None
         self._sample_lock = threading.Lock()
         warn_worst_case(self.name, self.eps, self.worst_case_eps, self.unit)
+
+    @property
+    def _is_sensitive(self) -> torch.Tensor:
+        return torch.from_numpy(self._is_sensitive_np).to(self.device)
+
+    @property
+    def _cols(self) -> torch.Tensor:
+        return torch.from_numpy(self.sensitive).to(self.device)
 
     # ---- privacy ------------------------------------------------------------------------------------
 
@@ -361,14 +436,14 @@ class SanText(TokenMechanism):
     # ---- sampling -----------------------------------------------------------------------------------
 
     @staticmethod
-    def uniform(n: int, g: torch.Generator) -> torch.Tensor:
+    def uniform(n: int, g: np.random.Generator) -> np.ndarray:
         """n uniforms on [0, 1) with 106 bits near 0: u_hi + u_lo * 2^-53 (two float64 draws each), so
         the inverse CDF reaches intervals far below float64's 2^-53 grid."""
-        hi = torch.rand(n, generator=g, dtype=torch.float64)
-        lo = torch.rand(n, generator=g, dtype=torch.float64)
+        hi = g.random(n)
+        lo = g.random(n)
         return hi + lo * 2.0**-53
 
-    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+    def draw(self, n: int, g: np.random.Generator) -> dict[str, np.ndarray]:
         return {"u": self.uniform(n, g)}
 
     def sample(self, rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
@@ -382,7 +457,7 @@ class SanText(TokenMechanism):
     def _sample(self, rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         dev = self.space.embeddings.device
         rows = rows.to(dev)
-        u = u.to(dev, torch.float64).clamp(0.0, 1.0)
+        u = torch.as_tensor(u).to(dev, torch.float64).clamp(0.0, 1.0)
         out = torch.empty_like(rows)
         if rows.numel() == 0:
             return out
@@ -435,7 +510,74 @@ class SanText(TokenMechanism):
         return self._row_cache
 
     def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        if self.backend == "numpy":
+            return self._rows_via_numpy(rows, rand)
         return self.sample(rows, rand["u"]), {}
+
+    # ---- the numpy backend (same distribution, same draws; no row cache) -----------------------------
+
+    def _targets_np(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_targets` in numpy, from the space's (memory-mapped) rows."""
+        if self._target_np is None:
+            emb = self.space.array
+            t = np.asarray(emb[self.sensitive], dtype=np.float64)
+            if self.space.metric == "l2":
+                t = np.concatenate([-2.0 * t, np.ones((t.shape[0], 1)), (t * t).sum(1, keepdims=True)], axis=1) * (self.eps / 2.0) ** 2
+            col_of = np.full(emb.shape[0], -1, dtype=np.int64)
+            col_of[self.sensitive] = np.arange(self.sensitive.size)
+            self._target_np = (np.ascontiguousarray(t.T), col_of)
+        return self._target_np
+
+    def _gaps_np(self, rows: np.ndarray) -> np.ndarray:
+        """:meth:`_gaps` in numpy (the same fixed-shape float64 products)."""
+        emb = self.space.array
+        tt, col_of = self._targets_np()
+        n = rows.size
+        d = np.empty((n, tt.shape[1]), dtype=np.float64)
+        for s in range(0, n, GEMM_BLOCK):
+            part = rows[s : s + GEMM_BLOCK]
+            k = part.size
+            if k < GEMM_BLOCK:
+                part = np.concatenate([part, np.repeat(part[-1:], GEMM_BLOCK - k)])
+            a = np.asarray(emb[part], dtype=np.float64)
+            if self.space.metric != "l2":
+                an = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+                tn = tt.T / np.maximum(np.linalg.norm(tt.T, axis=1, keepdims=True), 1e-12)
+                d[s : s + k] = (np.maximum(1.0 - an @ tn.T, 0.0) * (self.eps / 2.0))[:k]
+                continue
+            a = np.concatenate([a, (a * a).sum(1, keepdims=True), np.ones((a.shape[0], 1))], axis=1)
+            d[s : s + k] = (a @ tt)[:k]
+        if self.space.metric == "l2":
+            np.sqrt(np.maximum(d, 0.0, out=d), out=d)
+        own = col_of[rows]
+        has = np.flatnonzero(own >= 0)
+        d[has, own[has]] = 0.0
+        d -= d.min(axis=1, keepdims=True)
+        return d
+
+    def sample_np(self, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """:meth:`sample` in numpy: distinct rows ``ROW_CHUNK`` at a time, banded inverse CDF."""
+        rows = np.asarray(rows, dtype=np.int64)
+        u = np.clip(np.asarray(u, dtype=np.float64), 0.0, 1.0)
+        out = np.empty_like(rows)
+        if rows.size == 0:
+            return out
+        uniq, inv = np.unique(rows, return_inverse=True)
+        for s in range(0, uniq.size, ROW_CHUNK):
+            pos = np.flatnonzero((inv >= s) & (inv < s + ROW_CHUNK))
+            local = inv[pos] - s
+            gap = self._gaps_np(uniq[s : s + ROW_CHUNK])
+            top = float(gap.max())
+            if top < BAND_NATS:
+                c = np.cumsum(np.exp(-gap), axis=1)
+                out[pos] = sample_cdf_np(c, local, u[pos])
+                continue
+            weight, band, totals, offsets = bands_np(gap, top)
+            out[pos] = sample_banded_np(weight, band, totals, offsets, local, u[pos])
+        return self.sensitive[out]
+
+    def perturb_rows_np(self, rows: np.ndarray, rand: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        return self.sample_np(rows, rand["u"]), {}
 
 
 class SanTextPlus(SanText):
@@ -471,16 +613,25 @@ class SanTextPlus(SanText):
         return [f"santext+ keeps each non-sensitive (frequent) word verbatim with probability 1-p = {1 - self.p:g} "
                 f"(w = {self.w:g}: the {1 - self.w:.0%} most frequent words, names among them)"]
 
-    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+    def draw(self, n: int, g: np.random.Generator) -> dict[str, np.ndarray]:
         # two decisions per position, each with its own uniform: resample or keep, then which word
-        flip = torch.rand(n, generator=g, dtype=torch.float64)
+        flip = g.random(n)
         return {"flip": flip, "u": self.uniform(n, g)}
 
+    def perturb_rows_np(self, rows: np.ndarray, rand: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        resample = self._is_sensitive_np[rows] | (np.asarray(rand["flip"]) < self.p)
+        out = rows.copy()
+        if resample.any():
+            out[resample] = self.sample_np(rows[resample], np.asarray(rand["u"])[resample])
+        return out, {"unchanged": ~resample}
+
     def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        resample = self._is_sensitive[rows] | (rand["flip"] < self.p)
+        if self.backend == "numpy":
+            return self._rows_via_numpy(rows, rand)
+        resample = self._is_sensitive[rows] | (torch.as_tensor(rand["flip"]).to(rows.device) < self.p)
         out = rows.clone()
         if bool(resample.any()):
-            out[resample] = self.sample(rows[resample], rand["u"][resample])
+            out[resample] = self.sample(rows[resample], torch.as_tensor(rand["u"]).to(rows.device)[resample])
         return out, {"unchanged": ~resample}
 
 

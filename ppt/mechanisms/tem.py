@@ -34,6 +34,7 @@ import math
 from dataclasses import asdict
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 
 from ppt.accounting import MetricDpEvent, SelfComposedEvent
@@ -116,17 +117,17 @@ class TEM(TokenMechanism):
             "policy": asdict(self.policy),
         }
 
-    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+    def draw(self, n: int, g: np.random.Generator) -> dict[str, np.ndarray]:
         """Per position: the inverse-CDF uniform, then the uniform that picks a word outside L_x."""
-        u = torch.rand(n, generator=g, dtype=torch.float64)
-        u2 = torch.rand(n, generator=g, dtype=torch.float64)
+        u = g.random(n)
+        u2 = g.random(n)
         return {"u": u, "u2": u2}
 
     def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         dev = self.space.device
         rows = rows.to(dev)
-        u = rand["u"].to(dev, torch.float64)
-        u2 = rand["u2"].to(dev, torch.float64)
+        u = torch.as_tensor(rand["u"]).to(dev, torch.float64)
+        u2 = torch.as_tensor(rand["u2"]).to(dev, torch.float64)
         V = self.space.size
         half = self.eps / 2.0
         gamma = self.gamma

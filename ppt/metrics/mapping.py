@@ -17,21 +17,23 @@ from collections import defaultdict
 import numpy as np
 import torch
 
+from ppt.rng import record_generator
 
-def probe(mech, rows: np.ndarray, draws: int = 1000, generator: torch.Generator | None = None, chunk: int = 200_000) -> dict:
+
+def probe(mech, rows: np.ndarray, draws: int = 1000, generator: np.random.Generator | None = None, chunk: int = 200_000) -> dict:
     """N_w and retention from ``draws`` perturbations of each row (TokenMechanism kernels only).
 
     Returns {"n_tokens", "draws", "n_w_mean", "n_w_median", "retention", "n_w": [per row]}."""
     if not hasattr(mech, "draw") or not hasattr(mech, "perturb_rows"):
         raise TypeError(f"{getattr(mech, 'name', mech)!r} has no per-token kernel to probe")
     rows = np.asarray(rows, dtype=np.int64)
-    g = generator if generator is not None else torch.Generator().manual_seed(0)
+    g = generator if generator is not None else record_generator(0, "probe")
     flat = np.repeat(rows, draws)
     new = np.empty_like(flat)
     for s in range(0, flat.size, chunk):
         part = torch.from_numpy(flat[s : s + chunk])
         rand = mech.draw(part.numel(), g)
-        out, _ = mech.perturb_rows(part.to(mech.device), {k: v.to(mech.device) for k, v in rand.items()})
+        out, _ = mech.perturb_rows(part.to(mech.device), {k: torch.as_tensor(v).to(mech.device) for k, v in rand.items()})
         new[s : s + chunk] = out.cpu().numpy()
     new = new.reshape(len(rows), draws)
     n_w = [int(np.unique(r).size) for r in new]

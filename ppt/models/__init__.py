@@ -8,7 +8,7 @@ or a hub id, resolved in that order. Nothing here imports torch or transformers 
 
 from __future__ import annotations
 
-from ppt.models.device import describe_devices, resolve_device, resolve_dtype
+from ppt.models.device import describe_devices, device_name, gpu_may_exist, resolve_device, resolve_dtype
 from ppt.models.encoder import SentenceEncoder, load_sentence_encoder
 from ppt.models.loaders import load_causal_lm, load_masked_lm, load_model_input_embeddings, load_tokenizer
 from ppt.models.catalog import OFFLINE, Asset
@@ -40,6 +40,8 @@ __all__ = [
     "load_tokenizer",
     "resolve",
     "resolve_device",
+    "device_name",
+    "gpu_may_exist",
     "resolve_dtype",
     "verify_asset",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import glob
+import os
 import re
 from typing import Any
 
@@ -13,6 +15,25 @@ _DTYPES = {
     "bfloat16": "bfloat16", "bf16": "bfloat16",
     "float64": "float64", "fp64": "float64", "double": "float64",
 }
+
+
+GPU_NODES = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd")  # NVIDIA driver, AMD ROCm
+
+
+def gpu_may_exist() -> bool:
+    """Whether this machine may have a GPU torch could use, decided without importing torch: an NVIDIA
+    driver (/proc/driver/nvidia, /dev/nvidia*) or ROCm (/dev/kfd). False means ``auto`` is the CPU."""
+    return any(os.path.exists(p) for p in GPU_NODES) or bool(glob.glob("/dev/nvidia*"))
+
+
+def device_name(device: Any = "auto") -> str:
+    """:func:`resolve_device` as a string (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``), importing torch
+    only when the answer may be a GPU: ``auto`` on a machine with no GPU driver, and ``cpu``, are
+    answered without it (start-up time: the numpy CPU paths never load torch)."""
+    text = "auto" if device is None else str(device).strip().lower()
+    if text == "cpu" or (text in ("", "auto") and not gpu_may_exist()):
+        return "cpu"
+    return str(resolve_device(device))
 
 
 def resolve_device(device: Any = "auto"):

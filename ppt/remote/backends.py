@@ -214,7 +214,7 @@ class LocalQueryBackend:
         return {"backend": "local", **self.generator.describe(), "seeded": seeded(self.seed)}
 
     def run(self, items: Sequence[tuple[Any, dict]], kind: str, on_done: OnDone | None = None) -> list[Any]:
-        from ppt.rng import record_generator
+        from ppt.rng import record_torch_generator
 
         results: list[Any] = [None] * len(items)
         parsed: list[tuple[int, GenRequest]] = []
@@ -224,7 +224,7 @@ class LocalQueryBackend:
             except ValueError as e:
                 results[i] = RecordError("bad_request", str(e))
         t0 = time.monotonic()
-        gens = [record_generator(self.seed, items[i][0], "query") for i, _ in parsed]
+        gens = [record_torch_generator(self.seed, items[i][0], "query") for i, _ in parsed]
         outs = run_local(self.generator, [r for _, r in parsed], gens)
         latency = time.monotonic() - t0
         for (i, _), res in zip(parsed, outs):

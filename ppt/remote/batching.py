@@ -107,7 +107,7 @@ class ModelService(Service):
     def _loop(self) -> None:
         from ppt.io import RecordError
         from ppt.remote.backends import run_local
-        from ppt.rng import derive_seed, record_generator
+        from ppt.rng import derive_seed, record_torch_generator
 
         while not self._stop.is_set():
             batch = [(r, c, f) for r, c, f in self._take_batch() if f.set_running_or_notify_cancel()]
@@ -116,7 +116,7 @@ class ModelService(Service):
             self.batches.append(len(batch))
             reqs = [r for r, _, _ in batch]
             # choice c of a seeded request samples from its own stream: batching never changes it
-            gens = [record_generator(None if r.seed is None else derive_seed(r.seed, "serve"), c) for r, c, _ in batch]
+            gens = [record_torch_generator(None if r.seed is None else derive_seed(r.seed, "serve"), c) for r, c, _ in batch]
             try:
                 results = run_local(self.generator, reqs, gens)
                 results = [res if isinstance(res, RecordError) else

@@ -7,8 +7,8 @@ sphere of R^d is proportional to exp(-eta * ||z||_2), so releasing x + z is eta 
 Split-N-Denoise authors' code) has density exp(-eta * ||z||_1) instead, a different and, per unit of L2
 distance, much weaker mechanism. Clipping is post-processing, so it keeps the guarantee.
 
-Each record's noise comes from that record's own generator (``ppt.rng.record_generator``): one 63-bit
-draw seeds two numpy PCG64 streams, one for the radii and one for the directions (numpy's Gamma sampler
+Each record's noise comes from that record's own torch generator (``ppt.rng.record_torch_generator``;
+limit: torch's CPU generator keeps 32 bits of its seed, see ppt.rng): one 63-bit draw seeds two numpy PCG64 streams, one for the radii and one for the directions (numpy's Gamma sampler
 takes a generator, torch's does not). Rows are drawn front to back in each stream, so a record's first n
 rows are the same whatever the padded length: its noise never depends on its batch.
 """
@@ -22,8 +22,13 @@ import numpy as np
 import torch
 
 
-def dchi_seed(g: torch.Generator) -> int:
-    """The one draw a record's noise takes from its generator."""
+def dchi_seed(g) -> int:
+    """The one draw a record's noise takes from its generator: 128 bits from a numpy generator
+    (``ppt.rng.record_generator``), 63 from a torch one (whose own state has 32 bits of seed)."""
+    if isinstance(g, np.random.Generator):
+        from ppt.rng import child_seed
+
+        return child_seed(g)
     return int(torch.randint(0, 2**63 - 1, (1,), generator=g, dtype=torch.int64))
 
 

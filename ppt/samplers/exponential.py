@@ -7,7 +7,9 @@ what else is in its batch or how far the batch pads.
 
 from __future__ import annotations
 
-import torch
+from ppt.lazy import lazy_module
+
+torch = lazy_module("torch")
 
 
 def gumbel_from_uniform(u: torch.Tensor) -> torch.Tensor:

@@ -64,25 +64,25 @@ def space_deps(name: str) -> tuple[str, str, int | None, dict]:
 
 def load_space(name: str = DEFAULT_SPACE, device: str = "auto", quiet: bool = False, cache: Cache | None = None) -> EmbeddingSpace:
     """Load (building and caching on first use) the named space onto ``device``."""
-    from ppt.models import get_encoding, load_tokenizer, resolve_device
+    from ppt.models import device_name, get_encoding, load_tokenizer
     from ppt.spaces import builders
     from ppt.spaces.tokenizers import HFTokenizer, TiktokenTokenizer, WordTokenizer
 
     cache = cache or Cache()
-    dev = resolve_device(device)
+    dev = device_name(device)
     canonical, kind, size, deps = space_deps(name)
     base = canonical.partition(":")[0]
 
     def build(tmp: Path) -> dict:
         if base == "cl100k-minilm":
-            return builders.build_cl100k_minilm(tmp, size, str(dev), quiet)
+            return builders.build_cl100k_minilm(tmp, size, dev, quiet)
         if base == "glove-6b-50d":
             return builders.build_glove(tmp, size)
         return builders.build_model_input(tmp, base)
 
     art = cache.get_or_build("space", deps, build)
     vocab = load_vocab(art.file("vocab.json"))
-    emb = builders.load_embeddings(art.file("embeddings.npy"), dev)
+    emb = np.load(art.file("embeddings.npy"), mmap_mode="r")  # torch tensors only on demand (EmbeddingSpace.embeddings)
     if base == "cl100k-minilm":
         tok = TiktokenTokenizer(get_encoding("cl100k_base"), np.load(art.file("bpe_id_to_row.npy")).astype(np.int64))
     elif base == "glove-6b-50d":
@@ -90,8 +90,8 @@ def load_space(name: str = DEFAULT_SPACE, device: str = "auto", quiet: bool = Fa
     else:
         tok = HFTokenizer(load_tokenizer(base))
     return EmbeddingSpace(
-        name=canonical, kind=kind, vocab=vocab, embeddings=emb,
-        freq_rank=np.arange(len(vocab), dtype=np.int64), tokenizer=tok, artifact=art, cache=cache,
+        name=canonical, kind=kind, vocab=vocab, vectors=emb,
+        freq_rank=np.arange(len(vocab), dtype=np.int64), tokenizer=tok, artifact=art, cache=cache, device_name=dev,
     )
 
 
@@ -102,8 +102,6 @@ def space_from_arrays(
     import hashlib
     import json
 
-    import torch
-
     from ppt.spaces import builders
     from ppt.spaces.tokenizers import WordTokenizer
 
@@ -112,7 +110,7 @@ def space_from_arrays(
     digest = hashlib.sha256(arr.tobytes() + json.dumps(vocab).encode()).hexdigest()
     art = cache.get_or_build("space", {"space": "arrays", "name": name, "sha256": digest}, lambda tmp: builders.save_arrays(tmp, arr, vocab) or {})
     return EmbeddingSpace(
-        name=name, kind="custom", vocab=list(vocab), embeddings=torch.from_numpy(arr.copy()),
+        name=name, kind="custom", vocab=list(vocab), vectors=arr.copy(),
         freq_rank=np.arange(len(vocab), dtype=np.int64), tokenizer=tokenizer or WordTokenizer(list(vocab)),
         artifact=art, metric=metric, cache=cache,
     )

@@ -27,7 +27,9 @@ import re
 from pathlib import Path
 
 import numpy as np
-import torch
+from ppt.lazy import lazy_module
+
+torch = lazy_module("torch")
 
 from ppt.progress import progress_bar
 

@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
-import torch
+from ppt.lazy import lazy_module
+
+torch = lazy_module("torch")
 
 METRICS = ("l2", "cosine")
 DISTANCE_BLOCK = 64  # ids per matrix product in distance_rows (a fixed GEMM shape)
@@ -24,10 +26,11 @@ def _check_metric(metric: str) -> None:
 
 
 def pairwise(
-    a: torch.Tensor, b: torch.Tensor, metric: str = "l2", b_sqnorm: torch.Tensor | None = None, dtype: torch.dtype = torch.float32
+    a: torch.Tensor, b: torch.Tensor, metric: str = "l2", b_sqnorm: torch.Tensor | None = None, dtype: torch.dtype | None = None
 ) -> torch.Tensor:
     """Distances between the rows of ``a`` [n, d] and ``b`` [m, d] as an [n, m] tensor (float32 by default)."""
     _check_metric(metric)
+    dtype = torch.float32 if dtype is None else dtype
     a = a.to(dtype)
     b = b.to(dtype)
     if metric == "cosine":
@@ -39,7 +42,7 @@ def pairwise(
     return d2.clamp_(min=0.0).sqrt_()
 
 
-def distance_rows(space, ids: torch.Tensor, block: int = DISTANCE_BLOCK, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def distance_rows(space, ids: torch.Tensor, block: int = DISTANCE_BLOCK, dtype: torch.dtype | None = None) -> torch.Tensor:
     """Distances from each row in ``ids`` to every row of ``space`` ([len(ids), V], float32 by default).
 
     One matrix product per block of ``block`` ids. Blocks are always padded to exactly ``block`` rows:
@@ -49,6 +52,7 @@ def distance_rows(space, ids: torch.Tensor, block: int = DISTANCE_BLOCK, dtype: 
     keeps threshold decisions (TEM's d <= gamma) off the last float32 bit, which some BLAS kernels
     round differently from run to run.
     """
+    dtype = torch.float32 if dtype is None else dtype
     emb = space.embeddings
     ids = ids.to(device=emb.device, dtype=torch.int64).reshape(-1)
     n = ids.numel()
@@ -153,8 +157,8 @@ def diameter_bound(space) -> float:
     if space.metric == "cosine":
         value = 2.0
     else:
-        emb = space.embeddings.double()
-        value = float(2.0 * (emb - emb.mean(0)).norm(dim=1).max()) * (1.0 + 1e-9)
+        emb = np.asarray(space.array, dtype=np.float64)  # numpy: no torch needed to state a bound
+        value = float(2.0 * np.linalg.norm(emb - emb.mean(0), axis=1).max()) * (1.0 + 1e-9)
     try:
         space._diameter_bound = value
     except AttributeError:  # pragma: no cover - a space type with __slots__

@@ -11,9 +11,12 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-import torch
+from ppt.lazy import lazy_module
+
+torch = lazy_module("torch")
 
 from ppt.cache import Artifact, Cache
 from ppt.progress import progress_bar
@@ -35,15 +38,34 @@ class SortedRows:
 
 @dataclass
 class EmbeddingSpace:
+    """A space's rows live in ``vectors`` (numpy float32, memory-mapped from the artifact's
+    embeddings.npy): the numpy CPU paths read them without torch; ``embeddings`` is the torch tensor on
+    the space's device, made on first use (table builds, GPU sampling)."""
+
     name: str  # e.g. "cl100k-minilm:11000"
     kind: str  # "subword-sentence-encoder" | "word-vectors" | "model-input"
     vocab: list[str]  # display text of each row (no leading whitespace)
-    embeddings: torch.Tensor  # [V, d] float32 on the space's device
+    vectors: Any  # [V, d] float32: a numpy array (memory-mapped) or a torch tensor
     freq_rank: np.ndarray  # [V]; 0 = most frequent
     tokenizer: SpaceTokenizer
     artifact: Artifact
     metric: str = "l2"
     cache: Cache = field(default_factory=Cache, repr=False)
+    device_name: str = "cpu"  # where ``embeddings`` lives ("cpu", "cuda", "cuda:1", ...)
+
+    @cached_property
+    def embeddings(self) -> torch.Tensor:
+        """[V, d] float32 torch tensor on the space's device (imports torch; made once)."""
+        if isinstance(self.vectors, np.ndarray):
+            return torch.from_numpy(np.array(self.vectors, dtype=np.float32)).to(self.device_name)
+        return self.vectors.to(self.device_name)
+
+    @cached_property
+    def array(self) -> np.ndarray:
+        """[V, d] float32 numpy rows (the memory map itself when loaded from the cache)."""
+        if isinstance(self.vectors, np.ndarray):
+            return self.vectors
+        return self.vectors.detach().cpu().numpy()
 
     @property
     def id(self) -> str:
@@ -55,25 +77,31 @@ class EmbeddingSpace:
 
     @property
     def size(self) -> int:
-        return self.embeddings.shape[0]
+        return int(self.vectors.shape[0])
 
     @property
     def dim(self) -> int:
-        return self.embeddings.shape[1]
+        return int(self.vectors.shape[1])
 
     @property
-    def device(self) -> torch.device:
-        return self.embeddings.device
+    def device(self) -> str:
+        """The device name (a string torch accepts wherever it takes a device)."""
+        return self.device_name
 
     @property
     def meta(self) -> dict:
         return self.artifact.meta
 
     @cached_property
+    def sensitivity_array(self) -> np.ndarray:
+        """Per-dimension sensitivity Delta_d = max_t phi(t)_d - min_t phi(t)_d (float32 numpy [d])."""
+        e = self.array
+        return e.max(0) - e.min(0)
+
+    @cached_property
     def sensitivity(self) -> torch.Tensor:
-        """Per-dimension sensitivity Delta_d = max_t phi(t)_d - min_t phi(t)_d."""
-        e = self.embeddings
-        return e.max(0).values - e.min(0).values
+        """:attr:`sensitivity_array` as a tensor on the space's device."""
+        return torch.from_numpy(self.sensitivity_array.copy()).to(self.device_name)
 
     @cached_property
     def vocab_array(self) -> np.ndarray:

@@ -67,7 +67,7 @@ class Extractor(Stage):
         return [{"role": "user", "content": text}] if self.chat else text
 
     def process(self, records: list[Record]) -> list[dict | RecordError]:
-        from ppt.rng import record_generator
+        from ppt.rng import record_torch_generator
 
         results: list[Any] = [None] * len(records)
         todo: list[tuple[int, Record, Any]] = []
@@ -83,7 +83,7 @@ class Extractor(Stage):
                     e = RecordError(e.type, e.message + f" (keep the raw text with `ppt sanitize --keep-original {self.raw_field}`)")
                 results[i] = e
         if todo:
-            gens = [record_generator(self.seed, rec.id, "extract") for _, rec, _ in todo]
+            gens = [record_torch_generator(self.seed, rec.id, "extract") for _, rec, _ in todo]
             outs = self.generator.generate([p for _, _, p in todo], self.params, gens)
             for (i, rec, _), res in zip(todo, outs):
                 results[i] = res if isinstance(res, RecordError) else self._output(rec, res)

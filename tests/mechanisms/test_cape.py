@@ -365,7 +365,7 @@ def test_composed_eps_is_sum_of_eps_plus_eps_prime(cape_causal):
     toks = cape_causal.tokenizer.tokenize(TEXTS[0])
     actions, _ = cape_causal.plan(toks)
     pos = np.flatnonzero(actions == PERTURB)
-    rand = torch.rand((len(pos), 2), generator=record_generator(3, 0), dtype=torch.float64)
+    rand = torch.from_numpy(record_generator(3, 0).random((len(pos), 2)))
     _, diag = cape_causal.perturb([toks.ids], [pos], rand)
     [out] = cape_causal.sanitize_batch([TEXTS[0]], [record_generator(3, 0)])
     assert out.accounting.composed_eps == pytest.approx(len(pos) * cape_causal.eps + diag["eps_prime"].sum().item())

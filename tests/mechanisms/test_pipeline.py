@@ -8,6 +8,7 @@ import torch
 
 from ppt.mechanisms import MECHANISMS, mechanism_class
 from ppt.mechanisms.pipeline import TokenPipeline
+from ppt.rng import record_generator
 
 
 @pytest.mark.parametrize("name", list(MECHANISMS))
@@ -25,8 +26,10 @@ def test_builtins_run_the_shared_pipeline(name):
 def test_size_zero_draws_do_not_advance_a_generator():
     """The pipeline draws uniform replacements only for records that have some; Cape used to draw a
     size-0 tensor for the others, which leaves the generator exactly where it was."""
-    g = torch.Generator().manual_seed(5)
-    state = g.get_state().clone()
-    torch.randint(0, 49_000, (0,), generator=g)
-    torch.rand((0, 2), generator=g, dtype=torch.float64)
-    assert torch.equal(g.get_state(), state)
+    g = record_generator(5, 0)
+    state = g.bit_generator.state
+    g.integers(0, 49_000, size=0)
+    g.random((0, 2))
+    assert g.bit_generator.state == state
+    g.random(1)
+    assert g.bit_generator.state != state

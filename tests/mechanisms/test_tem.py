@@ -91,7 +91,7 @@ def test_same_draw_as_base_sampler_inside_l(space):
     """Given u, the choice over [L | bottom] is base.sample_from_logits_inverse_cdf's."""
     eps = eps_for_gamma(space, float(np.median(dist(space))))
     m = TEM(eps, space=space)
-    n = 3000
+    n = 20_000  # bottom draws have probability ~beta = 1e-3: ~20 expected, none with probability ~2e-9
     rows = torch.randint(0, space.size, (n,), generator=torch.Generator().manual_seed(1))
     rand = m.draw(n, record_generator(0, 0))
     out, diag = m.perturb_rows(rows, rand)
@@ -99,7 +99,7 @@ def test_same_draw_as_base_sampler_inside_l(space):
     inside = d <= m.gamma
     n_out = space.size - inside.sum(1)
     logits = torch.cat([torch.where(inside, -eps / 2 * d, -math.inf), (-eps / 2 * m.gamma + torch.log(n_out.double()))[:, None]], 1)
-    col = sample_from_logits_inverse_cdf(logits, rand["u"])
+    col = sample_from_logits_inverse_cdf(logits, torch.as_tensor(rand["u"]))
     bottom = col == space.size
     assert torch.equal(bottom, diag["bottom"])
     assert torch.equal(out[~bottom], col[~bottom])

@@ -272,9 +272,9 @@ class Cape(TokenPipeline):
         actions[other], why[other] = PERTURB, R_PERTURBED
         return actions, why
 
-    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+    def draw(self, n: int, g: np.random.Generator) -> dict[str, torch.Tensor]:
         """Two uniforms per perturbed position: bucket, member."""
-        return {"rand": torch.rand((n, 2), generator=g, dtype=torch.float64)}
+        return {"rand": torch.from_numpy(g.random((n, 2)))}
 
     def perturb_batch(
         self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], rand: dict[str, torch.Tensor], reproducible: bool
@@ -289,8 +289,8 @@ class Cape(TokenPipeline):
     def output_texts(self, new_rows: np.ndarray) -> np.ndarray:
         return self.id_text[new_rows]
 
-    def uniform_texts(self, n: int, g: torch.Generator) -> np.ndarray:
-        return self.cand_text_array[torch.randint(0, len(self.cand_text_array), (n,), generator=g).numpy()]
+    def uniform_texts(self, n: int, g: np.random.Generator) -> np.ndarray:
+        return self.cand_text_array[g.integers(0, len(self.cand_text_array), size=n)]
 
     CLAIM: ClassVar[str] = "Cape paper: eps+eps' (eps' data dependent, see --diagnostics)"
 

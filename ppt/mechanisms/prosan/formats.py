@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import torch
 
 EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
 EMAIL_RULE = ("e-mail addresses (pattern) are eligible whatever their POS tag; a protected one gets fresh "
@@ -30,14 +29,14 @@ def is_email(word: str) -> bool:
     return EMAIL.fullmatch(word) is not None
 
 
-def fresh_email(word: str, g: torch.Generator) -> str:
+def fresh_email(word: str, g: np.random.Generator) -> str:
     """``word`` with every letter and digit before the top-level domain drawn afresh (one draw per character:
     uniform in 0..259, letter = x % 26, digit = x % 10, both exactly uniform)."""
     cut = word.rfind(".")
     body, tld = (word[:cut], word[cut:]) if cut > word.find("@") else (word, "")
     chars = np.array(list(body), dtype=object)
     alnum = np.flatnonzero([c.isascii() and c.isalnum() for c in body])
-    draws = torch.randint(0, 260, (len(alnum),), generator=g).numpy()
+    draws = g.integers(0, 260, size=len(alnum))
     orig = chars[alnum].astype(str)
     letters = _LOWER[draws % 26]
     new = np.where(np.char.isdigit(orig), (draws % 10).astype(str), np.where(np.char.isupper(orig), np.char.upper(letters), letters))

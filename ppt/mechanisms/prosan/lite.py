@@ -133,7 +133,10 @@ class ProSanLite(Mechanism):
         live = [i for i, t in enumerate(texts) if t.strip()]
         outs = [""] * len(texts)
         if live:
-            for i, o in zip(live, self.perturb([texts[i] for i in live], [generators[i] for i in live], reproducible)):
+            from ppt.rng import torch_generator  # LM sampling takes a torch generator (32-bit seeded, see ppt.rng)
+
+            gens = [torch_generator(generators[i]) for i in live]
+            for i, o in zip(live, self.perturb([texts[i] for i in live], gens, reproducible)):
                 outs[i] = o
         res = []
         for t, o in zip(texts, outs):

@@ -412,9 +412,9 @@ class ProSan(TokenPipeline):
             raise RuntimeError("ProSan's plan is made by tokenize_batch within sanitize_batch")
         return tb.actions.copy(), tb.why.copy()
 
-    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+    def draw(self, n: int, g: np.random.Generator) -> dict[str, torch.Tensor]:
         """One uniform per replaced word."""
-        return {"u": torch.rand(n, generator=g, dtype=torch.float64)}
+        return {"u": torch.from_numpy(g.random(n))}
 
     def perturb_batch(self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], rand: dict[str, torch.Tensor], reproducible: bool):
         with torch_threads(self.threads):
@@ -424,7 +424,7 @@ class ProSan(TokenPipeline):
     def output_texts(self, new_rows: np.ndarray) -> np.ndarray:
         return self.id_text[new_rows]
 
-    def uniform_texts(self, n: int, g: torch.Generator) -> np.ndarray:
+    def uniform_texts(self, n: int, g: np.random.Generator) -> np.ndarray:
         """Fresh-format replacements of the next record's protected e-mail addresses (the pipeline asks for
         the records' UNIFORM pieces record by record, in order; ProSan marks only e-mails UNIFORM)."""
         if self._mail_records is None:

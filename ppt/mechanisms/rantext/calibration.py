@@ -50,7 +50,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
+from ppt.lazy import lazy_module
+
+torch = lazy_module("torch")
 
 from ppt.samplers.laplace import laplace_norms
 from ppt.spaces.distances import distance_rows

@@ -68,7 +68,9 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
+from ppt.lazy import lazy_module
+
+torch = lazy_module("torch")
 
 from ppt import parallel
 from ppt.accounting import ConditionalDpEvent, SelfComposedEvent
@@ -216,9 +218,9 @@ class Rantext(TokenMechanism):
         return self.calibration.z
 
     @cached_property
-    def noise_scale(self) -> torch.Tensor:
-        """Per-dimension Laplace scale Delta_d / Z (float64, CPU)."""
-        return self.space.sensitivity.double().cpu() / self.z
+    def noise_scale(self) -> np.ndarray:
+        """Per-dimension Laplace scale Delta_d / Z (float64 numpy)."""
+        return np.asarray(self.space.sensitivity_array, dtype=np.float64) / self.z
 
     # ---- tables -------------------------------------------------------------------------------------
 
@@ -290,24 +292,25 @@ class Rantext(TokenMechanism):
 
     # ---- randomness and perturbation ----------------------------------------------------------------
 
-    def draw(self, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
-        """Per position: the radius r = ||Y||_2 of a fresh Laplace vector, then one uniform."""
-        r = laplace.laplace_norms(n, self.noise_scale, g)
-        u = torch.rand(n, generator=g, dtype=torch.float64)
+    def draw(self, n: int, g: np.random.Generator) -> dict[str, np.ndarray]:
+        """Per position: the radius r = ||Y||_2 of a fresh Laplace vector (a 128-bit sub-stream seeded
+        from ``g``), then one uniform."""
+        r = laplace.laplace_norms_seeded(n, self._scale2, laplace.laplace_seed(g))
+        u = g.random(n)
         return {"r": r, "u": u}
 
     @cached_property
     def _scale2(self) -> np.ndarray:
         """Squared per-dimension Laplace scales (what :func:`ppt.samplers.laplace.laplace_norms` uses)."""
-        return self.noise_scale.double().cpu().numpy() ** 2
+        return self.noise_scale**2
 
-    def _seeds_and_uniforms(self, counts: list[int], generators: list[torch.Generator]) -> tuple[list[int], np.ndarray]:
+    def _seeds_and_uniforms(self, counts: list[int], generators: list[np.random.Generator]) -> tuple[list[int], np.ndarray]:
         """Each record's draws from its generator, in ``draw``'s order: its Laplace stream seed, then its uniforms."""
         seeds, us = [], []
         for n, g in zip(counts, generators):
             seeds.append(laplace.laplace_seed(g))
-            us.append(torch.rand(n, generator=g, dtype=torch.float64))
-        return seeds, torch.cat(us).numpy() if us else np.empty(0)
+            us.append(g.random(n))
+        return seeds, np.concatenate(us) if us else np.empty(0)
 
     def _laplace_norms(self, counts: list[int], seeds: list[int]) -> np.ndarray:
         """Every record's Laplace norms from its seed (numpy only; records shared with the helper thread,
@@ -322,13 +325,13 @@ class Rantext(TokenMechanism):
         parallel.for_each(draw, len(counts), share=r.size * scale2.size >= MIN_SHARED_DRAWS)
         return r
 
-    def draw_batch(self, counts: list[int], generators: list[torch.Generator]) -> dict[str, torch.Tensor]:
+    def draw_batch(self, counts: list[int], generators: list[np.random.Generator]) -> dict[str, np.ndarray]:
         """``draw`` for every record. The record's generator gives its stream seed and then its uniforms,
         as in ``draw``; the Laplace norms come from the seeds alone, after all generator draws."""
         seeds, u = self._seeds_and_uniforms(counts, generators)
         if not counts:
             return {}
-        return {"r": torch.from_numpy(self._laplace_norms(counts, seeds)), "u": torch.from_numpy(u)}
+        return {"r": self._laplace_norms(counts, seeds), "u": u}
 
     @property
     def uses_torch_sampler(self) -> bool:
@@ -345,6 +348,11 @@ class Rantext(TokenMechanism):
         if self.uses_fast_path:
             return sample_runs(self.run_table, rows, r, u, self.eps, self.chunk_entries)
         return self._sample_fallback(rows, r, u)
+
+    def perturb_rows_np(self, rows: np.ndarray, rand: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        out, size = self._sample(np.asarray(rows, dtype=np.int64), np.asarray(rand["r"], dtype=np.float64),
+                                 np.asarray(rand["u"], dtype=np.float64))
+        return out, {"cr_size": size}
 
     def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         out, size = self.sample_given_radius(rows, rand["r"], rand["u"])
@@ -395,7 +403,7 @@ class Rantext(TokenMechanism):
         s = diag.get("cr_size")
         if s is None:
             return [{} for _ in counts]
-        sizes = s.numpy()
+        sizes = np.asarray(s)
         rec = np.repeat(np.arange(len(counts)), counts)
         srt = sizes[np.lexsort((sizes, rec))].tolist()
         out, lo = [], 0
