@@ -170,7 +170,7 @@ CLOCK = time.perf_counter  # --clock cpu: time.process_time (this process's CPU 
 
 def sync(mech: Rantext) -> None:
     """Wait for the device's queued kernels (a GPU clock must cover the work, not its launch)."""
-    if mech.device.type == "cuda":
+    if str(mech.device).startswith("cuda"):
         torch.cuda.synchronize(mech.device)
 
 
@@ -237,7 +237,7 @@ def run_core(mech: Rantext, ref: Reference, rows: np.ndarray, n_records: int, se
         part = rows[s : s + step]
         draws = [mech.draw(min(per, part.size - o), record_generator(seed, (s, o))) for o in range(0, part.size, per)]
         rand = {k: np.concatenate([d[k] for d in draws]) for k in draws[0]}
-        if mech.device.type == "cuda":  # the torch sampler, tables resident on the device
+        if str(mech.device).startswith("cuda"):  # the torch sampler, tables resident on the device
             mech.perturb_rows(torch.from_numpy(part).to(mech.device), {k: torch.from_numpy(v).to(mech.device) for k, v in rand.items()})
         else:  # the numpy sampler, as the CPU path runs it
             mech.perturb_rows_np(part, rand)
@@ -294,7 +294,7 @@ def main(argv=None) -> int:
 
     device = resolve_device(args.device)
     if args.batch_size is None:
-        args.batch_size = 4096 if device.type == "cuda" else 64
+        args.batch_size = 4096 if str(device).startswith("cuda") else 64
     t0 = time.perf_counter()
     if args.space == "random":
         space = random_space()

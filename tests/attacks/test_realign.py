@@ -79,7 +79,7 @@ def test_spans_by_rows_greedy(space):
 def test_sanitize_aligned_recovers_exact_pairs(space):
     mech = ShiftMech(space, shift=1)
     texts = ["the cat sat on the mat", "dog, Zork ran!"]
-    gens = [torch.Generator().manual_seed(i) for i in range(2)]
+    gens = [np.random.default_rng(i) for i in range(2)]
     out, aligns = sanitize_aligned(mech, texts, gens)
     assert "perturb_rows" not in vars(mech)  # the spy is removed
     assert [a.source for a in aligns] == ["mechanism", "mechanism"]

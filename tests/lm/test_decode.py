@@ -11,7 +11,7 @@ scipy_stats = pytest.importorskip("scipy.stats")
 
 from ppt.lm.decode import InverseCDFSampler, _inverse_cdf, decode, greedy  # noqa: E402
 from ppt.lm.generate import Completion, LocalGenerator, SamplingParams  # noqa: E402
-from ppt.rng import record_generator  # noqa: E402
+from ppt.rng import record_torch_generator as record_generator  # noqa: E402 - LM sampling takes torch generators
 
 PROMPTS = [
     "The quick brown fox",

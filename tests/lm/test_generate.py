@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 
 from ppt.io import RecordError  # noqa: E402
 from ppt.lm.generate import Completion, LocalGenerator, SamplingParams  # noqa: E402
-from ppt.rng import record_generator  # noqa: E402
+from ppt.rng import record_torch_generator as record_generator  # noqa: E402 - LM sampling takes torch generators
 
 PROMPTS = [
     "The quick brown fox",

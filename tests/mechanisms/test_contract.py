@@ -104,6 +104,8 @@ def test_failing_kernel_raises_never_returns_text(mechs, name, monkeypatch):
         raise RuntimeError("kernel failed")
 
     monkeypatch.setattr(mech, kernel, boom)
+    if getattr(mech, kernel + "_np", None) is not None:  # the numpy backend's kernel (CPU)
+        monkeypatch.setattr(mech, kernel + "_np", boom)
     with pytest.raises(RuntimeError, match="kernel failed"):
         mech.sanitize_batch(TEXTS[:2], [record_generator(1, i) for i in range(2)])
 

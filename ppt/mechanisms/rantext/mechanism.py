@@ -338,7 +338,7 @@ class Rantext(TokenMechanism):
         """Whether the fast path samples with :func:`sample_runs_torch` on the mechanism's device (CUDA, or
         ``sampler="torch"``) rather than with numpy on the CPU."""
         if self.sampler == "auto":
-            return self.device.type == "cuda"
+            return str(self.device).startswith("cuda")
         return self.sampler == "torch"
 
     def _sample(self, rows: np.ndarray, r: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
