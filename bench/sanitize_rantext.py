@@ -254,7 +254,7 @@ def quality(mech: Rantext, rows: np.ndarray, seed: int) -> dict[str, float]:
     """|C_r|, unchanged share and mean embedding distance over the perturbed positions of the texts."""
     rows_t = torch.from_numpy(rows)
     rand = mech.draw(rows_t.numel(), record_generator(seed, "quality"))
-    out, diag = mech.perturb_rows(rows_t.to(mech.device), {k: v.to(mech.device) for k, v in rand.items()})
+    out, diag = mech.perturb_rows(rows_t.to(mech.device), {k: torch.as_tensor(v).to(mech.device) for k, v in rand.items()})
     out = out.cpu()
     emb = mech.space.embeddings.cpu()
     dist = (emb[rows_t] - emb[out]).norm(dim=1)
