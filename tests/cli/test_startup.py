@@ -38,8 +38,11 @@ CASES = [
 @pytest.mark.parametrize(("mech", "extra"), CASES)
 def test_one_record_sanitize_does_not_import_torch(mech, extra):
     rec = json.dumps({"id": 1, "text": "Alice met Bob in Paris on 12 May."}) + "\n"
-    r = subprocess.run([sys.executable, "-c", PROBE, "sanitize", "--mech", mech, "--quiet", *extra],
-                       input=rec, capture_output=True, text=True, timeout=600)
+    cmd = [sys.executable, "-c", PROBE, "sanitize", "--mech", mech, "--quiet", *extra]
+    # the claim is about a warm cache: a first run builds what is missing (tables are built with torch)
+    warm = subprocess.run(cmd, input=rec, capture_output=True, text=True, timeout=600)
+    assert warm.returncode == 0, warm.stderr
+    r = subprocess.run(cmd, input=rec, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["ppt"]["sanitize"]["signature"].startswith(mech + "|") and "Alice" not in out["text"]
