@@ -134,4 +134,15 @@ class Mechanism(ABC):
         }
 
 
-__all__ = ["Mechanism", "Sanitized", "check_eps"]
+def nonneg(name: str, value: Any) -> float:
+    """``value`` as a finite float >= 0, else a ValueError naming ``name`` (mechanism parameters)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number (got {value!r})") from None
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"{name} must be finite and >= 0 (got {value!r})")
+    return v
+
+
+__all__ = ["Mechanism", "Sanitized", "check_eps", "nonneg"]

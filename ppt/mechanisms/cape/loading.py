@@ -29,15 +29,6 @@ CONTEXTS = ("auto", "causal", "masked")
 BATCHING = ("auto", "record", "mixed")
 
 
-def nonneg(name: str, value: Any) -> float:
-    """``value`` as a finite float >= 0, else a ValueError naming ``name``."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number (got {value!r})") from None
-    if not math.isfinite(v) or v < 0:
-        raise ValueError(f"{name} must be finite and >= 0 (got {value!r})")
-    return v
 
 
 def positive_int(name: str, value: Any) -> int:
@@ -129,5 +120,5 @@ def calibrate_logit_bound(tokenizer, lm) -> float:
 
 __all__ = [
     "BATCHING", "CALIBRATION_PROMPTS", "CALIBRATION_QUANTILE", "CONTEXTS",
-    "calibrate_logit_bound", "check_choice", "default_dtype", "load_context_model", "merge_policy", "nonneg", "positive_int",
+    "calibrate_logit_bound", "check_choice", "default_dtype", "load_context_model", "merge_policy", "positive_int",
 ]

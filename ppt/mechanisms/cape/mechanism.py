@@ -121,9 +121,9 @@ from ppt.mechanisms.cape.loading import (
     default_dtype,
     load_context_model,
     merge_policy,
-    nonneg,
     positive_int,
 )
+from ppt.mechanisms.base import nonneg
 from ppt.mechanisms.pipeline import TokenPipeline
 from ppt.mechanisms.policy import PERTURB, R_PERTURBED, R_PUNCT, Policy
 from ppt.spaces.tokenizers import tokenize_batch

@@ -55,6 +55,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from ppt.mechanisms.base import nonneg
 from ppt.mechanisms.pipeline import TokenPipeline
 from ppt.mechanisms.policy import (
     DIGITS,
@@ -171,7 +172,7 @@ class ProSan(TokenPipeline):
             raise ValueError(f"unknown ProSan parameter(s): {', '.join(sorted(extra))}; known: {', '.join(self.defaults)}, device, policy")
         if space is not None:
             raise ValueError("prosan uses a causal LM and a masked LM, not an embedding space: pass --model / --param mlm=...")
-        self.lam = _nonneg("lambda", lam)
+        self.lam = nonneg("lambda", lam)
         self.tau = float(tau)
         if not 0 < self.tau <= 1:
             raise ValueError(f"tau must be in (0, 1] (got {tau})")
@@ -550,14 +551,6 @@ def _flag(value: Any) -> bool:
     return value.lower() in ("1", "true", "yes") if isinstance(value, str) else bool(value)
 
 
-def _nonneg(name: str, value: Any) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number (got {value!r})") from None
-    if not math.isfinite(v) or v < 0:
-        raise ValueError(f"{name} must be finite and >= 0 (got {value!r})")
-    return v
 
 
 def _merge_policy(base: Policy, policy: Policy | dict | None) -> Policy:
