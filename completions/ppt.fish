@@ -217,6 +217,7 @@ complete -c ppt -n '__fish_seen_subcommand_from downstream' -l mech -d 'Mechanis
 complete -c ppt -n '__fish_seen_subcommand_from downstream' -s m -d 'Mechanisms (repeatable); unavailable ones are skipped with a'
 complete -c ppt -n '__fish_seen_subcommand_from downstream' -l eps -d 'eps values (repeatable).'
 complete -c ppt -n '__fish_seen_subcommand_from downstream' -s e -d 'eps values (repeatable).'
+complete -c ppt -n '__fish_seen_subcommand_from downstream' -l extra -d 'Cells MECH[:EPS] after the grid (repeatable; no EPS = the me'
 complete -c ppt -n '__fish_seen_subcommand_from downstream' -l n-train -d 'Training documents per dataset (stratified).'
 complete -c ppt -n '__fish_seen_subcommand_from downstream' -l n-test -d 'Test documents per dataset (stratified).'
 complete -c ppt -n '__fish_seen_subcommand_from downstream' -l bbc-tokens -d 'GPT-2 tokens kept of each BBC article.'

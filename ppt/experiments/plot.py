@@ -59,7 +59,7 @@ def markdown_table(rows: list[dict]) -> str:
 
 
 LABELS = {"rantext": "RANTEXT", "santext+": "SanText+", "santext": "SanText", "custext+": "CusText+",
-          "custext": "CusText", "tem": "TEM", "cape": "Cape"}
+          "custext": "CusText", "tem": "TEM", "cape": "Cape", "prosan": "ProSan", "prosan-lite": "ProSan-lite"}
 
 
 def plot(rows: list[dict], path: Path, y: str = "cosine", title: str | None = None) -> None:

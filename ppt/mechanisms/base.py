@@ -57,6 +57,7 @@ class Mechanism(ABC):
     summary: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
     default_eps: ClassVar[float] = 6.0  # a subclass's defaults["eps"], when given, takes its place
+    takes_eps: ClassVar[bool] = True  # False: no eps at all (no DP guarantee; default_eps is a placeholder)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

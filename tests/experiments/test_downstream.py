@@ -55,7 +55,7 @@ def toy(tmp_cache, monkeypatch):
 
 
 def cfg(eps=(0.01, 200.0)):
-    return downstream.DownstreamConfig(datasets=["toy"], mechanisms=["tem"], eps=list(eps), bootstrap=200, batch_size=16)
+    return downstream.DownstreamConfig(datasets=["toy"], mechanisms=["tem"], eps=list(eps), extra=[], bootstrap=200, batch_size=16)
 
 
 def test_raw_is_high_tiny_eps_lowers_it_and_outputs_are_written(toy, tmp_path):
@@ -168,3 +168,32 @@ def test_cli_downstream_rejects_bad_options(tmp_path):
     assert r.returncode == 2 and "unknown mechanism" in r.stderr and not list(tmp_path.iterdir())
     r = ppt("eval", "downstream", "--dataset", "imdb", "--out-dir", str(tmp_path))
     assert r.returncode == 2 and "unknown dataset" in r.stderr and not list(tmp_path.iterdir())
+
+
+def test_cell_plan_runs_a_mechanism_without_eps_once_and_extra_cells_after_the_grid():
+    plan = downstream.cell_plan(downstream.DownstreamConfig(mechanisms=["tem", "prosan"], eps=[1.0, 6.0],
+                                                            extra=["prosan", "custext+:3", "tem:6"]))
+    # prosan has no eps: one cell (eps None), not repeated by --extra; tem:6 is already in the grid
+    assert plan == [("tem", 1.0), ("tem", 6.0), ("prosan", None), ("custext+", 3.0)]
+    from ppt.mechanisms import mechanism_class
+
+    tem_default = mechanism_class("tem").default_eps
+    assert downstream.cell_plan(downstream.DownstreamConfig(mechanisms=[], extra=["tem"])) == [("tem", tem_default)]
+    assert downstream.DownstreamConfig().extra == ["prosan"]
+
+
+def test_a_mechanism_without_eps_gets_one_cell_and_one_row_in_every_eps_column(toy, tmp_path, monkeypatch):
+    monkeypatch.setattr(downstream, "takes_eps", lambda name: name != "custext")  # stands in for ProSan (slow models)
+    c = cfg((0.01, 200.0))
+    c.mechanisms = ["tem", "custext"]
+    rows = downstream.run_downstream(c, tmp_path, data={"toy": toy_split()})
+    assert [(r["mechanism"], r["eps"]) for r in rows] == [("raw", None), ("tem", 0.01), ("tem", 200.0), ("custext", None)]
+    from ppt.mechanisms import mechanism_class
+
+    assert toy[-1] == ("custext", mechanism_class("custext").default_eps)  # built at its default eps
+    md = (tmp_path / "results.md").read_text()
+    line = next(x for x in md.splitlines() if x.startswith("| CusText (no eps"))
+    assert line.count("[") == 2  # the same value under both eps columns
+    assert (tmp_path / "cells" / "toy" / "custext.json").exists()
+    # read back from the CSV (eps empty), the tables come out the same
+    assert downstream.markdown(downstream_csv(tmp_path)) == md

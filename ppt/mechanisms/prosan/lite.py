@@ -51,6 +51,7 @@ class ProSanLite(Mechanism):
     notion: ClassVar[str] = "none: no differential-privacy guarantee (a distilled model's rewrite)"
     summary: ClassVar[str] = "ProSan's lightweight mode: a causal LM distilled from ProSan pairs rewrites the prompt (no DP)"
     default_eps: ClassVar[float] = 1.0  # placeholder: no eps (any other value is rejected)
+    takes_eps: ClassVar[bool] = False
     default_space: ClassVar[str | None] = None
     defaults: ClassVar[dict[str, Any]] = {"model": None, "temperature": 0.0, "max_new_tokens": None}
     reports_pairs: ClassVar[bool] = False

@@ -131,6 +131,7 @@ class ProSan(TokenPipeline):
     notion: ClassVar[str] = "none: no differential-privacy guarantee (contextual anonymization by importance and self-information)"
     summary: ClassVar[str] = "ProSan: replace unimportant nouns, names and numbers with masked-LM candidates (no DP)"
     default_eps: ClassVar[float] = 1.0  # placeholder: ProSan has no eps (any other value is rejected)
+    takes_eps: ClassVar[bool] = False
     default_space: ClassVar[str | None] = None
     default_model: ClassVar[str] = "smollm2"
     default_policy: ClassVar[Policy] = Policy(oov="keep", numbers="random-digits", punct="keep", stopwords="keep", case="sentence")
