@@ -72,10 +72,22 @@ def child_seed(g: np.random.Generator) -> int:
     return int(lo) | (int(hi) << 64)
 
 
+def uniforms(g: Any, shape: int | tuple[int, ...]) -> np.ndarray:
+    """float64 uniforms in [0, 1) of ``shape`` from ``g``: a numpy generator (:func:`record_generator`,
+    what privacy noise uses), or a legacy CPU ``torch.Generator`` (tests, LM sampling). Lets code that
+    computes with torch draw its noise from a 128-bit numpy stream."""
+    if isinstance(g, np.random.Generator):
+        return g.random(shape)
+    import torch
+
+    return torch.rand(shape, generator=g, dtype=torch.float64).numpy()
+
+
 def record_torch_generator(seed: int | None, record_id: Any, stream: str = ""):
     """A CPU ``torch.Generator`` for one record, for code that hands a generator to torch (LM sampling in
-    ppt.lm, DP-OPT, Split-N-Denoise). Limit, stated: torch's CPU mt19937 keeps only the low 32 bits of its
-    seed, so such a stream is one of 2^32. Sanitize mechanisms use :func:`record_generator` instead."""
+    ppt.lm: extract, serve, prosan-lite). Limit, stated: torch's CPU mt19937 keeps only the low 32 bits of
+    its seed, so such a stream is one of 2^32. Privacy noise never uses it: sanitize mechanisms, DP-OPT's
+    votes, release and selection, and Split-N-Denoise's d_chi noise draw from :func:`record_generator`."""
     import torch
 
     g = torch.Generator(device="cpu")

@@ -117,3 +117,48 @@ def test_seeded_cli_run_warns_on_stderr():
     code = "from ppt.rng import warn_if_seeded; warn_if_seeded(3); warn_if_seeded(None)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.stdout == "" and r.stderr.count("not production") == 1
+
+
+def test_dpopt_and_snd_noise_use_every_bit_of_a_record_seed(monkeypatch):
+    """DP-OPT's vote sampling, Poisson participation, LimitedDomain release and selection, and
+    Split-N-Denoise's d_chi noise draw from 128-bit numpy generators: two records whose derived seeds
+    differ only above bit 63 (or 31) get different noise (torch's CPU generator would give the same)."""
+    import torch
+
+    from ppt.dpopt import limited_domain
+    from ppt.dpopt.ensemble import sample_votes
+    from ppt.dpopt.selection import select
+    from ppt.dpopt.subsets import participation
+    from ppt.snd.pipeline import privatize_rows
+
+    base = derive_seed(3, "x")
+    fake = {"lo": base & ((1 << 63) - 1), "hi63": (base & ((1 << 63) - 1)) | (1 << 100),
+            "hi31": (base & ((1 << 32) - 1)) | (1 << 40)}
+    monkeypatch.setattr(ppt.rng, "derive_seed", lambda seed, rid, stream="": fake[rid])
+
+    def draws(k):
+        g = record_generator(3, k)
+        votes = sample_votes(torch.zeros(64, 1000), 1.0, g)
+        mask = participation(256, 0.5, g)
+        counts = torch.zeros(1000, dtype=torch.long)
+        counts[:20] = 30  # twenty tied tokens: the release varies with the noise
+        released = [limited_domain.release(counts, 0.5, 1e-4, 50, g) for _ in range(8)]
+        chosen = [select(torch.zeros(1000), 1.0, g) for _ in range(4)]
+        noisy, _ = privatize_rows([torch.zeros(3, 8)], 2.0, [g], 1e9)
+        return votes.tolist(), mask.tolist(), released, chosen, noisy[0].tolist()
+
+    out = {k: draws(k) for k in fake}
+    for part in range(5):
+        assert out["lo"][part] != out["hi63"][part] and out["lo"][part] != out["hi31"][part], part
+    assert draws("lo") == out["lo"]  # seeded: reproducible
+
+
+def test_privacy_noise_sites_do_not_use_32_bit_torch_generators():
+    """Only LM sampling (extract, serve, prosan-lite) and SnD's public training-data order keep the
+    documented 32-bit torch generators; DP-OPT and the SnD stage's noise must not."""
+    from pathlib import Path
+
+    root = Path(ppt.__file__).parent
+    for rel in ("dpopt/tune.py", "dpopt/ensemble.py", "dpopt/selection.py", "dpopt/limited_domain.py",
+                "dpopt/subsets.py", "stages/snd.py", "snd/pipeline.py"):
+        assert "record_torch_generator" not in (root / rel).read_text(), rel

@@ -63,9 +63,15 @@ def reencode_logits(model, tokenizer, prompt_ids: list[list[int]], prefix: list[
     return model(input_ids=ids.to(dev), attention_mask=attn, position_ids=pos).logits[:, -1, :].float()
 
 
-def sample_votes(logits: torch.Tensor, temperature: float, generator: torch.Generator) -> torch.Tensor:
-    """One token per row from softmax(logits / temperature) (argmax at temperature 0), on CPU."""
+def sample_votes(logits: torch.Tensor, temperature: float, generator) -> torch.Tensor:
+    """One token per row from softmax(logits / temperature) (argmax at temperature 0), on CPU: the
+    inverse CDF (float64) at one uniform per row from ``generator`` (a numpy generator, 128-bit seeded,
+    or a CPU ``torch.Generator``)."""
+    from ppt.rng import uniforms
+
     logits = logits.detach().float().cpu()
     if temperature <= 0:
         return logits.argmax(-1)
-    return torch.multinomial(torch.softmax(logits / temperature, dim=-1), 1, generator=generator).squeeze(-1)
+    cdf = torch.softmax(logits.double() / temperature, dim=-1).cumsum(-1)
+    u = torch.from_numpy(uniforms(generator, logits.shape[0]))[:, None] * cdf[:, -1:]
+    return torch.searchsorted(cdf, u, right=True).squeeze(-1).clamp_(max=logits.shape[-1] - 1)

@@ -58,14 +58,18 @@ def release_probabilities(counts: torch.Tensor, eps0: float, delta0: float, k_ba
     return ids, torch.softmax(scores / b, dim=0)
 
 
-def release(counts: torch.Tensor, eps0: float, delta0: float, k_bar: int, generator: torch.Generator) -> int | None:
-    """One LimitedDomain release: a token id, or None (bottom: the votes did not agree enough)."""
+def release(counts: torch.Tensor, eps0: float, delta0: float, k_bar: int, generator) -> int | None:
+    """One LimitedDomain release: a token id, or None (bottom: the votes did not agree enough).
+
+    ``generator``: a numpy generator (128-bit seeded, what DP-OPT uses) or a CPU ``torch.Generator``."""
+    from ppt.rng import uniforms
+
     if not (eps0 > 0) or not (0 < delta0 < 1) or k_bar < 1:
         raise ValueError("LimitedDomain needs eps0 > 0, 0 < delta0 < 1 and k_bar >= 1")
     ids, scores = candidates(counts, eps0, delta0, k_bar)
     b = noise_scale(eps0)
     if b > 0:
-        u = torch.rand(scores.shape, generator=generator, dtype=torch.float64).clamp_(1e-300, 1.0)
+        u = torch.from_numpy(uniforms(generator, tuple(scores.shape))).clamp_(1e-300, 1.0)
         scores = scores - b * torch.log(-torch.log(u))  # + Gumbel(scale b)
     j = int(torch.argmax(scores))
     return None if j == len(ids) else int(ids[j])

@@ -12,10 +12,15 @@ import math
 import torch
 
 
-def select(correct: torch.Tensor, eps: float, generator: torch.Generator) -> int:
-    """The index of one candidate: argmax of counts + Gumbel(1/eps) (exact argmax when eps is infinite)."""
+def select(correct: torch.Tensor, eps: float, generator) -> int:
+    """The index of one candidate: argmax of counts + Gumbel(1/eps) (exact argmax when eps is infinite).
+
+    ``generator``: a numpy generator (:func:`ppt.rng.record_generator`, 128-bit seeded; what DP-OPT uses)
+    or a CPU ``torch.Generator``."""
+    from ppt.rng import uniforms
+
     scores = correct.double()
     if not math.isinf(eps):
-        u = torch.rand(scores.shape, generator=generator, dtype=torch.float64).clamp_(1e-300, 1.0)
+        u = torch.from_numpy(uniforms(generator, tuple(scores.shape))).clamp_(1e-300, 1.0)
         scores = scores - torch.log(-torch.log(u)) / eps
     return int(torch.argmax(scores))

@@ -64,9 +64,12 @@ def assign(key: bytes, texts: list[str], labels: list[str], n: int, shots: int, 
 
 
 def participation(n: int, rate: float, generator) -> torch.Tensor:  # noqa: F821
-    """Which of the ``n`` subsets vote this query: each independently with probability ``rate`` (Poisson)."""
+    """Which of the ``n`` subsets vote this query: each independently with probability ``rate`` (Poisson);
+    ``generator`` a numpy generator (128-bit seeded) or a CPU ``torch.Generator``."""
     import torch
+
+    from ppt.rng import uniforms
 
     if rate >= 1.0:
         return torch.ones(n, dtype=torch.bool)
-    return torch.rand(n, generator=generator) < rate
+    return torch.from_numpy(uniforms(generator, n) < rate)

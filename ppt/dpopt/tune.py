@@ -181,7 +181,7 @@ def tune(model, tok, plan: Plan, texts: list[str], labels: list[str], *, checkpo
     from ppt.dpopt.selection import select
     from ppt.dpopt.subsets import participation
     from ppt.lm.base import eos_ids
-    from ppt.rng import record_torch_generator
+    from ppt.rng import record_generator
 
     cfg, acct, key, state = plan.cfg, plan.acct, plan.key, plan.state
     gen, val = split(key, texts, labels, cfg.val_fraction)
@@ -217,7 +217,7 @@ def tune(model, tok, plan: Plan, texts: list[str], labels: list[str], *, checkpo
                     break
                 acct.spend(failed=False)  # paid before the draw; saved before anything is released
                 save()
-                g = record_torch_generator(cfg.seed, "dp-opt", f"gen:{p}:{len(cur['tokens'])}:{attempt}")
+                g = record_generator(cfg.seed, "dp-opt", f"gen:{p}:{len(cur['tokens'])}:{attempt}")
                 mask = participation(cfg.ensemble, cfg.rate, g)
                 votes = sample_votes(dec.logits[mask.to(dec.logits.device)], cfg.temperature, g)
                 hist = torch.bincount(votes, minlength=dec.logits.shape[-1])
@@ -255,7 +255,7 @@ def tune(model, tok, plan: Plan, texts: list[str], labels: list[str], *, checkpo
         for inst in pool:
             lp = label_logprobs(model, tok, inst, vtexts, cfg.labels)
             correct.append(int((lp.argmax(1) == vgold).sum()))
-        chosen = select(torch.tensor(correct), cfg.eps_select, record_torch_generator(cfg.seed, "dp-opt", "select"))
+        chosen = select(torch.tensor(correct), cfg.eps_select, record_generator(cfg.seed, "dp-opt", "select"))
     else:
         chosen, correct = 0, [None]
     eps_gen = acct.epsilon()

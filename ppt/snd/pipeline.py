@@ -28,7 +28,7 @@ class SndBatch:
     denoised: torch.Tensor | None = None
 
 
-def privatize_rows(rows: list[torch.Tensor], eta: float, generators: Sequence[torch.Generator],
+def privatize_rows(rows: list[torch.Tensor], eta: float, generators: Sequence,
                    bound: float) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Each record's rows after d_chi noise and the clip, and the noise actually added (x~ - x)."""
     if not rows:
@@ -48,9 +48,10 @@ def denoise(denoiser: torch.nn.Module, noisy: torch.Tensor, noisy_rows: list[tor
     return denoiser(noisy.to(dev), x, z, mask, eta).float().cpu()
 
 
-def snd_embed(split: SplitModel, texts: list[str], eta: float, generators: Sequence[torch.Generator],
+def snd_embed(split: SplitModel, texts: list[str], eta: float, generators: Sequence,
               pool: Pool | None = None, denoiser: torch.nn.Module | None = None) -> SndBatch:
-    """Run the protocol for ``texts`` (``generators[i]`` draws text i's noise)."""
+    """Run the protocol for ``texts`` (``generators[i]`` draws text i's noise: a numpy generator from
+    :func:`ppt.rng.record_generator`, 128-bit seeded)."""
     eta = check_eta(eta)
     tr = split.client_rows(texts)
     noisy_rows, noise_rows = privatize_rows(tr.rows, eta, generators, split.bound)

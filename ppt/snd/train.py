@@ -27,7 +27,7 @@ import torch
 from ppt.cache import canonical_json
 from ppt.io import ExitCode, PptError
 from ppt.progress import progress_bar
-from ppt.rng import record_torch_generator
+from ppt.rng import record_generator, record_torch_generator
 from ppt.snd.denoiser import Denoiser, DenoiserConfig
 from ppt.snd.pipeline import privatize_rows
 from ppt.snd.split import SplitModel, pad_right
@@ -82,7 +82,7 @@ def _error_scale(split: SplitModel, ids: list[list[int]], clean: torch.Tensor, c
         return 1.0
     k = min(n, len(ids))
     rows = split.client_rows_from_ids(ids[:k])
-    noisy_rows, _ = privatize_rows(rows, cfg.eta, [record_torch_generator(cfg.seed, ["snd-scale", i]) for i in range(k)],
+    noisy_rows, _ = privatize_rows(rows, cfg.eta, [record_generator(cfg.seed, ["snd-scale", i]) for i in range(k)],
                                    split.bound)
     noisy = torch.cat([split.server_pool(noisy_rows[s : s + cfg.batch_size]) for s in range(0, k, cfg.batch_size)])
     return float(((noisy.to(clean.device) - clean[:k]) ** 2).mean().sqrt().clamp_min(1e-8))
@@ -154,7 +154,7 @@ def train_denoiser(split: SplitModel, texts: list[str], cfg: TrainConfig, *, che
             for step in range(first, steps_per_epoch):
                 idx = order[step * cfg.batch_size : (step + 1) * cfg.batch_size]
                 rows = split.client_rows_from_ids([ids[i] for i in idx])
-                gens = [record_torch_generator(cfg.seed, ["snd-train", epoch, i]) for i in idx]
+                gens = [record_generator(cfg.seed, ["snd-train", epoch, i]) for i in idx]
                 noisy_rows, noise_rows = privatize_rows(rows, cfg.eta, gens, split.bound)
                 noisy = split.server_pool(noisy_rows).to(dev)
                 x, mask = pad_right(noisy_rows, dev)

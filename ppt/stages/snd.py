@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ppt.io import ExitCode, PptError, Record, RecordError, stamp
-from ppt.rng import record_torch_generator, seeded
+from ppt.rng import record_generator, seeded
 from ppt.samplers.dchi import check_eta
 from ppt.stages.base import Stage
 
@@ -107,7 +107,7 @@ class SndEmbedStage(Stage):
                 todo.append(i)
         if not todo:
             return results
-        gens = [record_torch_generator(self.seed, records[i].id, "snd") for i in todo]
+        gens = [record_generator(self.seed, records[i].id, "snd") for i in todo]
         batch = snd_embed(self.split, [records[i].text for i in todo], self.eta, gens, pool=self.pool,
                           denoiser=self.denoiser if "denoised" in self.emit else None)
         vecs = {"noisy": batch.noisy, "denoised": batch.denoised if batch.denoised is not None else batch.noisy}
@@ -255,7 +255,7 @@ class SndInversionStage(Stage):
         self.prepare()
         results: list[Any] = []
         tr = self.split.client_rows([r.text for r in records])
-        gens = [record_torch_generator(self.seed, r.id, "snd") for r in records]
+        gens = [record_generator(self.seed, r.id, "snd") for r in records]
         noisy, _ = privatize_rows(tr.rows, self.eta, gens, self.split.bound)
         ids = torch.tensor([i for x in tr.ids for i in x], dtype=torch.long)
         keep = ~torch.isin(ids, self.special)
