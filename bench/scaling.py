@@ -141,12 +141,16 @@ def main(argv: list[str] | None = None) -> int:
                 best[w] = min(best.get(w, float("inf")), sec)
         print(f"\n## library: run_stage_in_workers over the file, best of {a.repeat} (worker start-up included)")
         hdr = (f"{'workers':>7} {'seconds':>8} {'records/s':>10} {'tokens/s':>10} {'x 1 worker':>10} {'identical':>9} "
-               f"{'load avg':>12} {'CPU s':>7}")
+               f"{'load avg':>12} {'CPU s':>7} {'cores':>6}")
         print(hdr + "\n" + "-" * len(hdr))
         for w in counts:
             s = best[w]
             print(f"{w:7d} {s:8.2f} {len(texts) / s:10.0f} {n_tok / s:10.0f} {best[1] / s:9.2f}x {'yes' if identical[w] else 'NO':>9} "
-                  f"{min(loads[w]):5.2f}-{max(loads[w]):5.2f} {cpu[w]:7.2f}", flush=True)
+                  f"{min(loads[w]):5.2f}-{max(loads[w]):5.2f} {cpu[w]:7.2f} {cpu[w] / s:6.2f}", flush=True)
+        used1 = cpu[1] / best[1]
+        print(f"1 worker already keeps {used1:.2f} cores busy (its helper thread: Laplace draws and BPE encoding "
+              f"release the GIL): on {available_cores()} cores the best speed-up possible is about "
+              f"{min(counts[-1], available_cores()) / used1:.2f}x (cores / cores of 1 worker).")
 
         if not a.no_cli:
             print("\n## cli: whole `ppt sanitize` processes, -i FILE -o /dev/null (start-up included), one run each")
@@ -166,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     print("x 1 worker: the 1-worker seconds / these seconds, measured in this run. identical: output byte-identical to\n"
           "the 1-worker run. load avg: the 1-minute load average when the runs started (min-max over repeats).\n"
           "CPU s (least over repeats): CPU time of this process (all its threads) plus the workers' start-up and\n"
-          "batches: what the run costs whatever the machine's load (wall seconds depend on the load).")
+          "batches: what the run costs whatever the machine's load (wall seconds depend on the load).\n"
+          "cores: CPU s / seconds, the cores the run kept busy on average.")
     return 0
 
 

@@ -427,11 +427,12 @@ def plot(rows: list[dict], path: Path) -> None:
                 ax.axhline(_num(r["accuracy"]), color="black", lw=1.2, label="raw data (ceiling)")
                 ax.axhspan(_num(r["accuracy_ci_lo"]), _num(r["accuracy_ci_hi"]), color="black", alpha=0.08)
         ax.axhline(_num(rs[0].get("chance")), color="grey", lw=1, ls=":", label="majority class")
-        for r in rs:
-            if r["mechanism"] != RAW and _no_eps(r):  # no eps: a dashed line with its interval
-                line = ax.axhline(_num(r["accuracy"]), lw=1.2, ls="--",
-                                  label=f"{LABELS.get(r['mechanism'], r['mechanism'])} (no eps, no DP)")
-                ax.axhspan(_num(r["accuracy_ci_lo"]), _num(r["accuracy_ci_hi"]), color=line.get_color(), alpha=0.08)
+        flat = [r for r in rs if r["mechanism"] != RAW and _no_eps(r)]
+        for r, color in zip(flat, ["tab:brown", "tab:olive", "tab:cyan", "tab:pink"] * len(flat)):
+            # no eps: a dashed line with its interval, in colours the eps curves do not take
+            ax.axhline(_num(r["accuracy"]), lw=1.2, ls="--", color=color,
+                       label=f"{LABELS.get(r['mechanism'], r['mechanism'])} (no eps, no DP)")
+            ax.axhspan(_num(r["accuracy_ci_lo"]), _num(r["accuracy_ci_hi"]), color=color, alpha=0.08)
         for m in dict.fromkeys(r["mechanism"] for r in rs if r["mechanism"] != RAW and not _no_eps(r)):
             pts = sorted((_num(r["eps"]), _num(r["accuracy"]), _num(r["accuracy_ci_lo"]), _num(r["accuracy_ci_hi"]))
                          for r in rs if r["mechanism"] == m)
