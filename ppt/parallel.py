@@ -8,6 +8,7 @@ thread: ``torch.set_num_threads(1)`` keeps ppt on one core.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -17,6 +18,25 @@ from concurrent.futures import ThreadPoolExecutor
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 _NAME = "ppt-helper"
+_off = 0  # > 0 inside one_thread(): no helper
+
+
+@contextlib.contextmanager
+def one_thread():
+    """No helper thread inside, and torch (when loaded) on one intra-op thread: for batches the driving
+    process runs while worker processes already take every core (``ppt.exec.pool``)."""
+    global _off
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else 1
+    _off += 1
+    if before > 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        _off -= 1
+        if before > 1:
+            torch.set_num_threads(before)
 
 
 def _forget_pool() -> None:
@@ -44,7 +64,7 @@ def _threads() -> int:
 def helper() -> ThreadPoolExecutor | None:
     """The helper thread, or None where this process should stay on one thread (or this is the helper)."""
     global _pool
-    if _threads() < 2 or threading.current_thread().name.startswith(_NAME):
+    if _off or _threads() < 2 or threading.current_thread().name.startswith(_NAME):
         return None
     with _pool_lock:
         if _pool is None:
@@ -94,4 +114,4 @@ def for_each(fn: Callable[[int], None], n: int, share: bool = True) -> None:
         later.result()
 
 
-__all__ = ["Claims", "for_each", "helper"]
+__all__ = ["Claims", "for_each", "helper", "one_thread"]

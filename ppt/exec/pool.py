@@ -50,6 +50,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ppt import parallel
 from ppt.exec.readonly import read_only_cache
 from ppt.io import ExitCode, PptError, Record, RecordError, StreamArgs, run_stream
 from ppt.stages.base import Stage
@@ -356,8 +357,11 @@ class StagePool:
         """The batch's results (or whole-batch RecordError), its worker's messages replayed here."""
         if pending.future is None:  # held (one batch so far, or no worker ready yet): run it here
             self._dispatch(skip=pending)  # the ones behind it go to the workers if they are ready now
+            # once workers are starting they take the cores: this process adds no thread of its own
+            alone = parallel.one_thread() if self._executor is not None else contextlib.nullcontext()
             try:
-                return list(self(pending.records))
+                with alone:
+                    return list(self(pending.records))
             except RecordError as e:
                 return e
         from concurrent.futures.process import BrokenProcessPool
