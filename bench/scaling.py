@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mech", default="rantext")
     ap.add_argument("--eps", type=float, default=6.0)
     ap.add_argument("--space", default=None)
-    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=256, help="records per batch (default: ppt sanitize's for the token mechanisms on the CPU)")
     ap.add_argument("--workers", default="1,2,4,8,16")
     ap.add_argument("--repeat", type=int, default=3, help="runs per worker count (best is kept)")
     ap.add_argument("--seed", type=int, default=0)

@@ -443,7 +443,7 @@ complete -c ppt -n '__fish_seen_subcommand_from sanitize' -s o -d 'Output JSONL:
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l text-field -d 'Field holding the text of each record.'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l id-field -d 'Field holding the record id (missing: 0-based line number).'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l on-error -d 'Bad record: fail (stop, exit 65), skip (drop, exit 1), recor'
-complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l batch-size -d 'Records processed per batch.'
+complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l batch-size -d 'Records processed per batch (default: the mechanisms: 256 fo'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l seed -d 'Derive per-record noise from (seed, id) for reproducibility;'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l device -d 'auto, cpu, mps, cuda or cuda:N.'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l quiet -d 'No progress bar or summary on stderr.'

@@ -68,7 +68,8 @@ record_numpy_rng = record_generator  # the former name of the numpy generator (k
 def child_seed(g: np.random.Generator) -> int:
     """A 128-bit seed drawn from ``g`` (two 64-bit words): a sub-stream that may be drawn on another
     thread (e.g. RANTEXT's Laplace norms) while ``g`` stays the record's only source."""
-    lo, hi = g.integers(0, 1 << 64, size=2, dtype=np.uint64, endpoint=False).tolist()
+    # two raw 64-bit outputs: what g.integers(0, 2**64, size=2, dtype=uint64) returns, without its overhead
+    lo, hi = g.bit_generator.random_raw(2).tolist()
     return int(lo) | (int(hi) << 64)
 
 

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from ppt.cli.common import (
+    RUN_PANEL,
     ActorsOpt,
-    BatchSizeOpt,
     DeviceOpt,
     EngineOpt,
     IdFieldOpt,
@@ -89,7 +89,7 @@ def sanitize(
     text_field: TextFieldOpt = "text",
     id_field: IdFieldOpt = "id",
     on_error: OnErrorOpt = "fail",
-    batch_size: BatchSizeOpt = 64,
+    batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Records processed per batch (default: the mechanism's: 256 for the token mechanisms on the CPU, 4096 on a GPU; 64 for Cape on the CPU, 512 on a GPU; 64 otherwise). The output does not depend on it.", rich_help_panel=RUN_PANEL)] = None,
     seed: SeedOpt = None,
     device: DeviceOpt = "auto",
     quiet: QuietOpt = False,
@@ -130,13 +130,14 @@ def sanitize(
             from ppt.exec.ray import RayOptions, run_stage_on_ray
 
             warn_if_seeded(seed)
-            args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device)
+            args = stream_args(input, output, text_field, id_field, on_error, batch_size or 64, quiet, seed=seed, device=device)
             raise typer.Exit(run_stage_on_ray(args, recipe, options=RayOptions(address=ray_address, actors=actors),
                                               desc="sanitize", build_hint=recipe.build_hint()))
         with stdout_guard():
             mechanism = build_mechanism(mech, eps, space=space, model=model, params=params, device=device, quiet=quiet,
                                         policy=policy)
         warn_if_seeded(seed)
+        batch_size = batch_size or mechanism.default_batch_size()
         args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device)
         stage = SanitizeStage(mechanism, text_field=text_field, seed=seed, keep_original=keep_original,
                               emit_alignment=emit_alignment, min_kept=min_kept, diagnostics=diagnostics,

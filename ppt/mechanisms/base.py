@@ -94,6 +94,11 @@ class Mechanism(ABC):
         self.precompute(quiet=getattr(self, "quiet", False))
         return self
 
+    def default_batch_size(self) -> int:
+        """Records per batch when the user gives no ``--batch-size`` (the output never depends on it): 64
+        here; mechanisms whose per-batch work amortises over larger batches say more."""
+        return 64
+
     def stamp(self) -> dict[str, Any]:
         return {"mechanism": self.name, "notion": self.notion, "params": self.params()}
 

@@ -245,6 +245,11 @@ class TokenMechanism(TokenPipeline):
         self.device = self.space.device
         self.warn_leaks()
 
+    def default_batch_size(self) -> int:
+        """256 records on the CPU (RANTEXT on 2 cores: ~7% faster end to end than 64), 4096 on a GPU (a
+        batch is then a few kernels over the device-resident tables)."""
+        return 4096 if str(self.device).startswith("cuda") else 256
+
     @property
     def unit(self) -> str:
         """What a metric-DP eps is per unit of: the space's distance (SanText, TEM)."""

@@ -231,6 +231,10 @@ class Cape(TokenPipeline):
             self.bound_source = "given"
         self.worst_case = cu.worst_case_eps(self.eps, int(self.candidates.numel()), self.buckets)
 
+    def default_batch_size(self) -> int:
+        """512 prompts on a GPU (one forward pass of the context model per batch keeps it busy); 64 on the CPU."""
+        return 512 if str(self.device).startswith("cuda") else 64
+
     def params(self) -> dict[str, Any]:
         return {
             "eps": self.eps,
