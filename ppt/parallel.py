@@ -1,9 +1,11 @@
-"""A helper thread for batch work that releases the interpreter lock (numpy's samplers, the BPE encoder).
+"""Helper threads for batch work that releases the interpreter lock (numpy's samplers, the BPE encoder).
 
 Work comes in items (a record, a text), claimed one at a time: from the front by the calling thread
-and from the back by the helper. Each item is computed whole by one thread, so results are the same
-as on one thread, whatever the split. The helper is used only where torch may use more than one
-thread: ``torch.set_num_threads(1)`` keeps ppt on one core.
+and from the back by the helpers. Each item is computed whole by one thread, so results are the same
+as on one thread, whatever the split. There are as many helpers as the threads torch may use, less
+one (the calling thread), at most the cores this process may run on less one: one on a 2-core laptop,
+fifteen on a 16-core GPU server, where the host's Laplace draws and tokenizing must keep up with the
+device. ``torch.set_num_threads(1)`` keeps ppt on one core.
 """
 
 from __future__ import annotations
@@ -61,19 +63,34 @@ def _threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def helpers() -> int:
+    """How many helper threads batch work may use now: 0 where this process should stay on one thread
+    (one_thread(), torch on one thread, or this is a helper)."""
+    if _off or threading.current_thread().name.startswith(_NAME):
+        return 0
+    return max(0, min(_threads(), _cores()) - 1)
+
+
 def helper() -> ThreadPoolExecutor | None:
-    """The helper thread, or None where this process should stay on one thread (or this is the helper)."""
+    """The helper threads' pool (``helpers()`` threads), or None where this process should stay on one thread."""
     global _pool
-    if _off or _threads() < 2 or threading.current_thread().name.startswith(_NAME):
+    n = helpers()
+    if n < 1:
         return None
     with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(1, thread_name_prefix=_NAME)
+        if _pool is None or _pool._max_workers < n:
+            old, _pool = _pool, ThreadPoolExecutor(n, thread_name_prefix=_NAME)
+            if old is not None:
+                old.shutdown(wait=False)
     return _pool
 
 
 class Claims:
-    """Items 0..n-1 handed out one at a time: from the front to one thread, from the back to another."""
+    """Items 0..n-1 handed out one at a time: from the front to the calling thread, from the back to the helpers."""
 
     def __init__(self, n: int):
         self.front, self.back = 0, n
@@ -107,11 +124,12 @@ def for_each(fn: Callable[[int], None], n: int, share: bool = True) -> None:
         while (i := claims.take(from_back)) is not None:
             fn(i)
 
-    later = pool.submit(work, True)
+    later = [pool.submit(work, True) for _ in range(min(helpers(), n - 1))]
     try:
         work(False)
     finally:
-        later.result()
+        for f in later:
+            f.result()
 
 
-__all__ = ["Claims", "for_each", "helper", "one_thread"]
+__all__ = ["Claims", "for_each", "helper", "helpers", "one_thread"]

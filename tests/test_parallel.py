@@ -34,3 +34,49 @@ def test_for_each_computes_every_item_once_with_the_helper():
         assert seen == [1] * 500
     finally:
         torch.set_num_threads(torch_before)
+
+
+def test_helpers_follow_torch_threads_capped_by_the_cores(monkeypatch):
+    before = torch.get_num_threads()
+    monkeypatch.setattr(parallel, "_cores", lambda: 8)
+    try:
+        for threads, expected in ((1, 0), (2, 1), (4, 3), (16, 7)):
+            torch.set_num_threads(threads)
+            assert parallel.helpers() == expected
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_rantext_output_is_the_same_with_any_number_of_helper_threads(array_space, monkeypatch):
+    """Laplace draws and BPE encoding shared by 0, 1 or 3 helpers: byte-identical seeded output (each
+    record's draws come from its own sub-stream, computed whole by one thread)."""
+    from ppt.mechanisms.rantext import Rantext
+    from ppt.rng import record_generator
+
+    import itertools
+
+    words = ["".join(p) for p in itertools.product("bcdfghklmnprstvz", "aeiou", "bcdfghklmnprstvz")][:300]
+    space = array_space("par", words, seed=2, dim=16)
+    mech = Rantext(6.0, space=space, z=5.0, quiet=True)
+    texts = [" ".join(words[(7 * i + j) % 300] for j in range(40)) for i in range(64)]
+    monkeypatch.setattr(parallel, "_cores", lambda: 8)
+    monkeypatch.setattr("ppt.mechanisms.rantext.mechanism.MIN_SHARED_DRAWS", 1)
+    before = torch.get_num_threads()
+    outs, used = [], []
+    try:
+        for threads in (1, 2, 4):
+            torch.set_num_threads(threads)
+            names = set()
+            real = parallel.Claims.take
+
+            def take(self, from_back, real=real, names=names):
+                names.add(threading.current_thread().name)
+                return real(self, from_back)
+
+            monkeypatch.setattr(parallel.Claims, "take", take)
+            outs.append([r.text for r in mech.sanitize_batch(texts, [record_generator(1, i) for i in range(64)])])
+            used.append(len(names))
+    finally:
+        torch.set_num_threads(before)
+    assert outs[0] == outs[1] == outs[2]
+    assert used[0] == 0 and used[2] > used[1] >= 2  # the work really was shared (1, then up to 3 helpers)

@@ -51,8 +51,8 @@ position's result depends only on its token, its radius and its uniform, never o
 of a batch or the padding. Weights are computed in float32 (relative error ~1e-7) and summed in float64.
 Randomness per record (``draw``): a Laplace vector per position, of which only the norm r is kept
 (|Laplace| = scale * Exp(1), drawn by numpy in a stream seeded from the record's generator), then one
-uniform per position. In a batch (``draw_batch``) the records' norms are drawn on two threads when torch
-may use more than one (:mod:`ppt.parallel`); each record's stream is drawn whole by one of them.
+uniform per position. In a batch (``draw_batch``) the records' norms are drawn on as many threads as torch
+may use, up to the cores (:mod:`ppt.parallel`); each record's stream is drawn whole by one of them.
 
 Calibration caveat: the calibrated median is over vocabulary tokens drawn uniformly. Text is dominated
 by frequent tokens, which sit in denser regions of MiniLM space, so the lists on real text are larger
@@ -313,7 +313,7 @@ class Rantext(TokenMechanism):
         return seeds, np.concatenate(us) if us else np.empty(0)
 
     def _laplace_norms(self, counts: list[int], seeds: list[int]) -> np.ndarray:
-        """Every record's Laplace norms from its seed (numpy only; records shared with the helper thread,
+        """Every record's Laplace norms from its seed (numpy only; records shared with the helper threads,
         each drawn whole by one thread, so the result is the same as on one thread)."""
         starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         r = np.empty(int(starts[-1]), dtype=np.float64)
