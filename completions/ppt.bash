@@ -76,7 +76,7 @@ _ppt() {
         "eval metrics") opts="--alignment-field --batch-size --device --diversity-combine --doc-field --encoder --help --id-field --input --items-field --label-field --labels --length-norm --lm --mauve-features --mauve-seed --on-error --per-record --quiet --reference-field --template --text-field -i -q" ;;
         "eval mi") opts="--help --input --limit --x-field --y-field -i -k" ;;
         "eval phr") opts="--batch-size --help --id-field --input --items-field --on-error --per-record --quiet --seed --text-field --types-field -i -q" ;;
-        "eval pipeline") opts="--api-key-env --batch-size --corpus --device --endpoint --eps --extra --extract-model --first --help --journal-dir --mauve --max-new-tokens --mech --n-docs --no-mauve --out-dir --prefix-tokens --quiet --remote --remote-model --report-only --resume --seed --temperature --text-field -e -m -q" ;;
+        "eval pipeline") opts="--api-key-env --batch-size --control --corpus --device --endpoint --eps --extra --extract-model --first --help --journal-dir --mauve --max-new-tokens --mech --n-docs --no-control --no-mauve --out-dir --prefix-tokens --quiet --remote --remote-model --report-only --resume --seed --temperature --text-field -e -m -q" ;;
         "eval sweep") opts="--corpus --device --eps --help --mech --mti-model --n-docs --out-dir --prefix-tokens --probe-draws --probe-tokens --seed --text-field -e -m" ;;
         "extract") opts="--batch-size --device --dtype --generation-field --help --id-field --input --max-new-tokens --model --no-chat --on-error --output --output-field --quiet --raw-field --runtime --seed --stop --temperature --template --top-p -i -m -o -q" ;;
         "mechs") opts="--describe --help --json" ;;

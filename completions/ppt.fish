@@ -303,6 +303,7 @@ complete -c ppt -n '__fish_seen_subcommand_from pipeline' -l extract-model -d 'L
 complete -c ppt -n '__fish_seen_subcommand_from pipeline' -l max-new-tokens -d 'Tokens of each continuation and extraction.'
 complete -c ppt -n '__fish_seen_subcommand_from pipeline' -l temperature -d 'Remote sampling temperature.'
 complete -c ppt -n '__fish_seen_subcommand_from pipeline' -l mauve -d 'MAUVE against the no-privacy continuations.'
+complete -c ppt -n '__fish_seen_subcommand_from pipeline' -l control -d 'The extract-only control: the extractor given the raw prefix'
 complete -c ppt -n '__fish_seen_subcommand_from pipeline' -l batch-size -d 'Documents per generation batch and per journal flush.'
 complete -c ppt -n '__fish_seen_subcommand_from pipeline' -l seed -d 'Seed of the noise and local sampling (research run).'
 complete -c ppt -n '__fish_seen_subcommand_from pipeline' -l device -d 'auto, cpu, mps, cuda or cuda:N.'

@@ -178,7 +178,8 @@ PIPELINE_HELP = """Run InferDPT end to end: sanitize -> remote continuation -> l
 
 On the same documents (default: BBC News, 100 articles, first 50 GPT-2 tokens each), with two references
 first: the remote model's continuation of the raw prefix (no privacy) and a second sample of it (the
-ceiling). Per cell: the perturbed generation as received and the extracted text, scored against the
+ceiling), and the extract-only control (the extractor given the raw prefix and no perturbed
+generation: what extraction achieves without the remote model; --no-control skips it). Per cell: the perturbed generation as received and the extracted text, scored against the
 no-privacy continuation (MiniLM cosine, Rouge-L, MAUVE) and the raw prefix (coherence), with diversity
 and KNN privacy of the sent text as in `ppt eval sweep`; 95% intervals. Writes results.csv, results.md,
 pipeline.png and config.json to --out-dir after every cell; each cell journals its documents under
@@ -215,6 +216,7 @@ def pipeline(
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1, help="Tokens of each continuation and extraction.")] = 32,
     temperature: Annotated[float, typer.Option("--temperature", min=0.0, help="Remote sampling temperature.")] = 0.5,
     mauve: Annotated[bool, typer.Option("--mauve/--no-mauve", help="MAUVE against the no-privacy continuations.")] = True,
+    control: Annotated[bool, typer.Option("--control/--no-control", help="The extract-only control: the extractor given the raw prefix and no perturbed generation (nothing sent); each extracted row gets its paired gain over it.")] = True,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Documents per generation batch and per journal flush.")] = 25,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the noise and local sampling (research run).")] = 0,
     device: DeviceOpt = "auto",
@@ -245,7 +247,7 @@ def pipeline(
                              text_field=text_field, n_docs=n_docs, prefix_tokens=prefix_tokens, seed=seed, remote=remote,
                              remote_model=remote_model, remote_endpoint=endpoint, api_key_env=api_key_env,
                              extract_model=extract_model, max_new_tokens=max_new_tokens, temperature=temperature,
-                             mauve=mauve, batch_size=batch_size, chunk=batch_size, device=device)
+                             mauve=mauve, control=control, batch_size=batch_size, chunk=batch_size, device=device)
         with stdout_guard():
             rows = run_pipeline(cfg, Path(out_dir), Path(journal_dir) if journal_dir else None, resume=resume, quiet=quiet,
                                 report_only=report_only)

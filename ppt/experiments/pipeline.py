@@ -46,6 +46,8 @@ from ppt.log import note
 
 REFERENCE = "reference"
 RESAMPLE = "reference-resample"
+# the control that isolates the remote model's part: the same extractor, the raw prefix, an empty generation
+CONTROL = "extract-only"
 DEFAULT_MECHS = ("rantext", "custext+", "santext+", "cape")
 DEFAULT_EPS = (1.0, 3.0, 6.0, 10.0)
 
@@ -77,6 +79,7 @@ class PipelineConfig:
     device: str = "auto"
     cape_model: str = "smollm2"
     resample_reference: bool = True
+    control: bool = True  # the extract-only control cell (extraction with no perturbed generation)
 
 
 # --------------------------------------------------------------------------------------- cells
@@ -97,9 +100,11 @@ def parse_cell(spec: str) -> tuple[str, float | None]:
 
 
 def cell_plan(cfg: PipelineConfig) -> list[tuple[str, float | None]]:
-    """The no-privacy reference, then ``first``, then its second sample (the ceiling), then the grid
-    (mechanism-major), then ``extra``; no cell twice."""
+    """The no-privacy reference, the extract-only control (``control``), then ``first``, then the
+    reference's second sample (the ceiling), then the grid (mechanism-major), then ``extra``; no cell twice."""
     cells: list[tuple[str, float | None]] = [(REFERENCE, None)]
+    if cfg.control:  # right after the reference: every mechanism cell's extracted row is paired with it
+        cells.append((CONTROL, None))
     cells += [parse_cell(c) for c in cfg.first]
     if cfg.resample_reference:
         cells.append((RESAMPLE, None))
@@ -263,6 +268,8 @@ def run_cell(name: str, eps: float | None, docs: list[dict], ctx: Context, journ
             if name in (REFERENCE, RESAMPLE):
                 stream = "np" if name == REFERENCE else "np2"
                 recs = [{"id": i, out_field: g} for i, g in zip(ids, ctx.remote(ids, raws, stream))]
+            elif name == CONTROL:  # nothing is sent anywhere: the extractor sees the raw prefix only
+                recs = [{"id": i, "generation": "", "extracted": e} for i, e in zip(ids, ctx.extract(ids, raws, [""] * len(ids)))]
             else:
                 sent, knn = _sanitize_chunk(name, eps, chunk, ctx)
                 gens = ctx.remote(ids, sent, f"{name}:{eps}")
@@ -334,8 +341,11 @@ def score_outputs(outputs: list[str], prefixes: list[str], reference: list[str] 
 
 
 def cell_rows(name: str, eps: float | None, entries: list[dict], docs: list[dict], ref: dict[Any, str], ctx: Context,
-              seconds: float) -> list[dict]:
-    """The CSV rows of one cell: the two references, or (perturbed generation, extracted) for a mechanism."""
+              seconds: float, control: dict[Any, dict[str, float]] | None = None) -> list[dict]:
+    """The CSV rows of one cell: the two references, the extract-only control, or (perturbed generation,
+    extracted) for a mechanism. ``control``: the control's per-document cosine_np and rouge_l_np by id;
+    a mechanism's extracted row then gets the paired gain over it (``*_gain_vs_control``: what the
+    perturbed generation adds to extraction from the raw prefix alone)."""
     from ppt.attacks.summary import Tally
 
     by_id = {d["id"]: d["text"] for d in docs}
@@ -349,6 +359,10 @@ def cell_rows(name: str, eps: float | None, entries: list[dict], docs: list[dict
         base["mechanism"] = REFERENCE
         output = "no_privacy" if name == REFERENCE else "no_privacy_resample"
         return [{**base, "output": output, "n_docs": len(entries), **r, "seconds": round(seconds, 1)}]
+    if name == CONTROL:
+        prefixes = [by_id[e["id"]] for e in entries]
+        r, _ = score_outputs([e["extracted"] for e in entries], prefixes, [ref[e["id"]] for e in entries], ctx)
+        return [{**base, "output": "extracted_without_generation", "n_docs": len(entries), **r, "seconds": round(seconds, 1)}]
     prefixes = [by_id[e["id"]] for e in entries]
     reference = [ref[e["id"]] for e in entries]
     tallies = {k: Tally() for k in ctx.cfg.ks}
@@ -370,6 +384,9 @@ def cell_rows(name: str, eps: float | None, entries: list[dict], docs: list[dict
     for k in ("cosine_np", "rouge_l_np"):
         diff = [a - b for a, b in zip(per_out["extracted"][k], per_out["generation"][k])]
         _put(rows[1], f"{k}_gain", diff)
+        if control:  # paired over the documents both have
+            pairs = [(v, control[e["id"]][k]) for e, v in zip(entries, per_out["extracted"][k]) if e["id"] in control]
+            _put(rows[1], f"{k}_gain_vs_control", [a - b for a, b in pairs])
     for row in rows:
         row["seconds"] = round(seconds, 1)
     return rows
@@ -404,7 +421,7 @@ def run_pipeline(cfg: PipelineConfig, out_dir: Path, journal_dir: Path | None = 
     ctx = ctx or Context(cfg)
     docs = docs if docs is not None else load_docs(cfg)
     plan = cell_plan(cfg)
-    refs = (REFERENCE, RESAMPLE)
+    refs = (REFERENCE, RESAMPLE, CONTROL)
     ok, missing = available_mechanisms([n for n, _ in plan if n not in refs])
     for m in dict.fromkeys(missing):
         log(f"mechanism {m!r} is not available in this install; skipped")
@@ -417,6 +434,7 @@ def run_pipeline(cfg: PipelineConfig, out_dir: Path, journal_dir: Path | None = 
         (out_dir / "config.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n")
     rows: list[dict] = []
     ref: dict[Any, str] = {}
+    control: dict[Any, dict[str, float]] | None = None
     for name, eps in plan:
         t0 = time.perf_counter()
         path = journal_dir / f"{cell_slug(name, eps)}.jsonl"
@@ -427,7 +445,9 @@ def run_pipeline(cfg: PipelineConfig, out_dir: Path, journal_dir: Path | None = 
             continue
         if name == REFERENCE:
             ref = {e["id"]: e["no_privacy"] for e in entries}
-        new = cell_rows(name, eps, entries, docs, ref, ctx, time.perf_counter() - t0)
+        new = cell_rows(name, eps, entries, docs, ref, ctx, time.perf_counter() - t0, control)
+        if name == CONTROL:
+            control = _control_scores(entries, ref, ctx)
         rows += new
         for r in new:
             log(f"{name} eps={eps}: {r['output']}: cosine_np {_fmt(r.get('cosine_np'))}, rouge_l_np "
@@ -435,6 +455,17 @@ def run_pipeline(cfg: PipelineConfig, out_dir: Path, journal_dir: Path | None = 
         write_csv(rows, out_dir / "results.csv")
         write_outputs(rows, out_dir)
     return rows
+
+
+def _control_scores(entries: list[dict], ref: dict[Any, str], ctx: Context) -> dict[Any, dict[str, float]]:
+    """The control's per-document cosine_np and rouge_l_np, by id (for the mechanisms' paired gains)."""
+    from ppt.metrics.rouge import rouge_l
+    from ppt.metrics.similarity import paired_cosine
+
+    entries = [e for e in entries if e["id"] in ref]
+    outs, refs = [e["extracted"] for e in entries], [ref[e["id"]] for e in entries]
+    cos = paired_cosine(ctx.encoder, outs, refs)
+    return {e["id"]: {"cosine_np": c, "rouge_l_np": rouge_l(o, r)["f1"]} for e, c, o, r in zip(entries, cos, outs, refs)}
 
 
 def _fmt(v: Any, nd: int = 3) -> str:
@@ -450,7 +481,7 @@ def _ci(r: dict, k: str) -> str:
     return f"{_fmt(r[k])} [{_fmt(r.get(f'{k}_lo'))}, {_fmt(r.get(f'{k}_hi'))}]"
 
 
-LABELS = {"reference": "no privacy", "rantext": "RANTEXT", "santext+": "SanText+", "custext+": "CusText+", "tem": "TEM",
+LABELS = {"reference": "no privacy", CONTROL: "extract-only control", "rantext": "RANTEXT", "santext+": "SanText+", "custext+": "CusText+", "tem": "TEM",
           "cape": "Cape", "prosan": "ProSan"}
 
 
@@ -463,7 +494,8 @@ def markdown(rows: list[dict]) -> str:
             "(local). Mean over documents [95% t-interval]; privacy: KNN on the sent text, pooled over tokens [Wilson 95%]. "
             "`_np` = against the no-privacy continuation of the same document.\n\n")
     cols = ["mechanism", "eps", "output", "n", "KNN top-1 priv.", "KNN top-10 priv.", "cosine_np", "rouge_l_np",
-            "gain cosine (ext - pert)", "gain Rouge-L (ext - pert)", "coherence", "diversity", "copy of prefix", "MAUVE"]
+            "gain cosine (ext - pert)", "gain Rouge-L (ext - pert)", "gain cosine (ext - extract-only)",
+            "gain Rouge-L (ext - extract-only)", "coherence", "diversity", "copy of prefix", "MAUVE"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         eps = r.get("eps")
@@ -471,7 +503,7 @@ def markdown(rows: list[dict]) -> str:
             LABELS.get(str(r["mechanism"]), str(r["mechanism"])), "-" if eps in (None, "") else f"{float(eps):g}",
             str(r["output"]), str(r["n_docs"]), _ci(r, "knn_top1_privacy"), _ci(r, "knn_top10_privacy"),
             _ci(r, "cosine_np"), _ci(r, "rouge_l_np"), _ci(r, "cosine_np_gain"), _ci(r, "rouge_l_np_gain"),
-            _ci(r, "coherence"), _ci(r, "diversity"), _ci(r, "copy_prefix"), _fmt(r.get("mauve")),
+            _ci(r, "cosine_np_gain_vs_control"), _ci(r, "rouge_l_np_gain_vs_control"), _ci(r, "coherence"), _ci(r, "diversity"), _ci(r, "copy_prefix"), _fmt(r.get("mauve")),
         ]) + " |")
     return head + "\n".join(lines) + "\n"
 
@@ -502,7 +534,7 @@ def plot(rows: list[dict], path: Path) -> None:
             return float("nan")
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
-    mechs = [m for m in dict.fromkeys(r["mechanism"] for r in rows) if m != REFERENCE]
+    mechs = [m for m in dict.fromkeys(r["mechanism"] for r in rows) if m not in (REFERENCE, CONTROL)]
     for ax, y, label in zip(axes, ("cosine_np", "rouge_l_np"), ("MiniLM cosine", "Rouge-L F1")):
         for m in mechs:
             color = None
@@ -519,6 +551,9 @@ def plot(rows: list[dict], path: Path) -> None:
         for r in rows:
             if r["output"] == "no_privacy_resample":
                 ax.axhline(num(r.get(y)), color="grey", linestyle=":", label="no privacy, 2nd sample (ceiling)")
+            if r["output"] == "extracted_without_generation":
+                ax.axhline(num(r.get(y)), color="black", linestyle="-.", lw=1,
+                           label="extract-only control (raw prefix, no generation)")
         ax.set_xlabel("privacy of the sent text = 1 - KNN top-10 success")
         ax.set_ylabel(f"{label} to the no-privacy continuation")
         ax.grid(alpha=0.3)

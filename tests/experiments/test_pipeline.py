@@ -66,8 +66,8 @@ def test_end_to_end_references_and_cells(tiny_lm, tmp_path, monkeypatch, shift, 
     ctx, sent, extracted_from = _ctx(tiny_lm, monkeypatch, shift=shift)
     rows = pipeline.run_pipeline(ctx.cfg, tmp_path / "out", resume=False, ctx=ctx, docs=DOCS, quiet=True)
     by = _rows(rows)
-    assert list(by) == [("reference", "no_privacy"), ("reference", "no_privacy_resample"),
-                        ("shift", "perturbed_generation"), ("shift", "extracted")]
+    assert list(by) == [("reference", "no_privacy"), ("extract-only", "extracted_without_generation"),
+                        ("reference", "no_privacy_resample"), ("shift", "perturbed_generation"), ("shift", "extracted")]
     raw = {d["text"] for d in DOCS}
     # references: the raw prefix, twice (two streams); the mechanism cell sends only the sanitized text
     ref_sent = [t for s, t in sent if s in ("np", "np2")]
@@ -78,7 +78,8 @@ def test_end_to_end_references_and_cells(tiny_lm, tmp_path, monkeypatch, shift, 
         assert not raw & set(cell_sent)  # every word shifted: no raw prefix reaches the remote
     else:
         assert {t.lower() for t in cell_sent} == raw
-    assert sorted(extracted_from) == sorted(raw)  # extraction (local) reads the raw prefix
+    # extraction (local) reads the raw prefix: once for the extract-only control, once for the cell
+    assert sorted(extracted_from) == sorted(list(raw) * 2)
     gen, ext = by[("shift", "perturbed_generation")], by[("shift", "extracted")]
     assert gen["knn_top1_privacy"] == pytest.approx(privacy) and ext["knn_top1_privacy"] == gen["knn_top1_privacy"]
     assert gen["n_docs"] == ext["n_docs"] == len(DOCS)
@@ -88,6 +89,12 @@ def test_end_to_end_references_and_cells(tiny_lm, tmp_path, monkeypatch, shift, 
     assert 0.0 <= gen["copy_prefix"] <= 1.0
     assert ext["cosine_np_gain"] == pytest.approx(ext["cosine_np"] - gen["cosine_np"])
     assert ext["rouge_l_np_gain"] == pytest.approx(ext["rouge_l_np"] - gen["rouge_l_np"])
+    # the control: nothing sent (the remote saw only the references and the cell), paired gains against it
+    ctl = by[("extract-only", "extracted_without_generation")]
+    assert ctl["n_docs"] == len(DOCS) and ctl.get("knn_top1_privacy") is None
+    assert ext["cosine_np_gain_vs_control"] == pytest.approx(ext["cosine_np"] - ctl["cosine_np"])
+    assert ext["rouge_l_np_gain_vs_control"] == pytest.approx(ext["rouge_l_np"] - ctl["rouge_l_np"])
+    assert "cosine_np_gain_vs_control" not in gen
     assert "cosine_np" not in by[("reference", "no_privacy")] or by[("reference", "no_privacy")].get("cosine_np") is None
     assert by[("reference", "no_privacy")]["remote_model"] == str(tiny_lm)
     out = tmp_path / "out"
@@ -164,7 +171,7 @@ def test_mean_ci_and_cell_plan():
     assert m == 2.0 and hi - m == pytest.approx(4.3027 / np.sqrt(3), rel=1e-3) and m - lo == pytest.approx(hi - m)
     assert pipeline.mean_ci([]) == (None, None, None)
     cfg = pipeline.PipelineConfig(mechanisms=["rantext", "cape"], eps=[1.0, 6.0], first=["rantext:6"], extra=["tem:6", "prosan"])
-    assert pipeline.cell_plan(cfg) == [("reference", None), ("rantext", 6.0), ("reference-resample", None),
+    assert pipeline.cell_plan(cfg) == [("reference", None), ("extract-only", None), ("rantext", 6.0), ("reference-resample", None),
                                        ("rantext", 1.0), ("cape", 1.0),
                                        ("cape", 6.0), ("tem", 6.0), ("prosan", None)]
     with pytest.raises(ValueError):
