@@ -162,3 +162,13 @@ def test_privacy_noise_sites_do_not_use_32_bit_torch_generators():
     for rel in ("dpopt/tune.py", "dpopt/ensemble.py", "dpopt/selection.py", "dpopt/limited_domain.py",
                 "dpopt/subsets.py", "stages/snd.py", "snd/pipeline.py"):
         assert "record_torch_generator" not in (root / rel).read_text(), rel
+
+
+def test_record_id_bytes_match_json_for_every_id_type():
+    """The int fast path of the seed derivation gives json.dumps's bytes (seeded outputs unchanged)."""
+    import json
+
+    from ppt.rng import _id_bytes
+
+    for v in [0, 7, -5, 10**30, -(10**40), True, False, "1", "é", 1.5, None, [1, "a"], {"b": 1, "a": 2}]:
+        assert _id_bytes(v) == json.dumps(v, sort_keys=True, separators=(",", ":"), default=str).encode(), v
