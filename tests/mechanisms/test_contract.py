@@ -215,3 +215,20 @@ def test_stale_or_missing_metadata_keeps_the_builtins(monkeypatch):
         assert set(registry.available()) == set(MECHANISMS)
     finally:
         registry.plugins.cache_clear()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_batch_with_one_perturbed_word_has_its_span(mechs, name):
+    """token_pairs' one-piece path: a batch whose only perturbed piece is one word."""
+    mech = mechs[name]
+    if getattr(mech, "reports_pairs", True) is False:
+        return
+    tokenize, word = _tokens_and_text(mech)
+    toks = tokenize(TEXTS[0])
+    first = int(np.flatnonzero(mech.plan(toks)[0] == PERTURB)[0])
+    text = toks.core[first]
+    res = mech.sanitize_batch([text], [record_generator(5, 0)])[0]
+    if res.accounting.n_perturbed != 1:
+        pytest.skip("the word is not perturbed on its own (context-dependent plan)")
+    (orig, new, s, e), = res.pairs.tolist()
+    assert res.text[s:e].casefold() == word(new).casefold() and (s, e) == (0, len(res.text))
