@@ -16,22 +16,35 @@ from ppt.stages.base import prepare_mechanism
 from ppt.stages.sanitize import build_mechanism, sanitize_records
 
 
+CLAIM_PROBES = 32  # stamped one-token records tried before concluding that the stamps prove nothing
+
+
 def stamped_claim(mech: Mechanism, seed: int | None) -> tuple[Claim, dict]:
-    """The claim in the accounting of a stamped one-token record (the first token the pipeline perturbs)."""
+    """The claim in the accounting of a stamped one-token record (the first token the pipeline perturbs).
+
+    A record's stamp may prove nothing because of that record's own draw: SanText+ keeps a non-sensitive
+    word verbatim with probability 1 - p, and the word is then outside the proven scope. So up to
+    ``CLAIM_PROBES`` records (the perturbable one-token texts in turn, each its own id) are stamped, and
+    the first proven claim is the one audited; none proven: no claim."""
     if hasattr(mech, "space") and mech.space is not None:
         rows = list(range(min(256, mech.space.size)))
     else:
         rows = [int(r) for r in mech.candidates[:256].tolist()]
-    texts = perturbable(mech, rows, seed)
+    texts = list(perturbable(mech, rows, seed).values())
     if not texts:
         raise PptError(f"{mech.name}: no one-token prompt of the first 256 tokens is perturbed; nothing to audit")
-    text = next(iter(texts.values()))
-    [rec] = sanitize_records(mech, [Record(line_no=1, id="audit-claim", data={"text": text}, text=text)], text_field="text", seed=seed)
-    if not isinstance(rec, dict):
-        raise PptError(f"{mech.name}: the stamp probe failed ({rec})")
-    block = rec.get("ppt", {}).get("sanitize", {})
-    acc = claim_of_privacy(block.get("privacy") or {})
-    return Claim.from_accounting(acc), acc
+    for k in range(CLAIM_PROBES):
+        text = texts[k % len(texts)]
+        rid = "audit-claim" if k == 0 else f"audit-claim-{k}"
+        [rec] = sanitize_records(mech, [Record(line_no=1, id=rid, data={"text": text}, text=text)], text_field="text", seed=seed)
+        if not isinstance(rec, dict):
+            raise PptError(f"{mech.name}: the stamp probe failed ({rec})")
+        block = rec.get("ppt", {}).get("sanitize", {})
+        acc = claim_of_privacy(block.get("privacy") or {})
+        claim = Claim.from_accounting(acc)
+        if claim.eps_per_token is not None:
+            break
+    return claim, acc
 
 
 def claim_of_privacy(privacy: dict) -> dict:
