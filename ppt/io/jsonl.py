@@ -26,6 +26,43 @@ _CHUNK = 1 << 16
 STALL_GRACE_S = 0.02  # how long a pipe may pause before the records read so far are processed
 
 
+def open_side_file(path: str, what: str = "") -> IO[bytes]:
+    """A side file (corpus, pairs, vectors) opened for reading in binary; one that cannot be opened is
+    exit 66 (NOINPUT) naming the path."""
+    from ppt.io.errors import PptError
+    from ppt.io.exitcodes import ExitCode
+
+    try:
+        return open(path, "rb")  # noqa: SIM115 - the caller closes it
+    except OSError as e:
+        raise PptError(f"cannot read {what + ' ' if what else ''}{path}: {e.strerror or e}", ExitCode.NOINPUT) from None
+
+
+def read_file_lines(path: str, what: str = "") -> list[bytes]:
+    """A whole (small) side file's lines (:func:`open_side_file`'s errors)."""
+    with open_side_file(path, what) as fh:
+        return fh.read().splitlines()
+
+
+def read_objects(lines: Any, where: str) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-blank line of a side file (a corpus, training pairs, vectors),
+    not the record stream: a line that is not a JSON object is a data error (exit 65) that names
+    ``where`` and the line number, never the line's content."""
+    from ppt.io.errors import PptError
+    from ppt.io.exitcodes import ExitCode
+
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            raise PptError(f"{where}: line {n} is not JSON", ExitCode.DATAERR) from None
+        if not isinstance(rec, dict):
+            raise PptError(f"{where}: line {n} is not a JSON object", ExitCode.DATAERR)
+        yield n, rec
+
+
 def _clean(line_no: int, raw: bytes) -> bytes | None:
     if line_no == 1 and raw.startswith(_BOM):
         raw = raw[len(_BOM) :]

@@ -17,33 +17,21 @@ from ppt.io import ExitCode, PptError
 
 def read_pairs(path: str, source_field: str, target_field: str, any_teacher: bool = False) -> tuple[list[tuple[str, str]], str | None]:
     """(pairs, teacher signature) from a JSONL file; errors name line numbers, never text."""
-    import orjson
+    from ppt.io.jsonl import open_side_file, read_objects
 
     pairs: list[tuple[str, str]] = []
     teachers: set[str] = set()
-    try:
-        fh = open(path, "rb")
-    except OSError as e:
-        raise PptError(f"cannot read pairs {path}: {e.strerror}", ExitCode.NOINPUT) from None
-    with fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                raise PptError(f"line {n}: not a JSON object", ExitCode.DATAERR) from None
-            if not isinstance(rec, dict):
-                raise PptError(f"line {n}: not a JSON object", ExitCode.DATAERR)
+    with open_side_file(path, "pairs") as fh:
+        for n, rec in read_objects(fh, path):
             src, tgt = rec.get(source_field), rec.get(target_field)
             if not isinstance(src, str) or not isinstance(tgt, str):
-                raise PptError(f"line {n}: needs string fields {source_field!r} and {target_field!r}", ExitCode.DATAERR,
+                raise PptError(f"{path}: line {n} needs string fields {source_field!r} and {target_field!r}", ExitCode.DATAERR,
                                hint="make pairs with `ppt sanitize --mech prosan --keep-original original`")
             sig = ((rec.get("ppt") or {}).get("sanitize") or {}).get("signature")
             if isinstance(sig, str):
                 teachers.add(sig)
             if not any_teacher and not (isinstance(sig, str) and sig.startswith("prosan|")):
-                raise PptError(f"line {n}: not stamped as ProSan's output", ExitCode.DATAERR,
+                raise PptError(f"{path}: line {n} is not stamped as ProSan's output", ExitCode.DATAERR,
                                hint="distil ProSan's own pairs, or pass --any-teacher")
             pairs.append((src, tgt))
     if not pairs:

@@ -144,26 +144,14 @@ class SndEmbedStage(Stage):
 
 def read_texts(path: str, text_field: str = "text", limit: int | None = None) -> list[str]:
     """The text field of each JSONL line (a public corpus); errors name the line, never its content."""
-    import orjson
-
-    from ppt.io import ExitCode as EC
+    from ppt.io.jsonl import open_side_file, read_objects
 
     texts: list[str] = []
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as e:
-        raise PptError(f"cannot read the corpus {path}: {e.strerror or e}", EC.NOINPUT) from None
-    with fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                raise PptError(f"{path}: line {n} is not JSON", EC.DATAERR) from None
-            text = rec.get(text_field) if isinstance(rec, dict) else None
+    with open_side_file(path, "the corpus") as fh:
+        for n, rec in read_objects(fh, path):
+            text = rec.get(text_field)
             if not isinstance(text, str) or not text.strip():
-                raise PptError(f"{path}: line {n} has no non-empty string field '{text_field}'", EC.DATAERR)
+                raise PptError(f"{path}: line {n} has no non-empty string field '{text_field}'", ExitCode.DATAERR)
             texts.append(text)
             if limit is not None and len(texts) >= limit:
                 break
@@ -293,29 +281,22 @@ class SndInversionStage(Stage):
 
 
 def read_lines(path: str) -> list[bytes]:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read().splitlines()
-    except OSError as e:
-        raise PptError(f"cannot read {path}: {e.strerror or e}", ExitCode.NOINPUT) from None
+    from ppt.io.jsonl import read_file_lines
+
+    return read_file_lines(path)
 
 
 def read_vectors(lines: list[bytes], x_field: str, y_field: str, limit: int | None = None,
                  where: str = "input") -> tuple[Any, Any]:
     """Two ``[n, d]`` float64 arrays from JSONL fields holding float lists (every record has both)."""
     import numpy as np
-    import orjson
+
+    from ppt.io.jsonl import read_objects
 
     xs, ys = [], []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            raise PptError(f"{where}: line {n} is not JSON", ExitCode.DATAERR) from None
+    for n, rec in read_objects(lines, where):
         for field, out in ((x_field, xs), (y_field, ys)):
-            v = rec.get(field) if isinstance(rec, dict) else None
+            v = rec.get(field)
             if not isinstance(v, list) or not v:
                 raise PptError(f"{where}: line {n} has no vector field '{field}'", ExitCode.DATAERR)
             out.append(v)
