@@ -179,3 +179,23 @@ def test_importing_the_pool_imports_no_torch():
     code = "import sys, ppt.exec.pool; print('torch' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "False"
+
+
+def test_cape_seeded_output_is_byte_identical_with_workers(tiny_lm, tmp_cache):
+    """Cape (a context model; B calibrated in every worker) in workers on one thread each: the same
+    bytes, signature (B) included, as one process on torch's threads."""
+    import torch
+
+    from ppt.exec.recipes import SanitizeRecipe
+
+    recipe = SanitizeRecipe("cape", 3.0, model=str(tiny_lm), seed=1, device="cpu")
+    data = make_input(24)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        code, expected, err, _ = run(recipe, data, 1, batch_size=8)
+    finally:
+        torch.set_num_threads(before)
+    assert code == 0 and expected.count(b"\n") == 24
+    got_code, got, _, pool = run(recipe, data, 2, batch_size=8)
+    assert (got_code, got) == (code, expected) and pool.batches_in_workers == 3

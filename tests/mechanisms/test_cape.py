@@ -712,3 +712,27 @@ def test_signature_names_the_model_weights(causal, cape_causal):
     other = tiny_llama(len(tok), seed=5, max_position_embeddings=32, tie_word_embeddings=True)
     sig2 = parse_signature(make_signature(Cape(3.0, model=(other, tok))))
     assert sig2["params"]["model"] == sig["params"]["model"] and sig2["params"]["model_hash"] != sig["params"]["model_hash"]
+
+
+def test_reproducible_runs_use_one_thread_and_b_is_rounded(causal, monkeypatch):
+    """Seeded (unmixed) Cape runs its model passes on one intra-op thread on the CPU: the thread count
+    changes float rounding (and so some records) and ``--workers N`` gives each worker cores/N threads.
+    Unseeded (mixed) runs keep torch's setting. B is calibrated on one thread, rounded to 4 digits."""
+    import ppt.mechanisms.cape.loading as loading
+
+    calib = []
+    real_bound = loading.cu.calibrate_bound
+    monkeypatch.setattr(loading.cu, "calibrate_bound", lambda *a, **k: (calib.append(torch.get_num_threads()), real_bound(*a, **k))[1])
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        mech = Cape(3.0, model=causal)
+        assert calib == [1] and mech.logit_bound == float(f"{mech.logit_bound:.4g}")
+        seen = []
+        real = mech.lm.features
+        monkeypatch.setattr(mech.lm, "features", lambda *a, **k: (seen.append(torch.get_num_threads()), real(*a, **k))[1])
+        mech.sanitize_batch([TEXTS[0]], gens(1, 1), reproducible=True)
+        mech.sanitize_batch([TEXTS[0]], gens(1, 1), reproducible=False)
+        assert seen == [1, 2] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

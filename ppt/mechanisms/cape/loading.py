@@ -6,6 +6,7 @@ fails before a model is loaded), and none of them is part of the per-batch pipel
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from typing import Any
@@ -105,17 +106,32 @@ def default_dtype(lm, dtype: str | None):
     return lm, "default: the model's own on CPU"
 
 
+BOUND_DIGITS = 4  # significant digits B is rounded to
+
+
 @torch.inference_mode()
 def calibrate_logit_bound(tokenizer, lm) -> float:
     """B = the 99.9% quantile of |candidate logits| at every position of the calibration prompts
-    (``tokenizer``: an :class:`~ppt.spaces.tokenizers.HFTokenizer`; ``lm``: a ContextModel)."""
+    (``tokenizer``: an :class:`~ppt.spaces.tokenizers.HFTokenizer`; ``lm``: a ContextModel), rounded to
+    ``BOUND_DIGITS`` significant digits.
+
+    Why one thread and the rounding: B enters every record's sampling and the stamp's signature, so it
+    must not depend on where it is computed. The forward pass's float reductions depend on torch's
+    intra-op thread count (``--workers N`` gives each worker cores/N threads): computed on 2 threads and
+    on 1, B differed in the 6th digit (22.9494 and 22.9493), so records of one run carried two
+    signatures. On the CPU the calibration runs on one thread, and the rounding absorbs what other
+    kernels (another CPU, a GPU) change in the last bits."""
+    from ppt import parallel
+
     ids = [tokenizer.tokenize(p).ids for p in CALIBRATION_PROMPTS]
-    feats = lm.features(ids, [np.arange(len(i)) for i in ids])
-    logits = lm.candidate_logits(feats)
-    bound = cu.calibrate_bound(logits.abs(), CALIBRATION_QUANTILE)
+    on_cpu = torch.device(getattr(lm, "device", "cpu")).type == "cpu"
+    with parallel.one_thread() if on_cpu else contextlib.nullcontext():
+        feats = lm.features(ids, [np.arange(len(i)) for i in ids])
+        logits = lm.candidate_logits(feats)
+        bound = cu.calibrate_bound(logits.abs(), CALIBRATION_QUANTILE)
     if not math.isfinite(bound) or bound <= 0:
         raise ValueError(f"logit bound calibration failed (got {bound}); pass logit_bound explicitly")
-    return bound
+    return float(f"{bound:.{BOUND_DIGITS}g}")
 
 
 __all__ = [

@@ -72,7 +72,8 @@ across records, and the two products run on blocks of exactly 64 rows (the last 
 :func:`~ppt.mechanisms.cape.utility.in_row_blocks`; everything else works row by row), so a record's
 rounding depends on the record alone and seeded output is bit-identical whatever the batch size or
 order (mixing records in one padded forward pass changes rounding enough to flip a bucket edge now
-and then). "mixed": records also share padded forward passes, and products take whole chunks (1.1x
+and then); on the CPU it also runs on one intra-op thread, since the thread count changes rounding the
+same way, so seeded output is the same for any ``--workers N`` (each worker has cores/N threads). "mixed": records also share padded forward passes, and products take whole chunks (1.1x
 the prompts/s of "record" in batches of 8 50-token prompts, 1.5x in batches of 32, on a 2-core CPU;
 bench/sanitize_cape.py). "auto" (the default): "record" on seeded runs, "mixed" on OS-entropy runs,
 whose output is not reproducible anyway.
@@ -98,6 +99,7 @@ loading and calibration are in :mod:`ppt.mechanisms.cape.loading`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import string
 from itertools import pairwise
@@ -106,6 +108,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from ppt import parallel
 from ppt.accounting import ClaimedEvent, PureDpEvent, SelfComposedEvent
 from ppt.lm.context import ContextModel
 from ppt.mechanisms.cape import utility as cu
@@ -360,6 +363,14 @@ class Cape(TokenPipeline):
         every other step works row by row, so a record's output does not depend on its batch.
         """
         mix = self.mix_records(reproducible)
+        # unmixed (the reproducible mode) on the CPU: one intra-op thread, since the forward pass's float
+        # reductions depend on the thread count (2 threads and 1 gave 4 different records in 32 seeded
+        # BBC prompts) and ``--workers N`` runs each worker on cores/N threads
+        with parallel.one_thread() if not mix and self.device.type == "cpu" else contextlib.nullcontext():
+            return self._perturb(ids_list, positions, rand, mix)
+
+    def _perturb(self, ids_list: list[np.ndarray], positions: list[np.ndarray], rand: torch.Tensor,
+                 mix: bool) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         feats = self.lm.features(ids_list, positions, mix_records=mix)
         orig = torch.as_tensor(np.concatenate([np.asarray(i, dtype=np.int64)[p] for i, p in zip(ids_list, positions)]), device=self.device)
         rand = rand.to(self.device)
