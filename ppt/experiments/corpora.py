@@ -49,15 +49,18 @@ def bbc_prefixes(n_docs: int = 100, n_tokens: int = 50) -> list[dict]:
 
 
 def jsonl_prefixes(path: str, text_field: str, n_docs: int, n_tokens: int) -> list[dict]:
-    import orjson
+    """The first ``n_docs`` records of a JSONL corpus, their text cut to ``n_tokens`` GPT-2 tokens (id: the
+    record's, else its 0-based line index); errors name the line, never its content."""
+    from ppt.io import ExitCode, PptError
+    from ppt.io.jsonl import open_side_file, read_objects
 
     out = []
-    with open(path, "rb") as fh:
-        for i, line in enumerate(fh):
-            if not line.strip():
-                continue
-            rec = orjson.loads(line)
-            out.append({"id": rec.get("id", i), "text": prefix(rec[text_field], n_tokens), "label": rec.get("label")})
+    with open_side_file(path, "the corpus") as fh:
+        for n, rec in read_objects(fh, path):
+            text = rec.get(text_field)
+            if not isinstance(text, str):
+                raise PptError(f"{path}: line {n} has no string field '{text_field}'", ExitCode.DATAERR)
+            out.append({"id": rec.get("id", n - 1), "text": prefix(text, n_tokens), "label": rec.get("label")})
             if len(out) >= n_docs:
                 break
     return out

@@ -26,3 +26,16 @@ def test_a_missing_file_is_noinput(tmp_path):
         assert e.value.exit_code == ExitCode.NOINPUT and "the corpus" in str(e.value)
     (tmp_path / "ok.jsonl").write_bytes(b'{"a": 1}\n\n')
     assert read_file_lines(str(tmp_path / "ok.jsonl")) == [b'{"a": 1}', b""]
+
+
+def test_jsonl_corpus_prefixes_use_the_side_file_reader(tmp_path):
+    from ppt.experiments.corpora import jsonl_prefixes
+
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"text": "one two three"}\n\n{"id": "b", "text": "four", "label": "x"}\n{"text": "five"}\n')
+    docs = jsonl_prefixes(str(path), "text", 2, 50)
+    assert docs == [{"id": 0, "text": "one two three", "label": None}, {"id": "b", "text": "four", "label": "x"}]
+    path.write_bytes(b'{"text": "ok"}\n{"body": "secret words"}\n')
+    with pytest.raises(PptError) as e:
+        jsonl_prefixes(str(path), "text", 5, 50)
+    assert e.value.exit_code == ExitCode.DATAERR and "line 2" in str(e.value) and "secret" not in str(e.value)
