@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from ppt.experiments.plot import LABELS as MECH_LABELS
+from ppt.experiments.plot import fmt, num
 from ppt.log import note
 
 REFERENCE = "reference"
@@ -340,10 +342,24 @@ def score_outputs(outputs: list[str], prefixes: list[str], reference: list[str] 
     return row, per
 
 
+def control_rows(entries: list[dict], docs: list[dict], ref: dict[Any, str], ctx: Context,
+                 seconds: float) -> tuple[list[dict], dict[Any, dict[str, float]]]:
+    """The extract-only control's row, and its per-document cosine_np and rouge_l_np by id (what the
+    mechanisms' extracted rows are paired with), from one scoring pass."""
+    by_id = {d["id"]: d["text"] for d in docs}
+    entries = [e for e in entries if e["id"] in ref]
+    r, per = score_outputs([e["extracted"] for e in entries], [by_id[e["id"]] for e in entries],
+                           [ref[e["id"]] for e in entries], ctx)
+    row = {"mechanism": CONTROL, "eps": None, **ctx.describe(), "output": "extracted_without_generation",
+           "n_docs": len(entries), **r, "seconds": round(seconds, 1)}
+    scores = {e["id"]: {k: per[k][j] for k in ("cosine_np", "rouge_l_np")} for j, e in enumerate(entries)}
+    return [row], scores
+
+
 def cell_rows(name: str, eps: float | None, entries: list[dict], docs: list[dict], ref: dict[Any, str], ctx: Context,
               seconds: float, control: dict[Any, dict[str, float]] | None = None) -> list[dict]:
-    """The CSV rows of one cell: the two references, the extract-only control, or (perturbed generation,
-    extracted) for a mechanism. ``control``: the control's per-document cosine_np and rouge_l_np by id;
+    """The CSV rows of one cell: the two references, or (perturbed generation, extracted) for a mechanism
+    (the extract-only control: :func:`control_rows`). ``control``: the control's per-document cosine_np and rouge_l_np by id;
     a mechanism's extracted row then gets the paired gain over it (``*_gain_vs_control``: what the
     perturbed generation adds to extraction from the raw prefix alone)."""
     from ppt.attacks.summary import Tally
@@ -359,10 +375,6 @@ def cell_rows(name: str, eps: float | None, entries: list[dict], docs: list[dict
         base["mechanism"] = REFERENCE
         output = "no_privacy" if name == REFERENCE else "no_privacy_resample"
         return [{**base, "output": output, "n_docs": len(entries), **r, "seconds": round(seconds, 1)}]
-    if name == CONTROL:
-        prefixes = [by_id[e["id"]] for e in entries]
-        r, _ = score_outputs([e["extracted"] for e in entries], prefixes, [ref[e["id"]] for e in entries], ctx)
-        return [{**base, "output": "extracted_without_generation", "n_docs": len(entries), **r, "seconds": round(seconds, 1)}]
     prefixes = [by_id[e["id"]] for e in entries]
     reference = [ref[e["id"]] for e in entries]
     tallies = {k: Tally() for k in ctx.cfg.ks}
@@ -445,44 +457,26 @@ def run_pipeline(cfg: PipelineConfig, out_dir: Path, journal_dir: Path | None = 
             continue
         if name == REFERENCE:
             ref = {e["id"]: e["no_privacy"] for e in entries}
-        new = cell_rows(name, eps, entries, docs, ref, ctx, time.perf_counter() - t0, control)
         if name == CONTROL:
-            control = _control_scores(entries, ref, ctx)
+            new, control = control_rows(entries, docs, ref, ctx, time.perf_counter() - t0)
+        else:
+            new = cell_rows(name, eps, entries, docs, ref, ctx, time.perf_counter() - t0, control)
         rows += new
         for r in new:
-            log(f"{name} eps={eps}: {r['output']}: cosine_np {_fmt(r.get('cosine_np'))}, rouge_l_np "
-                f"{_fmt(r.get('rouge_l_np'))}, coherence {_fmt(r.get('coherence'))} (n={r['n_docs']})")
+            log(f"{name} eps={eps}: {r['output']}: cosine_np {fmt(r.get('cosine_np'))}, rouge_l_np "
+                f"{fmt(r.get('rouge_l_np'))}, coherence {fmt(r.get('coherence'))} (n={r['n_docs']})")
         write_csv(rows, out_dir / "results.csv")
         write_outputs(rows, out_dir)
     return rows
 
 
-def _control_scores(entries: list[dict], ref: dict[Any, str], ctx: Context) -> dict[Any, dict[str, float]]:
-    """The control's per-document cosine_np and rouge_l_np, by id (for the mechanisms' paired gains)."""
-    from ppt.metrics.rouge import rouge_l
-    from ppt.metrics.similarity import paired_cosine
-
-    entries = [e for e in entries if e["id"] in ref]
-    outs, refs = [e["extracted"] for e in entries], [ref[e["id"]] for e in entries]
-    cos = paired_cosine(ctx.encoder, outs, refs)
-    return {e["id"]: {"cosine_np": c, "rouge_l_np": rouge_l(o, r)["f1"]} for e, c, o, r in zip(entries, cos, outs, refs)}
-
-
-def _fmt(v: Any, nd: int = 3) -> str:
-    try:
-        return f"{float(v):.{nd}f}"
-    except (TypeError, ValueError):
-        return "-"
-
-
 def _ci(r: dict, k: str) -> str:
     if r.get(k) in (None, ""):
         return "-"
-    return f"{_fmt(r[k])} [{_fmt(r.get(f'{k}_lo'))}, {_fmt(r.get(f'{k}_hi'))}]"
+    return f"{fmt(r[k])} [{fmt(r.get(f'{k}_lo'))}, {fmt(r.get(f'{k}_hi'))}]"
 
 
-LABELS = {"reference": "no privacy", CONTROL: "extract-only control", "rantext": "RANTEXT", "santext+": "SanText+", "custext+": "CusText+", "tem": "TEM",
-          "cape": "Cape", "prosan": "ProSan"}
+LABELS = {**MECH_LABELS, "reference": "no privacy", CONTROL: "extract-only control"}
 
 
 def markdown(rows: list[dict]) -> str:
@@ -503,7 +497,7 @@ def markdown(rows: list[dict]) -> str:
             LABELS.get(str(r["mechanism"]), str(r["mechanism"])), "-" if eps in (None, "") else f"{float(eps):g}",
             str(r["output"]), str(r["n_docs"]), _ci(r, "knn_top1_privacy"), _ci(r, "knn_top10_privacy"),
             _ci(r, "cosine_np"), _ci(r, "rouge_l_np"), _ci(r, "cosine_np_gain"), _ci(r, "rouge_l_np_gain"),
-            _ci(r, "cosine_np_gain_vs_control"), _ci(r, "rouge_l_np_gain_vs_control"), _ci(r, "coherence"), _ci(r, "diversity"), _ci(r, "copy_prefix"), _fmt(r.get("mauve")),
+            _ci(r, "cosine_np_gain_vs_control"), _ci(r, "rouge_l_np_gain_vs_control"), _ci(r, "coherence"), _ci(r, "diversity"), _ci(r, "copy_prefix"), fmt(r.get("mauve")),
         ]) + " |")
     return head + "\n".join(lines) + "\n"
 
@@ -526,12 +520,6 @@ def plot(rows: list[dict], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    def num(v):
-        try:
-            return float(v)
-        except (TypeError, ValueError):
-            return float("nan")
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
     mechs = [m for m in dict.fromkeys(r["mechanism"] for r in rows) if m not in (REFERENCE, CONTROL)]

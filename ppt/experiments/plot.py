@@ -17,9 +17,26 @@ COLUMNS = [
 ]
 
 
-def write_csv(rows: list[dict], path: Path) -> None:
-    cols = COLUMNS + [c for r in rows for c in r if c not in COLUMNS]
-    cols = list(dict.fromkeys(cols))
+def num(v) -> float:
+    """A CSV cell (or a row value) as a float; NaN when empty or not a number."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def fmt(v, nd: int = 3) -> str:
+    """A number with ``nd`` decimals; "-" when empty or not a number."""
+    try:
+        return f"{float(v):.{nd}f}"
+    except (TypeError, ValueError):
+        return "-"
+
+
+def write_csv(rows: list[dict], path: Path, columns: list[str] = COLUMNS) -> None:
+    """The rows as CSV (``columns`` first, then any other key in order of appearance; floats to 4
+    decimals), written to a temporary file and renamed."""
+    cols = list(dict.fromkeys(columns + [c for r in rows for c in r]))
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=cols)
@@ -36,13 +53,7 @@ def read_csv(path: Path) -> list[dict]:
 
 def markdown_table(rows: list[dict]) -> str:
     """The headline columns of the sweep as a Markdown table (written beside the CSV)."""
-
-    def f(v, nd=3):
-        try:
-            return f"{float(v):.{nd}f}"
-        except (TypeError, ValueError):
-            return "-"
-
+    f = fmt
     head = ("| mechanism | eps | KNN top-1 privacy [95% CI] | KNN top-10 privacy [95% CI] | cosine | Rouge-L F1 "
             "| 1/2/3-gram leak | retention | N_w | tokens scored |")
     lines = [head, "|" + "|".join(["---"] * 10) + "|"]
@@ -69,12 +80,6 @@ def plot(rows: list[dict], path: Path, y: str = "cosine", title: str | None = No
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    def num(v):
-        try:
-            return float(v)
-        except (TypeError, ValueError):
-            return float("nan")
 
     mechs = list(dict.fromkeys(r["mechanism"] for r in rows))
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
