@@ -318,17 +318,21 @@ def cell_plan(cfg: DownstreamConfig) -> list[tuple[str, float | None]]:
     from ppt.experiments.pipeline import parse_cell
     from ppt.mechanisms import MECHANISMS
 
-    def eps_of(m: str, e: float | None) -> list[float | None]:
-        if m in MECHANISMS and not takes_eps(m):
-            return [None]
-        return [float(x) for x in cfg.eps] if e is None else [float(e)]
+    def no_eps(m: str) -> bool:
+        return m in MECHANISMS and not takes_eps(m)
 
-    cells = [(m, e) for m in cfg.mechanisms for e in eps_of(m, None)]
+    def grid(m: str) -> list[tuple[str, float | None]]:
+        return [(m, None)] if no_eps(m) else [(m, float(e)) for e in cfg.eps]
+
+    cells = [c for m in cfg.mechanisms for c in grid(m)]
     for spec in cfg.extra:
         m, e = parse_cell(spec)
-        if e is None and (m not in MECHANISMS or takes_eps(m)):
-            e = None if m not in MECHANISMS else _default_eps(m)
-        cells += [(m, x) for x in eps_of(m, e)]
+        if e is not None and not no_eps(m):
+            cells.append((m, e))
+        elif m in MECHANISMS and not no_eps(m):
+            cells.append((m, _default_eps(m)))
+        else:  # no eps, or unknown (then dropped as missing by the driver)
+            cells += grid(m)
     return list(dict.fromkeys(cells))
 
 
