@@ -18,6 +18,14 @@ import torch
 from ppt.mechanisms import Policy, TokenMechanism
 
 # the installed console script when there is one, else the CLI's module under this interpreter
+# prompts of the LM tests (tests/lm): plain text and chat messages, short and long
+LM_PROMPTS = [
+    "The quick brown fox",
+    [{"role": "user", "content": "Please summarize this note about a payment and a due date."}],
+    "A",
+    "Your task is to extend the Prefix Text. Use the Perturbed Generation as your primary material.",
+    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "The clinic is open."}],
+]
 PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
 
 

@@ -12,14 +12,8 @@ scipy_stats = pytest.importorskip("scipy.stats")
 from ppt.lm.decode import InverseCDFSampler, _inverse_cdf, decode, greedy  # noqa: E402
 from ppt.lm.generate import Completion, LocalGenerator, SamplingParams  # noqa: E402
 from ppt.rng import record_torch_generator as record_generator  # noqa: E402 - LM sampling takes torch generators
+from tests.helpers import LM_PROMPTS as PROMPTS  # noqa: E402
 
-PROMPTS = [
-    "The quick brown fox",
-    [{"role": "user", "content": "Please summarize this note about a payment and a due date."}],
-    "A",
-    "Your task is to extend the Prefix Text. Use the Perturbed Generation as your primary material.",
-    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "The clinic is open."}],
-]
 ALPHA = 1e-6
 
 

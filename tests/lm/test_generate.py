@@ -9,14 +9,7 @@ torch = pytest.importorskip("torch")
 from ppt.io import RecordError  # noqa: E402
 from ppt.lm.generate import Completion, LocalGenerator, SamplingParams  # noqa: E402
 from ppt.rng import record_torch_generator as record_generator  # noqa: E402 - LM sampling takes torch generators
-
-PROMPTS = [
-    "The quick brown fox",
-    [{"role": "user", "content": "Please summarize this note about a payment and a due date."}],
-    "A",
-    "Your task is to extend the Prefix Text. Use the Perturbed Generation as your primary material.",
-    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "The clinic is open."}],
-]
+from tests.helpers import LM_PROMPTS as PROMPTS  # noqa: E402
 
 
 @pytest.fixture(scope="module")
