@@ -5,7 +5,8 @@ batching "record" (one chunk, head and distance product per record), a separate 
 every utility matrix, the member found by a running count over the whole row, each record's
 accounting from a dozen small tensor calls, and one tokenizer call per text. Installed on a live
 mechanism with :func:`install`, removed with :func:`uninstall`; its seeded outputs equal the current
-code's (the bench checks). Nothing here is used by ppt itself.
+code's (the bench checks). Nothing here is used by ppt itself; tests/mechanisms/test_cape_batched.py checks
+the batched accounting against :func:`record_accounts`.
 """
 
 from __future__ import annotations

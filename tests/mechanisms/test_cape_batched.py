@@ -129,26 +129,10 @@ def test_block_sums_agree_with_bucket_sums():
         cu._bucketize(u, 50, 1024)
 
 
-def reference_accounts(eps_prime, counts, eps, worst_case):
-    """One record at a time, as the accounting was first written."""
-    composed, extras, offset = [], [], 0
-    for n in counts:
-        extra = {"eps_per_token_worst_case": worst_case, "composed_eps_worst_case": n * worst_case}
-        if n:
-            ep = eps_prime[offset : offset + n].double()
-            extra.update(eps_prime_mean=float(ep.mean()), eps_prime_max=float(ep.max()),
-                         eps_total_mean=eps + float(ep.mean()), eps_total_max=eps + float(ep.max()))
-            composed.append(float(n * eps + ep.sum()))
-        else:
-            extra.update(eps_prime_mean=0.0, eps_prime_max=0.0, eps_total_mean=0.0, eps_total_max=0.0)
-            composed.append(0.0)
-        extra["composition"] = cu.COMPOSITION
-        extras.append(extra)
-        offset += n
-    return composed, extras
-
-
-def test_record_accounts_match_record_by_record():
+def test_record_accounts_match_record_by_record(bench):
+    """The batched accounting against the per-record design (bench/cape_reference.py: one record at a time,
+    as the accounting was first written)."""
+    reference_accounts = bench.cape_reference.record_accounts
     g = torch.Generator().manual_seed(0)
     for _ in range(30):
         counts = torch.randint(0, 70, (int(torch.randint(1, 30, (1,), generator=g)),), generator=g).tolist()
