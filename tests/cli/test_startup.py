@@ -45,7 +45,11 @@ def test_one_record_sanitize_does_not_import_torch(mech, extra):
     r = subprocess.run(cmd, input=rec, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["ppt"]["sanitize"]["signature"].startswith(mech + "|") and "Alice" not in out["text"]
+    stamp = out["ppt"]["sanitize"]
+    # the record went through the mechanism (an unseeded run may rightly draw a word back, e.g. 'Alice')
+    privacy = stamp["privacy"]
+    perturbed = privacy["proven"]["tokens"] + sum(c["tokens"] for c in privacy.get("conditional", []))
+    assert stamp["signature"].startswith(mech + "|") and perturbed > 0
     assert "PROBE []" in r.stderr, r.stderr[-2000:]
 
 
