@@ -420,7 +420,13 @@ def _stop(executor: Any, force: bool) -> None:
 
 
 def _terminate(executor: Any) -> None:
-    for proc in list((getattr(executor, "_processes", None) or {}).values()):  # no public way before 3.14
+    """Kill the pool's workers: the public ``terminate_workers`` from Python 3.14, else its process table
+    (no public way before 3.14)."""
+    if hasattr(executor, "terminate_workers"):
+        with contextlib.suppress(Exception):
+            executor.terminate_workers()
+        return
+    for proc in list((getattr(executor, "_processes", None) or {}).values()):
         with contextlib.suppress(Exception):
             proc.terminate()
 

@@ -199,3 +199,16 @@ def test_cape_seeded_output_is_byte_identical_with_workers(tiny_lm, tmp_cache):
     assert code == 0 and expected.count(b"\n") == 24
     got_code, got, _, pool = run(recipe, data, 2, batch_size=8)
     assert (got_code, got) == (code, expected) and pool.batches_in_workers == 3
+
+
+def test_terminate_uses_the_public_call_where_python_has_it():
+    from types import SimpleNamespace
+
+    from ppt.exec.pool import _terminate
+
+    calls = []
+    _terminate(SimpleNamespace(terminate_workers=lambda: calls.append("public"),
+                               _processes={1: SimpleNamespace(terminate=lambda: calls.append("private"))}))
+    procs = {i: SimpleNamespace(terminate=lambda i=i: calls.append(i)) for i in range(2)}
+    _terminate(SimpleNamespace(_processes=procs))  # before Python 3.14: the process table
+    assert calls == ["public", 0, 1]
