@@ -7,7 +7,7 @@ dropped pieces by reason (see :mod:`ppt.mechanisms.policy`) with array operation
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -39,9 +39,23 @@ class Accounting:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.update(d.pop("extra"))
+        """The fields as a new dict, ``extra``'s keys merged in; containers copied (what ``asdict`` gives,
+        without its per-leaf ``deepcopy``: this runs once per record of every sanitize batch)."""
+        d = {f.name: _copied(getattr(self, f.name)) for f in _FIELDS}
+        d.update(_copied(self.extra))
         return d
+
+
+_FIELDS = tuple(f for f in fields(Accounting) if f.name != "extra")
+
+
+def _copied(value: Any) -> Any:
+    """A copy of the dicts, lists and tuples in ``value`` (the JSON-like values accounting holds)."""
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copied(v) for v in value)
+    return value
 
 
 def reason_counts(rec: np.ndarray, why: np.ndarray, mask: np.ndarray, n_records: int) -> list[dict[str, int]]:

@@ -33,3 +33,19 @@ def test_size_zero_draws_do_not_advance_a_generator():
     assert g.bit_generator.state == state
     g.random(1)
     assert g.bit_generator.state != state
+
+
+def test_accounting_to_dict_is_asdict_with_extra_merged_and_copies_containers():
+    from dataclasses import asdict
+
+    from ppt.mechanisms.accounting import Accounting
+
+    a = Accounting("ldp", 6.0, 60, 40, kept={"stopword": 10}, dropped={"oov": 1}, composed_eps=240.0,
+                   extra={"adjacency_list_size": {"median": 12.0, "min": 1, "max": 90}, "sizes": [1, 2]})
+    expected = asdict(a)
+    expected.update(expected.pop("extra"))
+    d = a.to_dict()
+    assert d == expected and list(d) == list(expected)
+    d["kept"]["x"] = d["adjacency_list_size"]["min"] = 5
+    d["sizes"].append(3)
+    assert a.kept == {"stopword": 10} and a.extra["adjacency_list_size"]["min"] == 1 and a.extra["sizes"] == [1, 2]
