@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+# pytest started under nohup or as a background job has SIGINT/SIGHUP ignored, and its child processes
+# would inherit that (ppt keeps an ignored signal ignored, on purpose): the signal tests need them live
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @pytest.fixture

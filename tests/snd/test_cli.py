@@ -31,7 +31,7 @@ def test_train_then_embed_in_every_format(tiny_encoder, corpus, tmp_path, tmp_ca
             "--epochs", "2", "--batch-size", "10", "--seed", "0", "-o", str(den), "--device", "cpu", *TINY_ARCH)
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
-    assert summary["epochs"] == 2 and summary["train_seconds"] > 0 and (den / "MANIFEST.json").is_file()
+    assert summary["epochs"] == 2 and summary["train_seconds"] >= 0 and (den / "MANIFEST.json").is_file()
     inp = corpus.read_text()
     r = ppt("snd", "embed", "--model", str(tiny_encoder), "--eta", "40", "--denoiser", str(den), "--seed", "1",
             "--device", "cpu", stdin=inp)
