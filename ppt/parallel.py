@@ -18,6 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 _pool: ThreadPoolExecutor | None = None
+_pool_size = 0  # the helper pool's threads
 _pool_lock = threading.Lock()
 _NAME = "ppt-helper"
 _off = 0  # > 0 inside one_thread(): no helper
@@ -43,8 +44,8 @@ def one_thread():
 
 def _forget_pool() -> None:
     """In a forked child the helper thread does not exist: start a new one when needed."""
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
+    global _pool, _pool_size, _pool_lock
+    _pool, _pool_size, _pool_lock = None, 0, threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
@@ -60,11 +61,15 @@ def _threads() -> int:
     env = os.environ.get("OMP_NUM_THREADS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return available_cores()
 
 
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def helpers() -> int:
@@ -72,18 +77,18 @@ def helpers() -> int:
     (one_thread(), torch on one thread, or this is a helper)."""
     if _off or threading.current_thread().name.startswith(_NAME):
         return 0
-    return max(0, min(_threads(), _cores()) - 1)
+    return max(0, min(_threads(), available_cores()) - 1)
 
 
 def helper() -> ThreadPoolExecutor | None:
     """The helper threads' pool (``helpers()`` threads), or None where this process should stay on one thread."""
-    global _pool
+    global _pool, _pool_size
     n = helpers()
     if n < 1:
         return None
     with _pool_lock:
-        if _pool is None or _pool._max_workers < n:
-            old, _pool = _pool, ThreadPoolExecutor(n, thread_name_prefix=_NAME)
+        if _pool is None or _pool_size < n:
+            old, _pool, _pool_size = _pool, ThreadPoolExecutor(n, thread_name_prefix=_NAME), n
             if old is not None:
                 old.shutdown(wait=False)
     return _pool
@@ -132,4 +137,4 @@ def for_each(fn: Callable[[int], None], n: int, share: bool = True) -> None:
             f.result()
 
 
-__all__ = ["Claims", "for_each", "helper", "helpers", "one_thread"]
+__all__ = ["Claims", "available_cores", "for_each", "helper", "helpers", "one_thread"]

@@ -39,7 +39,7 @@ def test_for_each_computes_every_item_once_with_the_helper():
 
 def test_helpers_follow_torch_threads_capped_by_the_cores(monkeypatch):
     before = torch.get_num_threads()
-    monkeypatch.setattr(parallel, "_cores", lambda: 8)
+    monkeypatch.setattr(parallel, "available_cores", lambda: 8)
     try:
         for threads, expected in ((1, 0), (2, 1), (4, 3), (16, 7)):
             torch.set_num_threads(threads)
@@ -60,7 +60,7 @@ def test_rantext_output_is_the_same_with_any_number_of_helper_threads(array_spac
     space = array_space("par", words, seed=2, dim=16)
     mech = Rantext(6.0, space=space, z=5.0, quiet=True)
     texts = [" ".join(words[(7 * i + j) % 300] for j in range(40)) for i in range(64)]
-    monkeypatch.setattr(parallel, "_cores", lambda: 8)
+    monkeypatch.setattr(parallel, "available_cores", lambda: 8)
     monkeypatch.setattr("ppt.mechanisms.rantext.mechanism.MIN_SHARED_DRAWS", 1)
     before = torch.get_num_threads()
     outs, used, helpers = [], [], []

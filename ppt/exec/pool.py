@@ -53,20 +53,13 @@ from typing import Any
 from ppt import parallel
 from ppt.exec.readonly import read_only_cache
 from ppt.io import ExitCode, PptError, Record, RecordError, StreamArgs, run_stream
+from ppt.parallel import available_cores
 from ppt.stages.base import Stage
 
 PER_WORKER = 2  # batches in flight per worker: one running, one queued behind it
 # what the fork server imports once, so that workers fork with it loaded (plus the stage's mechanism module)
 PRELOAD = ["ppt.exec._forkserver", "ppt.exec.pool", "ppt.stages.sanitize"]
 HINT = "rerun with --workers 1 to process the input in one process"
-
-
-def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 def default_workers(stage: Stage | None = None) -> int:
