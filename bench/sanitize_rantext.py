@@ -43,6 +43,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from ppt.mechanisms.pipeline import token_batch_size  # noqa: E402
 from ppt.mechanisms.policy import PERTURB  # noqa: E402
 from ppt.mechanisms.rantext import Rantext  # noqa: E402
 from ppt.rng import record_generator  # noqa: E402
@@ -327,7 +328,7 @@ def main(argv=None) -> int:
 
     device = resolve_device(args.device)
     if args.batch_size is None:
-        args.batch_size = 4096 if str(device).startswith("cuda") else 256
+        args.batch_size = token_batch_size(device)
     t0 = time.perf_counter()
     if args.space == "random":
         space = random_space()
