@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+# Tests read nothing of the user's: spaces and tables go to the suite's own cache (PPT_TEST_CACHE, default
+# .pytest_cache/ppt-cache in the checkout: built on the first run, reused by later ones, never the
+# user's PPT_CACHE, whose artifacts another build of ppt may have made). Child processes inherit it.
+TEST_CACHE = Path(os.environ.get("PPT_TEST_CACHE") or Path(__file__).resolve().parents[1] / ".pytest_cache" / "ppt-cache")
+TEST_CACHE.mkdir(parents=True, exist_ok=True)
+os.environ["PPT_CACHE"] = str(TEST_CACHE)
+os.environ.pop("TIKTOKEN_CACHE_DIR", None)
 
 # pytest started under nohup or as a background job has SIGINT/SIGHUP ignored, and its child processes
 # would inherit that (ppt keeps an ignored signal ignored, on purpose): the signal tests need them live
@@ -16,6 +25,24 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+OPT_IN_MARKERS = ("integration", "ray")  # real models / a Ray cluster: only when -m names them
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselect integration and ray tests unless the -m expression names them, so any lane (the whole
+    suite, ``-m "not slow"``) leaves them out and ``-m integration`` / ``-m ray`` runs them."""
+    expr = config.getoption("markexpr") or ""
+    skip = [m for m in OPT_IN_MARKERS if m not in expr]
+    if not skip:
+        return
+    keep, drop = [], []
+    for item in items:
+        (drop if any(item.get_closest_marker(m) for m in skip) else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture

@@ -84,7 +84,9 @@ def normalise(out: str, tiny_lm: str) -> str:
 def run(config: list[str], seed: int, tiny_lm: str) -> tuple[int, str, str]:
     import subprocess
 
-    r = subprocess.run(["ppt", *argv(config, seed, tiny_lm)], input=input_lines(), capture_output=True, text=True, timeout=900)
+    from tests.helpers import PPT
+
+    r = subprocess.run([*PPT, *argv(config, seed, tiny_lm)], input=input_lines(), capture_output=True, text=True, timeout=900)
     return r.returncode, normalise(r.stdout, tiny_lm), r.stderr
 
 

@@ -7,7 +7,6 @@ Import as ``from tests.helpers import ...``.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from typing import ClassVar
@@ -17,7 +16,6 @@ import torch
 
 from ppt.mechanisms import Policy, TokenMechanism
 
-# the installed console script when there is one, else the CLI's module under this interpreter
 # prompts of the LM tests (tests/lm): plain text and chat messages, short and long
 LM_PROMPTS = [
     "The quick brown fox",
@@ -26,7 +24,18 @@ LM_PROMPTS = [
     "Your task is to extend the Prefix Text. Use the Perturbed Generation as your primary material.",
     [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "The clinic is open."}],
 ]
-PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
+# the one launcher of the real CLI in tests: its module under this interpreter (never a `ppt` from PATH,
+# which may be another install)
+PPT = [sys.executable, "-m", "ppt.cli.main"]
+
+
+def shell_env(**extra: str) -> dict:
+    """The environment for shell scripts that call `ppt` (README blocks, examples/*.sh): this interpreter's
+    scripts directory first on PATH, so their `ppt` is this checkout's install, never another one."""
+    from pathlib import Path
+
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return {**os.environ, "PATH": path, **extra}
 
 
 def ppt(*args: str, stdin: str = "", timeout: float = 600, env: dict | None = None,

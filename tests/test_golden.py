@@ -15,7 +15,13 @@ def tiny_lm_path(tiny_lm):
     return str(tiny_lm)  # the shared tiny model (conftest), the recipe golden.make_tiny_lm builds
 
 
-@pytest.mark.parametrize("index", range(len(golden.CONFIGS)), ids=[name for name, _ in golden.CONFIGS])
+# the fast lane keeps one golden of each glove-space kind (cheap tables); the rest build the default space
+# or load a model in a real process each
+FAST = {"santext", "custext+"}
+CASES = [pytest.param(i, id=name, marks=() if name in FAST else pytest.mark.slow) for i, (name, _) in enumerate(golden.CONFIGS)]
+
+
+@pytest.mark.parametrize("index", CASES)
 def test_seeded_output_matches_golden(index, tiny_lm_path):
     name, config = golden.CONFIGS[index]
     rc, out, err = golden.run(config, golden.seed_of(index), tiny_lm_path)

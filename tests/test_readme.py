@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import shell_env
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 
@@ -15,15 +17,21 @@ def _sh_blocks(section: str) -> list[str]:
     return re.findall(r"```sh\n(.*?)```", body, flags=re.S)
 
 
-def test_quick_start_has_install_and_test_commands_and_ci_runs_the_test_one():
+def test_quick_start_has_install_and_test_commands_and_ci_runs_both():
     install, tests = _sh_blocks("Quick start")
     assert "ppt sanitize" in install and "examples/prompts.jsonl" in install
     assert "pytest" in tests
-    assert tests.strip() in (ROOT / ".ci" / "run").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    lines = [line.strip() for line in ci.splitlines()]
+    assert install.strip() in lines and tests.strip() in lines
+    assert lines.index(install.strip()) < lines.index("pip check") < lines.index(tests.strip())
+    # a fresh virtualenv and an empty cache every run: nothing left on the machine makes CI green
+    assert "python3 -m venv" in ci and "mktemp -d" in ci and 'PPT_CACHE="$work/cache"' in ci
 
 
 @pytest.mark.parametrize("block", _sh_blocks("Examples"), ids=lambda b: b.split()[1])
 def test_examples_run(block):
-    r = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    r = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=ROOT, capture_output=True, text=True, timeout=900,
+                       env=shell_env())
     assert r.returncode == 0, r.stderr[-2000:]
     assert "Traceback" not in r.stderr

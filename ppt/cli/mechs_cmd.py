@@ -51,7 +51,7 @@ def mechs(
     or expand one stamp signature with --describe.
 
     Example: ppt mechs        ppt mechs --json | jq -r .name
-             ppt mechs --describe 'rantext|eps:6|space:cl100k-minilm:11000#5df6ec45|z:calibrated|pol:drop.digits.keep.perturb.sentence|v:0.1.0'
+             ppt mechs --describe 'rantext|eps:6|space:cl100k-minilm:11000#59d7616b|z:calibrated|pol:drop.digits.keep.perturb.sentence|v:0.1.0'
     """
     import orjson
     from rich.console import Console

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from ppt.lm.base import model_device, pad_id
+from ppt.lm.decode import cache_kwarg, returned_cache
 
 
 def _left_pad(seqs: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -35,7 +36,7 @@ class EnsembleDecoder:
         self.pos = (self.attn.cumsum(-1) - 1).clamp_(min=0)
         with torch.inference_mode():
             out = model(input_ids=ids.to(self.dev), attention_mask=self.attn, position_ids=self.pos, use_cache=True)
-        self.cache = out.past_key_values
+        self.cache, self.cache_kw = returned_cache(out), cache_kwarg(model)
         self.next_pos = self.pos[:, -1:] + 1
         self.logits = out.logits[:, -1, :].float()
 
@@ -46,8 +47,8 @@ class EnsembleDecoder:
         step = torch.full((n, 1), int(token), dtype=torch.long, device=self.dev)
         self.attn = torch.cat([self.attn, torch.ones((n, 1), dtype=self.attn.dtype, device=self.dev)], dim=1)
         out = self.model(input_ids=step, attention_mask=self.attn, position_ids=self.next_pos,
-                         past_key_values=self.cache, use_cache=True)
-        self.cache = out.past_key_values
+                         **{self.cache_kw: self.cache}, use_cache=True)
+        self.cache = returned_cache(out)
         self.next_pos = self.next_pos + 1
         self.logits = out.logits[:, -1, :].float()
         return self.logits

@@ -78,6 +78,25 @@ def _inverse_cdf(weights: Any, u: Any) -> Any:
     return torch.where(idx >= width, last, idx)
 
 
+def cache_kwarg(model: Any) -> str:
+    """The forward argument that takes the KV cache: ``cache`` from transformers 5.x (which deprecates
+    ``past_key_values``, removed in 5.40), ``past_key_values`` before."""
+    import inspect
+
+    fwd = getattr(type(model), "forward", None) or model
+    try:
+        params = inspect.signature(fwd).parameters
+    except (TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def returned_cache(out: Any) -> Any:
+    """The KV cache a forward pass returned, under either name (see :func:`cache_kwarg`)."""
+    cache = out.get("cache") if hasattr(out, "get") else None
+    return cache if cache is not None else out.past_key_values
+
+
 def _static_cache(model: Any, rows: int, total: int, pool: dict | None) -> Any:
     from transformers import StaticCache
 
@@ -140,11 +159,12 @@ def decode(
     positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)
     cache_position = torch.arange(width, device=device)
     forward = step_forward or model
+    kv = cache_kwarg(model)
     eos = torch.tensor(list(eos_ids), dtype=torch.long, device=device)
     out = torch.full((rows, max_new_tokens), pad_id, dtype=torch.long, device=device)
     done = torch.zeros(rows, dtype=torch.bool, device=device)
     logits = model(input_ids=input_ids, attention_mask=mask[:, :width] if static_cache else mask,
-                   position_ids=positions, past_key_values=cache, use_cache=True, cache_position=cache_position,
+                   position_ids=positions, **{kv: cache}, use_cache=True, cache_position=cache_position,
                    logits_to_keep=1).logits[:, -1]
     positions = positions[:, -1:]
     for step in range(max_new_tokens):
@@ -163,6 +183,6 @@ def decode(
         cache_position = cache_position[-1:] + 1
         if not static_cache:
             mask = torch.cat([mask, mask.new_ones((rows, 1))], dim=1)
-        logits = forward(input_ids=nxt[:, None], attention_mask=mask, position_ids=positions, past_key_values=cache,
+        logits = forward(input_ids=nxt[:, None], attention_mask=mask, position_ids=positions, **{kv: cache},
                          use_cache=True, cache_position=cache_position).logits[:, -1]
     return out.cpu()

@@ -45,7 +45,7 @@ torch = lazy_module("torch")
 from ppt.accounting import ConditionalDpEvent, SelfComposedEvent
 from ppt.mechanisms.pipeline import TokenMechanism
 from ppt.mechanisms.policy import Policy
-from ppt.progress import progress_bar
+from ppt.progress import progress_bar, stage
 
 GROUPS_FORMAT = "custext-groups-v1"
 TABLE_FORMAT = "custext-cdf-f64-v1"
@@ -181,10 +181,11 @@ class CusText(TokenMechanism):
 
         def build(tmp: Path) -> dict:
             BUILD_COUNTS["custext-groups"] += 1
-            with progress_bar(sp.size, f"custext groups {sp.name} k={self.k}", self.quiet, unit="word") as bar:
+            with stage(f"building CusText groups of {sp.name} (k={self.k})", self.quiet, tmp), \
+                    progress_bar(sp.size, f"custext groups {sp.name} k={self.k}", self.quiet, unit="word") as bar:
                 members, offsets = build_groups(sp.embeddings, sp.freq_rank, self.k, progress=bar.update)
-            np.save(tmp / "members.npy", members)
-            np.save(tmp / "offsets.npy", offsets)
+                np.save(tmp / "members.npy", members)
+                np.save(tmp / "offsets.npy", offsets)
             return {"k": self.k, "n_groups": len(offsets) - 1, "similarity": SIMILARITY}
 
         art = sp.cache.get_or_build("custext-groups", self.groups_deps(), build)

@@ -4,7 +4,7 @@ Why: every record used to repeat the mechanism's whole parameter block (calibrat
 policy): about 1.2 KB a record, 12 GB of repetition in a 10M-record job. A signature names what
 determines the output distribution in a few dozen bytes::
 
-    rantext|eps:6|space:cl100k-minilm:11000#5df6ec45|z:calibrated|pol:drop.digits.keep.perturb.sentence|v:0.1.0
+    rantext|eps:6|space:cl100k-minilm:11000#59d7616b|z:calibrated|pol:drop.digits.keep.perturb.sentence|v:0.1.0
 
 Fields are ``key:value`` separated by ``|`` after the mechanism name: ``eps``, ``space`` (id ``#`` the first
 8 hex digits of its hash; absent for Cape, whose ``model`` is a key parameter written the same way,

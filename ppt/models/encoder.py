@@ -28,13 +28,17 @@ class SentenceEncoder:
         return int(self.model.config.hidden_size)
 
     def encode(self, texts: list[str], batch_size: int = 256, keep_on_device: bool = False):
+        """Float32 rows, or float64 when the model runs in float64 (reproducible builds: see
+        ``ppt.spaces.builders.build_cl100k_minilm``)."""
         import torch
 
         if isinstance(texts, str):
             raise TypeError("encode() takes a list of strings")
         texts = list(texts)
         n = len(texts)
-        out = torch.empty((n, self.dim), dtype=torch.float32, device=self.device if keep_on_device else "cpu")
+        wide = next(self.model.parameters()).dtype == torch.float64
+        out_dtype = torch.float64 if wide else torch.float32
+        out = torch.empty((n, self.dim), dtype=out_dtype, device=self.device if keep_on_device else "cpu")
         if n == 0:
             return out
         order = sorted(range(n), key=lambda i: len(texts[i]))  # similar lengths per batch: less padding
@@ -47,7 +51,7 @@ class SentenceEncoder:
                 hidden = self.model(**batch).last_hidden_state
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                pooled = torch.nn.functional.normalize(pooled.float(), p=2, dim=1)
+                pooled = torch.nn.functional.normalize(pooled.to(out_dtype), p=2, dim=1)
                 out[torch.as_tensor(idx, device=out.device)] = pooled.to(out.device)
         return out
 

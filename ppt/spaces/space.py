@@ -19,7 +19,7 @@ from ppt.lazy import lazy_module
 torch = lazy_module("torch")
 
 from ppt.cache import Artifact, Cache
-from ppt.progress import progress_bar
+from ppt.progress import progress_bar, stage
 from ppt.spaces import distances
 from ppt.spaces.tokenizers import SpaceTokenizer, tokenize_batch
 from ppt.spaces.tokens import TokenBatch, Tokens
@@ -135,7 +135,8 @@ class EmbeddingSpace:
             )
 
         def build(tmp: Path) -> dict:
-            with progress_bar(self.size, f"sorted rows {self.name}", quiet, unit="row") as bar:
+            with stage(f"building sorted distance rows of {self.name} ({self.size} x {self.size})", quiet, tmp), \
+                    progress_bar(self.size, f"sorted rows {self.name}", quiet, unit="row") as bar:
                 itype, shape = distances.sorted_rows_to_files(
                     self.embeddings, tmp / "idx.npy", tmp / "dist.npy", self.metric, chunk, bar.update
                 )
@@ -150,11 +151,12 @@ class EmbeddingSpace:
         """The k nearest rows of every row (itself first), cached: (int64 [V,k], float32 [V,k])."""
 
         def build(tmp: Path) -> dict:
-            with progress_bar(self.size, f"top-{k} {self.name}", quiet, unit="row") as bar:
+            with stage(f"building top-{k} neighbours of {self.name}", quiet, tmp), \
+                    progress_bar(self.size, f"top-{k} {self.name}", quiet, unit="row") as bar:
                 idx, dist = distances.topk_neighbors(self.embeddings, k, self.metric, chunk, bar.update)
-            itype = distances.index_dtype(self.size)
-            np.save(tmp / "idx.npy", idx.numpy().astype(itype))
-            np.save(tmp / "dist.npy", dist.numpy())
+                itype = distances.index_dtype(self.size)
+                np.save(tmp / "idx.npy", idx.numpy().astype(itype))
+                np.save(tmp / "dist.npy", dist.numpy())
             return {"k": k}
 
         art = self.cache.get_or_build("topk", self._table_deps("topk", k=k), build)

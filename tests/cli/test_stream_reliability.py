@@ -14,6 +14,8 @@ import time
 
 import pytest
 
+from tests.helpers import PPT
+
 SECRET = "Zanzibar Quux-Secretname"
 FAST = ["sanitize", "-m", "custext+", "-e", "6"]
 
@@ -26,6 +28,7 @@ def sh(script: str, stdin: str = "", timeout: int = 300, cwd=None) -> subprocess
     return subprocess.run(["bash", "-c", script], input=stdin, capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_o_dev_fd_and_dev_stdout_write_to_the_pipe():
     # /dev/fd/1 first: code that renames over the path fails there harmlessly (it cannot create files
     # in /proc/self/fd); only then /dev/stdout, which such code would replace with a regular file
@@ -84,7 +87,7 @@ def _wait_for(pred, timeout: float) -> bool:
 def test_signal_with_o_leaves_no_temp_file(tmp_path, sig):
     out = tmp_path / "out.jsonl"
     out.write_text("old\n")
-    p = subprocess.Popen(["ppt", *FAST, "-q", "--keep-original", "raw", "-o", str(out)], stdin=subprocess.PIPE,
+    p = subprocess.Popen([*PPT, *FAST, "-q", "--keep-original", "raw", "-o", str(out)], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         p.stdin.write(recs(1).encode())
@@ -104,7 +107,7 @@ def test_signal_with_o_leaves_no_temp_file(tmp_path, sig):
 
 
 def test_interactive_pipe_gets_each_record_without_a_full_batch():
-    p = subprocess.Popen(["ppt", *FAST, "-q"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen([*PPT, *FAST, "-q"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         p.stdin.write(recs(1).encode())
         p.stdin.flush()
@@ -191,7 +194,7 @@ def test_failing_stderr_keeps_output_and_exit_code(kind):
     assert [json.loads(x)["id"] for x in r.stdout.splitlines()] == [0, 1, 2]
     # an input error: the same exit code (65) as with a working stderr, the good records still out
     bad = recs(1) + "not json\n"
-    ok = subprocess.run(["ppt", *FAST, "--seed", "1"], input=bad, capture_output=True, text=True, timeout=300, check=False)
+    ok = subprocess.run([*PPT, *FAST, "--seed", "1"], input=bad, capture_output=True, text=True, timeout=300, check=False)
     r = _run_bad_stderr(kind, [*FAST, "--seed", "1"], bad)
     assert r.returncode == ok.returncode == 65
     assert r.stdout == ok.stdout

@@ -181,6 +181,7 @@ def test_importing_the_pool_imports_no_torch():
     assert r.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_cape_seeded_output_is_byte_identical_with_workers(tiny_lm, tmp_cache):
     """Cape (a context model; B calibrated in every worker) in workers on one thread each: the same
     bytes, signature (B) included, as one process on torch's threads."""

@@ -38,6 +38,7 @@ def test_every_item_is_in_its_prompt_and_types_are_listed():
     assert len({r["source"] for r in recs}) == 60
 
 
+@pytest.mark.slow
 def test_cli_make_pii():
     from tests.helpers import ppt
 

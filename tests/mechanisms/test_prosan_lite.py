@@ -77,6 +77,7 @@ def test_pairs_must_be_prosans_unless_any_teacher(tmp_path):
     assert read_pairs(str(p), "original", "text", any_teacher=True) == ([("SECRET a", "b")], None)
 
 
+@pytest.mark.slow
 def test_cli_distill_then_lite(tiny_lm, tmp_path):
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text("".join(json.dumps({"original": s, "text": t, "ppt": {"sanitize": {"signature": "prosan|eps:1|v:0"}}}) + "\n"

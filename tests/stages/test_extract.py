@@ -16,7 +16,7 @@ from ppt.io import Record, RecordError  # noqa: E402
 from ppt.lm.generate import LocalGenerator, SamplingParams  # noqa: E402
 from ppt.lm.templates import EXTRACT_TEMPLATE  # noqa: E402
 from ppt.stages.extract import Extractor  # noqa: E402
-from tests.helpers import PPT  # noqa: E402
+from tests.helpers import PPT, shell_env  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,6 +79,7 @@ def test_batched_equals_sequential_and_seeds_follow_ids(gen):
     assert c[0]["ppt"]["extract"]["seeded"] is True and "seed" not in c[0]["ppt"]["extract"]
 
 
+@pytest.mark.slow
 def test_cli_process(tiny_lm, tmp_path):
     lines = [json.dumps(rec(i).data) for i in range(3)]
     lines.insert(1, json.dumps({"id": "no-raw", "generation": "x"}))
@@ -115,10 +116,11 @@ def test_smollm2_extracts_text(tmp_path):
     assert o["ppt"]["extract"]["model"] == "smollm2"
 
 
+@pytest.mark.slow
 def test_example_pipeline_script(tmp_path):
     """The issue's "done means": examples/inferdpt.sh runs in CI (real smollm2; ~1-2 minutes)."""
     r = subprocess.run(["bash", str(ROOT / "examples" / "inferdpt.sh"), str(tmp_path / "final.jsonl")],
-                       capture_output=True, text=True, timeout=1800, cwd=ROOT)
+                       capture_output=True, text=True, timeout=1800, cwd=ROOT, env=shell_env())
     assert r.returncode == 0, r.stderr[-3000:]
     out = [json.loads(x) for x in (tmp_path / "final.jsonl").read_text().splitlines()]
     ids = [json.loads(x)["id"] for x in (ROOT / "examples" / "prompts.jsonl").read_text().splitlines()]

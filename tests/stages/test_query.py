@@ -257,6 +257,7 @@ def test_dry_run_sends_nothing():
 # ---------------------------------------------------------------------------------------- resume
 
 
+@pytest.mark.slow
 def test_kill_and_resume_answers_every_record_exactly_once(tmp_path):
     n = 30
     recs = records(n)
@@ -306,6 +307,7 @@ def test_resume_refuses_to_share_the_output_file(tmp_path):
 # ---------------------------------------------------------------------------------------- local backend
 
 
+@pytest.mark.slow
 def test_local_backend_batched_and_seeded(tiny_lm):
     recs = records(3)
     r = ppt_query(None, ["--backend", "local", "--model", str(tiny_lm), "--device", "cpu", "--max-tokens", "5",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -16,7 +15,7 @@ pytest.importorskip("httpx")
 
 from ppt.testing import EchoService, loopback  # noqa: E402
 
-PPT = [shutil.which("ppt")] if shutil.which("ppt") else [sys.executable, "-m", "ppt.cli.main"]
+from tests.helpers import PPT  # noqa: E402
 
 
 def run(url: str, args: list[str], recs: list[dict]) -> subprocess.CompletedProcess:

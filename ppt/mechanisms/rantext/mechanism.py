@@ -241,7 +241,13 @@ class Rantext(TokenMechanism):
         sr = self.space.sorted_rows(quiet=self.quiet)
         deps = {"space": self.space.name, "space_hash": self.space.hash, "metric": self.space.metric,
                 "sorted_rows": sr.artifact.key, "version": RUN_TABLE_VERSION}
-        art = self.space.cache.get_or_build("rantext-runs", deps, lambda tmp: build_run_table_files(sr.dist, tmp))
+        def build(tmp: Path) -> None:
+            from ppt.progress import stage
+
+            with stage(f"building RANTEXT run table of {self.space.name}", self.quiet, tmp):
+                build_run_table_files(sr.dist, tmp)
+
+        art = self.space.cache.get_or_build("rantext-runs", deps, build)
         values = np.load(art.file("values.npy"), mmap_mode="r")
         ends = np.load(art.file("ends.npy"), mmap_mode="r")
         return RunTable(values, ends, sr.idx, art)
