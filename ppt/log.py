@@ -51,12 +51,25 @@ class _NoteFormatter(logging.Formatter):
         return f"ppt: {prefix}: {record.getMessage()}"
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a record is emitted, not the stream of the first call (a
+    program that runs the CLI more than once, or redirects stderr, still gets its notes)."""
+
+    @property
+    def stream(self):  # noqa: ANN201
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:  # noqa: ANN001 - StreamHandler.__init__ assigns it
+        pass
+
+
 def install_cli_handlers(quiet: bool = False) -> None:
     """Render library warnings and notes on stderr in the CLI's one format (idempotent)."""
     warnings.showwarning = _show
     warnings.simplefilter("default", PptWarning)
     if not any(getattr(h, "_ppt", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(_NoteFormatter())
         handler._ppt = True  # type: ignore[attr-defined]
         logger.addHandler(handler)

@@ -24,6 +24,7 @@ FLOORS: dict[str, int] = {
     "ppt.attacks": 5, "ppt.remote": 5, "ppt.audit": 5,
     "ppt.stages": 6, "ppt.experiments": 6, "ppt.testing": 6, "ppt.exec": 6,
     "ppt.cli": 7,
+    "ppt.testing.cli": 8,  # runs the CLI in-process for tests: above the CLI it drives
 }
 
 
