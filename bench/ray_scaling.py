@@ -62,7 +62,7 @@ def main() -> None:
     from ppt.io import StreamArgs, run_stream
 
     recipe = SanitizeRecipe(a.mech, a.eps, seed=1)
-    args = StreamArgs(seed=1, batch_size=a.batch_size, quiet=True)
+    args = StreamArgs(batch_size=a.batch_size, quiet=True)
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "in"
         src.mkdir()

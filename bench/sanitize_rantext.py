@@ -228,7 +228,7 @@ def run_ppt_workers(recipe, stage, texts: list[str], batch_size: int, workers: i
     from ppt.io import StreamArgs
 
     data = "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(texts)).encode()
-    args = StreamArgs(seed=recipe.seed, batch_size=batch_size, quiet=True, device="cpu")
+    args = StreamArgs(batch_size=batch_size, quiet=True, device="cpu")
     out = io.BytesIO()
     t0 = time.perf_counter()
     code = run_stage_in_workers(args, recipe, workers=workers, stage=stage, desc="sanitize", _stdin=io.BytesIO(data),

@@ -168,7 +168,8 @@ def knn(
         _check_summary(summary)
         aligner = _aligner(space, original_field, alignment_field, stopwords, device, quiet)
         runner = KnnRunner(aligner, tuple(k), result_field)
-        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, device=device)
+        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
+                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device)
         raise typer.Exit(_run(runner, args, "attack knn", summary, summary_only))
 
 
@@ -220,7 +221,8 @@ def mti(
         except ValueError as e:
             raise PptError(f"{model}: {e}", ExitCode.CONFIG) from None
         runner = MtiRunner(aligner, attack, model, result_field)
-        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, device=device)
+        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
+                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device)
         raise typer.Exit(_run(runner, args, "attack mti", summary, summary_only))
 
 
@@ -287,7 +289,8 @@ def llm(
         except ValueError as e:
             raise PptError(str(e), ExitCode.USAGE) from None
         runner = LlmRunner(attack, original_field, result_field)
-        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, device=device)
+        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
+                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device)
         raise typer.Exit(_run(runner, args, "attack llm", summary, summary_only))
 
 
@@ -321,7 +324,8 @@ def ngram(
             raise PptError("ppt attack ngram needs --original-field (the raw document)", ExitCode.USAGE)
         _check_summary(summary)
         runner = NgramRunner(original_field, tuple(n), result_field)
-        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet)
+        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
+                           on_error=on_error, batch_size=batch_size, quiet=quiet)
         raise typer.Exit(_run(runner, args, "attack ngram", summary, summary_only))
 
 
@@ -377,5 +381,6 @@ def snd_inversion(
                 return SplitModel.load(model, device=device, max_length=max_length)
 
         runner = SndInversionStage(load, eta=eta, seed=seed, k=k, result_field=result_field, ci_method=ci)
-        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device)
+        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
+                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device)
         raise typer.Exit(_run(runner, args, "attack snd-inversion", summary, summary_only))

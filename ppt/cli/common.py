@@ -4,7 +4,8 @@ Usage in a command module::
 
     @handle_errors
     def sanitize(input: InputOpt = "-", output: OutputOpt = "-", on_error: OnErrorOpt = "fail", ...):
-        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device)
+        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
+                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device)
         raise typer.Exit(run_stream(args, stage, desc="sanitize"))
 """
 
@@ -128,6 +129,7 @@ def check_engine(engine: str, ray_address: str | None, actors: int | None) -> No
 
 
 def stream_args(
+    *,
     input: str = "-",  # noqa: A002 - mirrors the --input flag
     output: str = "-",
     text_field: str = "text",
@@ -135,8 +137,6 @@ def stream_args(
     on_error: str = "fail",
     batch_size: int = 64,
     quiet: bool = False,
-    *,
-    seed: int | None = None,
     device: str = "auto",
     require_text: bool = True,
     private: bool = False,
@@ -151,7 +151,6 @@ def stream_args(
         batch_size=batch_size,
         quiet=quiet,
         require_text=require_text,
-        seed=seed,
         device=device,
         private=private,
     )

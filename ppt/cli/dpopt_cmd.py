@@ -81,7 +81,8 @@ def tune(
         cfg = TuneConfig(labels=parse_labels(labels), eps=eps, delta=delta, init=init, ensemble=ensemble, shots=shots,
                          rate=rate, eps0=eps0, k_bar=k_bar, max_prompts=max_prompts, max_tokens=max_tokens,
                          temperature=temperature, val_fraction=val_fraction, accountant=accountant, seed=seed)
-        args = stream_args(input, output, text_field, id_field, "fail", 64, quiet, seed=seed, device=device)
+        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
+                           on_error="fail", batch_size=64, quiet=quiet, device=device)
 
         def progress(ev: dict) -> None:
             if not quiet:
@@ -122,7 +123,8 @@ def eval_(
         from ppt.stages.dpopt import load_prompt, run_eval
 
         inst = load_prompt(prompt).get("init") if initial else None
-        args = stream_args(input, output, text_field, id_field, "fail", batch_size, quiet, device=device)
+        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
+                           on_error="fail", batch_size=batch_size, quiet=quiet, device=device)
         res = run_eval(prompt, args, label_field, model, base_url, instruction=inst, remote_model=remote_model,
                        api_key_env=api_key_env)
         if not quiet:
@@ -150,7 +152,8 @@ def apply(
         from ppt.stages.dpopt import ApplyStage, load_prompt
 
         stage = ApplyStage(load_prompt(prompt), text_field)
-        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, private=True)
+        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
+                           on_error=on_error, batch_size=batch_size, quiet=quiet, private=True)
         raise typer.Exit(run_stream(args, stage, desc="dp-opt apply"))
 
 

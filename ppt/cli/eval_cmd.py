@@ -140,7 +140,8 @@ def metrics(
                               label_field=label_field, items_field=items_field, alignment_field=alignment_field)
         except ValueError as e:
             raise PptError(str(e), ExitCode.USAGE) from None
-        args = stream_args(input, per_record or "-", text_field, id_field, on_error, batch_size, quiet, device=device)
+        args = stream_args(input=input, output=per_record or "-", text_field=text_field, id_field=id_field,
+                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device)
         code = run_stream(args, stage, desc="eval", _stdout=None if per_record else _Discard())
         emit_summary(stage.summary(), "stderr" if per_record == "-" else "stdout")
         raise typer.Exit(code)
@@ -387,7 +388,8 @@ def phr_cmd(
         from ppt.stages.phr import PhrStage
 
         stage = PhrStage(items_field=items_field, types_field=types_field or None, seed=seed)
-        args = stream_args(input, per_record or "-", text_field, id_field, on_error, batch_size, quiet)
+        args = stream_args(input=input, output=per_record or "-", text_field=text_field, id_field=id_field,
+                           on_error=on_error, batch_size=batch_size, quiet=quiet)
         code = run_stream(args, stage, desc="phr", _stdout=None if per_record else _Discard())
         emit_summary(stage.summary(), "stderr" if per_record == "-" else "stdout")
         raise typer.Exit(code)

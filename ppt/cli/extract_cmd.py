@@ -86,8 +86,8 @@ def extract(
         batch_size = batch_size or gen.batch_size or 256
         extractor = Extractor(gen, raw_field=raw_field, generation_field=generation_field, output_field=output_field,
                               template=tpl, params=params, seed=seed, chat=not no_chat)
-        args = stream_args(input, output, raw_field, id_field, on_error, batch_size, quiet, seed=seed, device=device,
-                           require_text=False)
+        args = stream_args(input=input, output=output, text_field=raw_field, id_field=id_field,
+                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device, require_text=False)
         raise typer.Exit(run_stream(args, extractor, desc="extract"))
 
 

@@ -134,8 +134,9 @@ def query(
                 print(f"ppt: query: resuming: {len(journal)} answered record(s) in {resume}", file=sys.stderr)
         runner = QueryRunner(spec, impl, journal=journal, dry_run=dry_run, id_field=id_field)
         # a batch is the unit that runs in parallel: never smaller than the number of workers
-        args = stream_args(input, output, text_field, id_field, on_error, max(batch_size, concurrency), quiet,
-                           seed=seed, device=device, require_text=text_field in tpl.fields)
+        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
+                           on_error=on_error, batch_size=max(batch_size, concurrency), quiet=quiet, device=device,
+                           require_text=text_field in tpl.fields)
         clean = False
         try:
             code = run_stream(args, runner, desc="query")

@@ -101,19 +101,8 @@ def sanitize(
     with handle_errors():
         from ppt.io import ExitCode, PptError, stdout_guard
         from ppt.rng import warn_if_seeded
-        from ppt.stages.sanitize import SanitizeStage, build_mechanism
+        from ppt.stages.sanitize import SanitizeStage
 
-        named = [("--keep-original", keep_original), ("--emit-alignment", emit_alignment), ("--diagnostics", diagnostics)]
-        for opt, field in named:
-            if field is not None and field in ("", text_field, "ppt"):
-                raise PptError(f"{opt} must name a field other than the text field and 'ppt'", exit_code=ExitCode.USAGE)
-        given = [(opt, f) for opt, f in named if f is not None]
-        for i, (opt, field) in enumerate(given):
-            for opt2, field2 in given[i + 1:]:
-                if field == field2:
-                    raise PptError(f"{opt} and {opt2} need two different fields", exit_code=ExitCode.USAGE)
-        if stamp_mode not in ("compact", "full"):
-            raise PptError(f"--stamp must be compact or full (got {stamp_mode!r})", exit_code=ExitCode.USAGE)
         params = _parse_params(param)
         policy = {"oov": oov, "numbers": numbers, "punct": punct, "stopwords": stopwords, "case": case}
         check_engine(engine, ray_address, actors)
@@ -122,29 +111,29 @@ def sanitize(
         from ppt.exec.pool import run_stage_in_workers
         from ppt.exec.recipes import SanitizeRecipe
 
-        recipe = SanitizeRecipe(mech, eps, space=space, model=model, params=params, policy=policy, device=device,
-                                text_field=text_field, seed=seed, keep_original=keep_original,
-                                emit_alignment=emit_alignment, min_kept=min_kept, diagnostics=diagnostics,
-                                stamp_mode=stamp_mode)
+        # the one spec of this run: validated here, carried to the stage, the stamper, workers and Ray
+        spec = SanitizeRecipe(mech, eps, space=space, model=model, params=params, policy=policy, device=device,
+                              text_field=text_field, seed=seed, keep_original=keep_original,
+                              emit_alignment=emit_alignment, min_kept=min_kept, diagnostics=diagnostics,
+                              stamp_mode=stamp_mode)
         if engine == "ray":
             from ppt.exec.ray import RayOptions, run_stage_on_ray
 
             warn_if_seeded(seed)
-            args = stream_args(input, output, text_field, id_field, on_error, batch_size or 64, quiet, seed=seed, device=device)
-            raise typer.Exit(run_stage_on_ray(args, recipe, options=RayOptions(address=ray_address, actors=actors),
-                                              desc="sanitize", build_hint=recipe.build_hint()))
+            args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
+                               on_error=on_error, batch_size=batch_size or 64, quiet=quiet, device=device)
+            raise typer.Exit(run_stage_on_ray(args, spec, options=RayOptions(address=ray_address, actors=actors),
+                                              desc="sanitize", build_hint=spec.build_hint()))
         with stdout_guard():
-            mechanism = build_mechanism(mech, eps, space=space, model=model, params=params, device=device, quiet=quiet,
-                                        policy=policy)
+            mechanism = spec.build_mechanism(quiet=quiet)
         warn_if_seeded(seed)
         batch_size = batch_size or mechanism.default_batch_size()
-        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device)
-        stage = SanitizeStage(mechanism, text_field=text_field, seed=seed, keep_original=keep_original,
-                              emit_alignment=emit_alignment, min_kept=min_kept, diagnostics=diagnostics,
-                              stamp_mode=stamp_mode)
-        # workers (--workers) build their stage from the same recipe; one batch runs here, no worker started
-        raise typer.Exit(run_stage_in_workers(args, recipe, workers=workers, stage=stage, desc="sanitize",
-                                              build_hint=recipe.build_hint()))
+        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
+                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device)
+        stage = SanitizeStage(mechanism, spec)
+        # workers (--workers) build their stage from the same spec; one batch runs here, no worker started
+        raise typer.Exit(run_stage_in_workers(args, spec, workers=workers, stage=stage, desc="sanitize",
+                                              build_hint=spec.build_hint()))
 
 
 def register(app: typer.Typer) -> None:

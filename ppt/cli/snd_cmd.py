@@ -182,8 +182,8 @@ def embed(
 
         stage = SndEmbedStage(load, eta=eta, seed=seed, denoiser=denoiser, pool=pool, server=where, emit=kinds, fmt=fmt,
                               vectors=vectors, field_prefix=field_prefix, device=device)
-        args = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device,
-                           private=True)
+        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
+                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device, private=True)
         try:
             code = run_stream(args, stage, desc="snd embed")
             stage.finish()

@@ -1,5 +1,5 @@
 """StreamArgs: the one bundle of the options every stream subcommand shares (input, output, fields,
---on-error, batch size, seed, device, quiet), so the runner, the stages and the CLI pass one object."""
+--on-error, batch size, device, quiet), so the runner, the stages and the CLI pass one object."""
 
 from __future__ import annotations
 
@@ -16,6 +16,5 @@ class StreamArgs:
     batch_size: int = 64
     quiet: bool = False
     require_text: bool = True  # not a flag: whether a record without a text field is a bad record
-    seed: int | None = None
     device: str = "auto"
     private: bool = False  # the output holds raw text or what reveals it: a new -o file is created 0600

@@ -13,7 +13,8 @@ from ppt.audit.core import perturbable
 from ppt.io import ExitCode, PptError, Record
 from ppt.mechanisms import Mechanism
 from ppt.stages.base import prepare_mechanism
-from ppt.stages.sanitize import build_mechanism, sanitize_records
+from ppt.stages.sanitize import sanitize_records
+from ppt.stages.sanitize_spec import SanitizeSpec, build_mechanism
 
 
 CLAIM_PROBES = 32  # stamped one-token records tried before concluding that the stamps prove nothing
@@ -36,7 +37,7 @@ def stamped_claim(mech: Mechanism, seed: int | None) -> tuple[Claim, dict]:
     for k in range(CLAIM_PROBES):
         text = texts[k % len(texts)]
         rid = "audit-claim" if k == 0 else f"audit-claim-{k}"
-        [rec] = sanitize_records(mech, [Record(line_no=1, id=rid, data={"text": text}, text=text)], text_field="text", seed=seed)
+        [rec] = sanitize_records(mech, [Record(line_no=1, id=rid, data={"text": text}, text=text)], SanitizeSpec(mech.name, text_field="text", seed=seed))
         if not isinstance(rec, dict):
             raise PptError(f"{mech.name}: the stamp probe failed ({rec})")
         block = rec.get("ppt", {}).get("sanitize", {})

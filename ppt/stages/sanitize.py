@@ -8,104 +8,42 @@ on it) is written out only under explicitly named ``keep_original`` / ``emit_ali
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from ppt.io import ExitCode, PptError, Record, RecordError, stamp
-from ppt.log import logger, note
-from ppt.mechanisms import Mechanism, Policy, get_mechanism, mechanism_class
-from ppt.mechanisms.base import check_eps
+from ppt.io import PptError, Record, RecordError, stamp
+from ppt.log import logger
+from ppt.mechanisms import Mechanism
 from ppt.rng import record_generator
 from ppt.stages.base import Stage, prepare_mechanism
+from ppt.stages.sanitize_spec import WEAK_EPS, SanitizeSpec, build_mechanism, validate_eps  # noqa: F401 - re-exported
 from ppt.stages.sanitize_stamp import RecordStamper
-
-WEAK_EPS = 10.0
-
-
-def validate_eps(eps: float | None, mech_cls) -> float:
-    if eps is None:
-        eps = mech_cls.default_eps
-    try:
-        eps = check_eps(eps)
-    except ValueError as e:
-        raise PptError(f"--{e}", exit_code=ExitCode.USAGE, hint="e.g. --eps 6") from None
-    if eps > WEAK_EPS:
-        note(f"eps = {eps:g} per token gives weak protection (above {WEAK_EPS:g}).")
-    return float(eps)
-
-
-def build_mechanism(
-    name: str,
-    eps: float | None,
-    *,
-    space: str | None = None,
-    model: str | None = None,
-    policy: dict[str, str | None] | None = None,
-    params: dict[str, Any] | None = None,
-    device: str = "auto",
-    quiet: bool = False,
-) -> Mechanism:
-    """Instantiate and validate a mechanism before any input is read; errors carry the fix."""
-    try:
-        cls = mechanism_class(name)
-    except KeyError as e:
-        raise PptError(str(e.args[0]), exit_code=ExitCode.USAGE, hint="list them with `ppt mechs`") from None
-    except ImportError as e:
-        raise PptError(f"mechanism {name!r} is not available in this install ({e})", exit_code=ExitCode.CONFIG) from None
-    eps = validate_eps(eps, cls)
-    kwargs: dict[str, Any] = dict(params or {})
-    if space:
-        from ppt.spaces import load_space
-
-        try:
-            kwargs["space"] = load_space(space, device=device, quiet=quiet)
-        except ValueError as e:
-            raise PptError(str(e), hint="see `ppt precompute --help` for space names") from None
-    if model:
-        kwargs["model"] = model
-    chosen = {k: v for k, v in (policy or {}).items() if v is not None}
-    if chosen:
-        base = getattr(cls, "default_policy", Policy())
-        try:
-            kwargs["policy"] = dataclasses.replace(base, **chosen)
-        except ValueError as e:
-            raise PptError(str(e), exit_code=ExitCode.USAGE) from None
-    try:
-        return get_mechanism(name, eps, device=device, quiet=quiet, **kwargs)
-    except (ValueError, TypeError) as e:
-        raise PptError(f"{name}: {e}", exit_code=ExitCode.USAGE, hint=f"see `ppt mechs` for {name}'s parameters") from None
-
 
 def sanitize_records(
     mech: Mechanism,
     records: list[Record],
+    spec: SanitizeSpec | None = None,
     *,
-    text_field: str,
-    seed: int | None,
-    keep_original: str | None = None,
-    emit_alignment: str | None = None,
-    min_kept: int = 0,
     on_empty: Callable[[Record, dict], None] | None = None,
-    diagnostics: str | None = None,
-    stamp_mode: str = "compact",
     stamper: RecordStamper | None = None,
 ) -> list[dict | RecordError]:
-    """Sanitize one batch of records; one output dict or RecordError per record, in order.
+    """Sanitize one batch of records as ``spec`` says (default: ``SanitizeSpec(mech.name)``); one output dict
+    or RecordError per record, in order.
 
     A record whose private text comes out empty (every token dropped by the policy, e.g. CJK under
     ``oov=drop``) gets ``"empty_output": true`` in its stamp (absent otherwise) and ``on_empty(record,
     accounting)`` is called (default: a ``ppt: warning`` naming its line, never its text). A record that
-    keeps fewer than ``min_kept`` tokens is a ``too_few_tokens`` RecordError instead (--on-error applies).
+    keeps fewer than ``spec.min_kept`` tokens is a ``too_few_tokens`` RecordError instead (--on-error applies).
 
-    ``emit_alignment`` names a field for the exact (orig_row, new_row, start, end) of every perturbed
+    ``spec.emit_alignment`` names a field for the exact (orig_row, new_row, start, end) of every perturbed
     token (:mod:`ppt.mechanisms.alignment`), for attacks and mapping metrics; like ``keep_original`` it
-    reveals the original tokens and stays local. ``diagnostics`` names a field for the record's
+    reveals the original tokens and stays local. ``spec.diagnostics`` names a field for the record's
     per-record accounting (counts by reason, list sizes, eps') and exact privacy block: they depend on
     the raw text, so they are never in the stamp and stay local too (:mod:`ppt.stages.sanitize_stamp`)."""
-    stamper = stamper or RecordStamper(mech, stamp_mode=stamp_mode, seed=seed, text_field=text_field,
-                                       keep_original=keep_original, emit_alignment=emit_alignment,
-                                       diagnostics=diagnostics)
+    spec = spec or SanitizeSpec(mech.name)
+    text_field, seed, min_kept = spec.text_field, spec.seed, spec.min_kept
+    keep_original, emit_alignment, diagnostics = spec.keep_original, spec.emit_alignment, spec.diagnostics
+    stamper = stamper or RecordStamper(mech, spec)
     gens = [record_generator(seed, r.id) for r in records]
     texts = [r.text or "" for r in records]
     aligns: list = [None] * len(records)
@@ -184,21 +122,17 @@ class SanitizeStage(Stage):
 
     MAX_EMPTY_WARNINGS = 20
 
-    def __init__(self, mech: Mechanism, *, text_field: str = "text", seed: int | None = None,
-                 keep_original: str | None = None, emit_alignment: str | None = None, min_kept: int = 0,
-                 diagnostics: str | None = None, stamp_mode: str = "compact") -> None:
-        self.mech, self.text_field, self.seed = mech, text_field, seed
-        self.keep_original, self.emit_alignment, self.min_kept = keep_original, emit_alignment, min_kept
-        self.diagnostics, self.stamp_mode = diagnostics, stamp_mode
-        self.stamper = RecordStamper(mech, stamp_mode=stamp_mode, seed=seed, text_field=text_field,
-                                     keep_original=keep_original, emit_alignment=emit_alignment, diagnostics=diagnostics)
+    def __init__(self, mech: Mechanism, spec: SanitizeSpec | None = None) -> None:
+        self.mech = mech
+        self.spec = spec or SanitizeSpec(mech.name)
+        self.stamper = RecordStamper(mech, self.spec)
         self.n_empty = 0
 
     @property
     def private_fields(self) -> list[str]:
         """Fields this stage writes that reveal the raw text or depend on it (--keep-original,
         --emit-alignment, --diagnostics)."""
-        return [f for f in (self.keep_original, self.emit_alignment, self.diagnostics) if f]
+        return self.spec.private_fields
 
     @property
     def private_output(self) -> bool:
@@ -215,20 +149,15 @@ class SanitizeStage(Stage):
         prepare_mechanism(self.mech)
 
     def __call__(self, records: list[Record]) -> list[dict | RecordError]:
-        return sanitize_records(self.mech, records, text_field=self.text_field, seed=self.seed,
-                                keep_original=self.keep_original, emit_alignment=self.emit_alignment,
-                                min_kept=self.min_kept, on_empty=self._on_empty,
-                                diagnostics=self.diagnostics, stamper=self.stamper)
+        return sanitize_records(self.mech, records, self.spec, on_empty=self._on_empty, stamper=self.stamper)
 
     def call_detached(self, records: list[Record]) -> tuple[list[dict | RecordError], list[tuple[int, dict]]]:
         """``self(records)`` in a worker process (:mod:`ppt.exec.pool`): the empty-output warnings, counted
         and capped over the whole run, come back as events for :meth:`absorb` in the driving process."""
         where = {id(r): i for i, r in enumerate(records)}
         events: list[tuple[int, dict]] = []
-        out = sanitize_records(self.mech, records, text_field=self.text_field, seed=self.seed,
-                               keep_original=self.keep_original, emit_alignment=self.emit_alignment,
-                               min_kept=self.min_kept, on_empty=lambda rec, acc: events.append((where[id(rec)], acc)),
-                               diagnostics=self.diagnostics, stamper=self.stamper)
+        out = sanitize_records(self.mech, records, self.spec, stamper=self.stamper,
+                               on_empty=lambda rec, acc: events.append((where[id(rec)], acc)))
         return out, events
 
     def absorb(self, records: list[Record], events: list[tuple[int, dict]]) -> None:
@@ -237,4 +166,10 @@ class SanitizeStage(Stage):
             self._on_empty(records[i], accounting)
 
     def signature(self) -> dict[str, Any]:
-        return {"stage": self.name, **self.stamper.run_block(), **({"min_kept": self.min_kept} if self.min_kept else {})}
+        min_kept = self.spec.min_kept
+        return {"stage": self.name, **self.stamper.run_block(), **({"min_kept": min_kept} if min_kept else {})}
+
+
+def stage_from_spec(spec: SanitizeSpec, *, quiet: bool = True) -> SanitizeStage:
+    """The stage ``spec`` describes, its mechanism built (and validated) now."""
+    return SanitizeStage(spec.build_mechanism(quiet=quiet), spec)

@@ -18,24 +18,20 @@ from ppt.mechanisms import Mechanism, Sanitized
 from ppt.mechanisms.privacy import privacy_block
 from ppt.mechanisms.signature import make_signature
 from ppt.rng import seeded
-
-STAMP_MODES = ("compact", "full")
+from ppt.stages.sanitize_spec import STAMP_MODES, SanitizeSpec
 
 
 class RecordStamper:
     """Builds each record's stamp block and diagnostics; the per-run parts are computed once."""
 
-    def __init__(self, mech: Mechanism, *, stamp_mode: str = "compact", seed: int | None = None,
-                 text_field: str = "text", keep_original: str | None = None, emit_alignment: str | None = None,
-                 diagnostics: str | None = None) -> None:
-        if stamp_mode not in STAMP_MODES:
-            raise ValueError(f"stamp must be one of {', '.join(STAMP_MODES)} (got {stamp_mode!r})")
-        self.mech, self.mode = mech, stamp_mode
-        self.diagnostics = diagnostics
+    def __init__(self, mech: Mechanism, spec: SanitizeSpec | None = None) -> None:
+        spec = spec or SanitizeSpec(mech.name)
+        self.mech, self.mode = mech, spec.stamp_mode
+        self.diagnostics = spec.diagnostics
         self._sig: str | None = None
-        self._fields: dict[str, Any] = {"seeded": seeded(seed), "text_field": text_field}
-        for key, value in (("keep_original", keep_original), ("alignment_field", emit_alignment),
-                           ("diagnostics_field", diagnostics)):
+        self._fields: dict[str, Any] = {"seeded": seeded(spec.seed), "text_field": spec.text_field}
+        for key, value in (("keep_original", spec.keep_original), ("alignment_field", spec.emit_alignment),
+                           ("diagnostics_field", spec.diagnostics)):
             if value:
                 self._fields[key] = value
 

@@ -41,7 +41,9 @@ def make_app(behaviour: str = "ok") -> tuple[typer.Typer, dict]:
         quiet: QuietOpt = False,
         device: DeviceOpt = "auto",
     ) -> None:
-        seen["opts"] = stream_args(input, output, text_field, id_field, on_error, batch_size, quiet, seed=seed, device=device)
+        seen["seed"] = seed
+        seen["opts"] = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
+                                   on_error=on_error, batch_size=batch_size, quiet=quiet, device=device)
         if behaviour == "config":
             raise PptError("eps must be > 0", ExitCode.CONFIG, hint="pass --eps 6")
         if behaviour == "interrupt":
@@ -55,7 +57,7 @@ def test_defaults_and_parsing():
     r = runner.invoke(app, [])
     assert r.exit_code == 0, r.output
     assert seen["opts"] == StreamArgs()
-    assert seen["opts"].seed is None and seen["opts"].device == "auto"
+    assert seen["seed"] is None and seen["opts"].device == "auto"
 
     r = runner.invoke(
         app,
@@ -63,7 +65,8 @@ def test_defaults_and_parsing():
          "--batch-size", "8", "--seed", "3", "-q", "--device", "cuda:1"],
     )
     assert r.exit_code == 0, r.output
-    assert seen["opts"] == StreamArgs("a.jsonl", "b.jsonl", "body", "uid", "record", 8, True, seed=3, device="cuda:1")
+    assert seen["opts"] == StreamArgs("a.jsonl", "b.jsonl", "body", "uid", "record", 8, True, device="cuda:1")
+    assert seen["seed"] == 3 and not hasattr(seen["opts"], "seed")  # the seed goes to the stage, not the stream
 
 
 @pytest.mark.parametrize(

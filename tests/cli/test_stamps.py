@@ -74,11 +74,12 @@ def test_diagnostics_field_must_differ_from_the_others():
 
 def test_diagnostics_make_the_stage_output_private():
     from ppt.stages.sanitize import SanitizeStage
+    from ppt.stages.sanitize_spec import SanitizeSpec
 
     class M:
         name = "x"
 
-    assert SanitizeStage(M(), diagnostics="d").private_fields == ["d"]
+    assert SanitizeStage(M(), SanitizeSpec("x", diagnostics="d")).private_fields == ["d"]
     assert SanitizeStage(M()).private_fields == []
 
 

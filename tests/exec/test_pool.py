@@ -41,7 +41,7 @@ def run(recipe, data: bytes, workers: int, help_while_starting: bool = False, **
     """(exit code, stdout, stderr, the pool) of one run; workers=1: plain run_stream on the recipe's stage.
     Unless ``help_while_starting``, every batch runs in a worker once a second one is read (this process waits
     for the workers to start)."""
-    args = StreamArgs(seed=recipe.seed, **opts)
+    args = StreamArgs(**opts)
     out, err = io.BytesIO(), io.StringIO()
     streams = {"_stdin": io.BytesIO(data), "_stdout": out, "_stderr": err}
     if workers == 1:
@@ -134,7 +134,7 @@ def test_an_input_of_one_batch_starts_no_worker(recipe):
 def test_a_killed_worker_fails_the_run_closed(recipe, tmp_path):
     data = make_input(80)
     target = tmp_path / "out.jsonl"
-    args = StreamArgs(seed=recipe.seed, batch_size=6, output=str(target))
+    args = StreamArgs(batch_size=6, output=str(target))
     with StagePool(dataclasses.replace(recipe, kill_on="r50"), 2, help_while_starting=False) as pool, \
             pytest.raises(PptError) as exc:
         run_stream(args, pool, desc="sanitize", _stdin=io.BytesIO(data), _stderr=io.StringIO())
@@ -144,7 +144,7 @@ def test_a_killed_worker_fails_the_run_closed(recipe, tmp_path):
 
 def test_a_failing_worker_fails_closed_without_quoting_records(recipe):
     data = make_input(40)
-    args = StreamArgs(seed=recipe.seed, batch_size=5)
+    args = StreamArgs(batch_size=5)
     with StagePool(dataclasses.replace(recipe, fail_on="r20"), 2, help_while_starting=False) as pool, \
             pytest.raises(PptError) as exc:
         run_stream(args, pool, _stdin=io.BytesIO(data), _stdout=io.BytesIO(), _stderr=io.StringIO())

@@ -72,7 +72,7 @@ def on_ray(recipe, args: StreamArgs, src: Path, out: Path, actors: int) -> tuple
 
 def test_seeded_output_is_identical_to_local_across_actors(cluster, tmp_path):
     data = write_shards(tmp_path / "in")
-    args = StreamArgs(seed=RECIPE.seed, batch_size=64)
+    args = StreamArgs(batch_size=64)
     code, expected, _ = local(RECIPE, args, data)
     assert code == 0 and expected.count(b"\n") == 1000
     for actors, batch in ((1, 64), (2, 37)):
@@ -86,7 +86,7 @@ def test_seeded_output_is_identical_to_local_across_actors(cluster, tmp_path):
 
 def test_killed_actor_is_retried_without_duplicates_or_losses(cluster, tmp_path):
     data = write_shards(tmp_path / "in", n=400)
-    args = StreamArgs(seed=RECIPE.seed, batch_size=25)
+    args = StreamArgs(batch_size=25)
     _, expected, _ = local(RECIPE, args, data)
     flag = tmp_path / "killed"
     recipe = KillOnceRecipe(RECIPE, marker="r150", flag=str(flag))
@@ -101,7 +101,7 @@ def test_bad_records_follow_on_error_as_locally(cluster, tmp_path, on_error):
     extra = {30: b"{not json", 77: b'{"id": "x1", "body": "no text field"}', 160: b'{"id": "x2", "text": "   "}'}
     data = write_shards(tmp_path / "in", n=200, extra=extra)
     recipe = dataclasses.replace(RECIPE, min_kept=30)  # short prompts keep fewer tokens: stage errors too
-    args = StreamArgs(seed=RECIPE.seed, batch_size=16, on_error=on_error)
+    args = StreamArgs(batch_size=16, on_error=on_error)
     code, expected, err = local(recipe, args, data)
     got_code, got, got_err, summary = on_ray(recipe, args, tmp_path / "in", tmp_path / "out", actors=2)
     assert got_code == code and got == expected
@@ -145,7 +145,7 @@ def test_parquet_shards_give_the_jsonl_output(cluster, tmp_path):
     for s in range(3):
         pq.write_table(pa.Table.from_pylist(rows[s * 40:(s + 1) * 40]), tmp_path / "pq" / f"part-{s}.parquet")
     data = b"".join(json.dumps(r).encode() + b"\n" for r in rows)
-    args = StreamArgs(seed=RECIPE.seed, batch_size=16)
+    args = StreamArgs(batch_size=16)
     _, expected, _ = local(RECIPE, args, data)
     code = run_stage_on_ray(dataclasses.replace(args, input=str(tmp_path / "pq"), output=str(tmp_path / "out")), RECIPE,
                             options=RayOptions(actors=2), _stderr=io.StringIO())

@@ -677,6 +677,7 @@ def test_batching_modes(causal):
 def test_sanitize_records_marks_seeded_runs(causal, monkeypatch):
     from ppt.io import Record
     from ppt.stages.sanitize import sanitize_records
+    from ppt.stages.sanitize_spec import SanitizeSpec
 
     mech = Cape(3.0, model=causal)
     mixed: list[bool] = []
@@ -688,9 +689,9 @@ def test_sanitize_records_marks_seeded_runs(causal, monkeypatch):
 
     monkeypatch.setattr(mech.lm, "features", spy)
     recs = [Record(line_no=0, id="a", text=TEXTS[0], data={"id": "a", "text": TEXTS[0]})]
-    sanitize_records(mech, recs, text_field="text", seed=None)
+    sanitize_records(mech, recs, SanitizeSpec("cape", seed=None))
     assert mixed == [True]  # unseeded: passed as reproducible=False, never stored on the mechanism
-    [rec] = sanitize_records(mech, recs, text_field="text", seed=3, emit_alignment="al")
+    [rec] = sanitize_records(mech, recs, SanitizeSpec("cape", seed=3, emit_alignment="al"))
     assert mixed == [True, False]
     # Cape aligns by the context model's token ids (no space to locate spans in: pairs only)
     pairs = rec["al"]
