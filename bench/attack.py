@@ -37,12 +37,16 @@ def bench_knn(n_tokens: int, vocab: int, dim: int) -> None:
     ranks = np.minimum(rng.zipf(1.1, n_tokens) - 1, vocab - 1)
     new = rng.permutation(vocab)[ranks]
     orig = rng.integers(0, vocab, n_tokens)
-    print(f"KNN: {n_tokens:,} perturbed tokens, vocabulary {vocab:,} x {dim}, K = 1 and 10, torch threads {torch.get_num_threads()}")
+    print(
+        f"KNN: {n_tokens:,} perturbed tokens, vocabulary {vocab:,} x {dim}, K = 1 and 10, torch threads {torch.get_num_threads()}"
+    )
 
     t0 = time.perf_counter()
     hits = KnnAttack(space, (1, 10)).hits(orig, new)
     t_rows = time.perf_counter() - t0
-    print(f"  KnnAttack.hits (distinct rows ranked once: {np.unique(new).size:,}): {t_rows:7.2f} s   hits@10 {hits[:, 1].mean():.4f}")
+    print(
+        f"  KnnAttack.hits (distinct rows ranked once: {np.unique(new).size:,}): {t_rows:7.2f} s   hits@10 {hits[:, 1].mean():.4f}"
+    )
 
     q = emb[torch.from_numpy(rng.integers(0, vocab, n_tokens))] + 0.01 * torch.randn(n_tokens, dim, generator=g)
     t0 = time.perf_counter()
@@ -57,7 +61,9 @@ def bench_knn(n_tokens: int, vocab: int, dim: int) -> None:
         torch.topk(d, 10, largest=False)
     t_loop = (time.perf_counter() - t0) / sample * n_tokens
     print(f"  per-token loop (extrapolated from {sample}):                       {t_loop:7.2f} s")
-    print(f"  ratio per-token loop / batched worst case: {t_loop / t_all:5.1f}x;  / row-deduplicated: {t_loop / t_rows:5.1f}x")
+    print(
+        f"  ratio per-token loop / batched worst case: {t_loop / t_all:5.1f}x;  / row-deduplicated: {t_loop / t_rows:5.1f}x"
+    )
     print(f"  target < 60 s for {n_tokens:,} tokens: {'met' if max(t_rows, t_all) < 60 else 'NOT met'}")
 
 
@@ -77,7 +83,9 @@ def _mlm():
         words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [chr(97 + i) * 3 for i in range(26)]
         (d / "vocab.txt").write_text("\n".join(words) + "\n")
         tok = BertTokenizerFast.from_pretrained(str(d))
-        cfg = BertConfig(vocab_size=len(words), hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512)
+        cfg = BertConfig(
+            vocab_size=len(words), hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512
+        )
         return BertForMaskedLM(cfg).eval(), tok, "random tiny BERT"
 
 
@@ -98,9 +106,11 @@ def bench_mti(records: int = 20, base_records: int = 4) -> None:
 def _bench_mti_model(model, tok, name: str, records: int) -> None:
     from ppt.attacks.mti import MtiAttack
 
-    text = ("The quarterly profits at the media giant jumped to record levels for the three months to December "
-            "while sales of high speed internet connections and higher advert sales offset a profit dip at the studio "
-            "and fewer users for the online service in the same period")
+    text = (
+        "The quarterly profits at the media giant jumped to record levels for the three months to December "
+        "while sales of high speed internet connections and higher advert sales offset a profit dip at the studio "
+        "and fewer users for the online service in the same period"
+    )
     spans = [(m.start(), m.end()) for m in re.finditer(r"[A-Za-z]+", text)]
     words = [text[s:e] for s, e in spans]
     print(f"MTI ({name}): {records} records x {len(spans)} masked positions")

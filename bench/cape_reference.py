@@ -31,20 +31,29 @@ def sample_bucketized(u, eps, delta_u, n_buckets, r_bucket, r_member):
     j = torch.minimum(j, size - 1)
     running = (b == k.unsqueeze(1)).cumsum(dim=1, dtype=torch.int32)
     cols = torch.searchsorted(running, (j + 1).to(torch.int32).unsqueeze(1)).squeeze(1)
-    return cols, {"bucket": k, "bucket_size": size, "n_nonempty": (counts > 0).sum(1), "eps_prime": cu.eps_prime(counts)}
+    return cols, {
+        "bucket": k,
+        "bucket_size": size,
+        "n_nonempty": (counts > 0).sum(1),
+        "eps_prime": cu.eps_prime(counts),
+    }
 
 
 def perturb(mech, ids_list, positions, rand, reproducible=True):
     mix = mech.mix_records(reproducible)
     feats = mech.lm.features(ids_list, positions, mix_records=mix)
-    orig = torch.as_tensor(np.concatenate([np.asarray(i, dtype=np.int64)[p] for i, p in zip(ids_list, positions)]), device=mech.device)
+    orig = torch.as_tensor(
+        np.concatenate([np.asarray(i, dtype=np.int64)[p] for i, p in zip(ids_list, positions)]), device=mech.device
+    )
     rand = rand.to(mech.device)
     chunk = max(1, mech.chunk_elements // int(mech.candidates.numel()))
     cols, diags = [], []
     bounds = np.cumsum([0] + [len(p) for p in positions])
     if mix:
         bounds = bounds[[0, -1]]
-    spans = [(s, min(s + chunk, int(end))) for start, end in pairwise(bounds) for s in range(int(start), int(end), chunk)]
+    spans = [
+        (s, min(s + chunk, int(end))) for start, end in pairwise(bounds) for s in range(int(start), int(end), chunk)
+    ]
     with torch.inference_mode():
         for s, e in spans:
             u = mech.utilities(mech.lm.candidate_logits(feats[s:e]), orig[s:e])
@@ -62,8 +71,12 @@ def record_accounts(eps_prime, counts, eps, worst_case):
         extra = {"eps_per_token_worst_case": worst_case, "composed_eps_worst_case": n * worst_case}
         if n:
             ep = eps_prime[offset : offset + n].double()
-            extra.update(eps_prime_mean=float(ep.mean()), eps_prime_max=float(ep.max()),
-                         eps_total_mean=eps + float(ep.mean()), eps_total_max=eps + float(ep.max()))
+            extra.update(
+                eps_prime_mean=float(ep.mean()),
+                eps_prime_max=float(ep.max()),
+                eps_total_mean=eps + float(ep.mean()),
+                eps_total_max=eps + float(ep.max()),
+            )
             composed.append(float(n * eps + ep.sum()))
         else:
             extra.update(eps_prime_mean=0.0, eps_prime_max=0.0, eps_total_mean=0.0, eps_total_max=0.0)
@@ -78,7 +91,9 @@ def install(mech) -> None:
     """Swap the reference hooks in on ``mech`` (instance attributes shadow the class's methods)."""
     mech.perturb = lambda ids, pos, rand, reproducible=True: perturb(mech, ids, pos, rand, reproducible)
     mech.tokenize_batch = lambda texts: TokenBatch.concat([mech.tokenizer.tokenize(t) for t in texts])
-    mech.record_accounting = lambda diag, counts: record_accounts(diag.get("eps_prime"), counts, mech.eps, mech.worst_case)
+    mech.record_accounting = lambda diag, counts: record_accounts(
+        diag.get("eps_prime"), counts, mech.eps, mech.worst_case
+    )
 
 
 def uninstall(mech) -> None:

@@ -67,7 +67,9 @@ def main() -> None:
         ours = time.perf_counter() - t0
     print(f"device: {dev}  torch threads: {torch.get_num_threads()}")
     print(f"sorted table {args.space}: {n} x {n} = {n * n / 1e6:.0f}M pairs")
-    print(f"  reference design: {ref_s:.2f} s for {args.ref_rows} rows -> {ref_full / 60:.1f} min extrapolated to the full table")
+    print(
+        f"  reference design: {ref_s:.2f} s for {args.ref_rows} rows -> {ref_full / 60:.1f} min extrapolated to the full table"
+    )
     print(f"  ppt kernel:       {ours:.2f} s for the full table (peak RSS {max(rss_before, peak_rss_gb()):.2f} GB)")
     print(f"  ratio:            {ref_full / ours:.0f}x")
 

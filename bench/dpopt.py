@@ -32,11 +32,24 @@ def _model(name: str, device: str):
 
         print(f"smollm2 not available ({type(exc).__name__}); using a random Llama of SmolLM2-135M's shape")
         specials = ["<pad>", "<s>", "</s>"]
-        tok = bpe_tokenizer(["the quick brown fox jumps over the lazy dog. " * 50], 2000, specials, pad_token="<pad>",
-                            bos_token="<s>", eos_token="</s>")
+        tok = bpe_tokenizer(
+            ["the quick brown fox jumps over the lazy dog. " * 50],
+            2000,
+            specials,
+            pad_token="<pad>",
+            bos_token="<s>",
+            eos_token="</s>",
+        )
         torch.manual_seed(0)
-        cfg = LlamaConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-                          num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=2048)
+        cfg = LlamaConfig(
+            vocab_size=49152,
+            hidden_size=576,
+            intermediate_size=1536,
+            num_hidden_layers=30,
+            num_attention_heads=9,
+            num_key_value_heads=3,
+            max_position_embeddings=2048,
+        )
         return LlamaForCausalLM(cfg).eval().to(device), tok, "random-smollm2-shape"
 
 
@@ -56,18 +69,29 @@ def main() -> None:
 
     torch.set_grad_enabled(False)
     model, tok, name = _model(a.model, a.device)
-    tweets = ["I can't wait for self-driving cars, they will save so many lives!",
-              "Driverless cars are not worth the risk, no thank you.",
-              "Autonomous vehicles are being tested in my city this year.",
-              "I would never let a robot drive my kids to school.",
-              "Google's car drove me home today and it was smooth and safe."]
+    tweets = [
+        "I can't wait for self-driving cars, they will save so many lives!",
+        "Driverless cars are not worth the risk, no thank you.",
+        "Autonomous vehicles are being tested in my city this year.",
+        "I would never let a robot drive my kids to school.",
+        "Google's car drove me home today and it was smooth and safe.",
+    ]
     labels = ["positive", "negative", "neutral", "negative", "positive"]
     prompts = []
     for j in range(a.n):
         demos = [(tweets[(j + i) % 5], labels[(j + i) % 5]) for i in range(a.shots)]
-        prompts.append(backward("Classify the sentiment.", demos[: a.shots // 2], [(x, "neutral", y) for x, y in demos[a.shots // 2:]], j))
+        prompts.append(
+            backward(
+                "Classify the sentiment.",
+                demos[: a.shots // 2],
+                [(x, "neutral", y) for x, y in demos[a.shots // 2 :]],
+                j,
+            )
+        )
     ids = [tok(p)["input_ids"] for p in prompts]
-    print(f"model {name}, device {a.device}, {a.n} prompts of {min(map(len, ids))}-{max(map(len, ids))} tokens, {a.steps} steps")
+    print(
+        f"model {name}, device {a.device}, {a.n} prompts of {min(map(len, ids))}-{max(map(len, ids))} tokens, {a.steps} steps"
+    )
 
     t0 = time.perf_counter()
     dec = EnsembleDecoder(model, tok, ids)

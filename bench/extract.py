@@ -79,8 +79,11 @@ def main() -> None:
     ap.add_argument("--static-cache", choices=["auto", "on", "off"], default="auto", help="auto: on for CUDA")
     ap.add_argument("--compile", action="store_true", help="torch.compile the one-token step (CUDA + static cache)")
     ap.add_argument("--random-weights", action="store_true")
-    ap.add_argument("--ignore-eos", action="store_true",
-                    help="every record runs to --max-new-tokens (a tiny model then measures per-step overhead)")
+    ap.add_argument(
+        "--ignore-eos",
+        action="store_true",
+        help="every record runs to --max-new-tokens (a tiny model then measures per-step overhead)",
+    )
     ap.add_argument("--skip-reference", action="store_true", help="leave out the previous implementation")
     args = ap.parse_args()
 
@@ -98,12 +101,25 @@ def main() -> None:
     static = None if args.static_cache == "auto" else args.static_cache == "on"
 
     def variant(batch_size: int, decoder: str = "loop") -> LocalGenerator:
-        return LocalGenerator(base.model, base.tokenizer, name=base.name, batch_size=batch_size, decoder=decoder,
-                              static_cache=static, compile=args.compile)
+        return LocalGenerator(
+            base.model,
+            base.tokenizer,
+            name=base.name,
+            batch_size=batch_size,
+            decoder=decoder,
+            static_cache=static,
+            compile=args.compile,
+        )
 
     batched, single, reference = variant(bs), variant(1), variant(bs, "generate")
-    other_cache = LocalGenerator(base.model, base.tokenizer, name=base.name, batch_size=bs,
-                                 static_cache=not batched.static_cache, compile=args.compile)
+    other_cache = LocalGenerator(
+        base.model,
+        base.tokenizer,
+        name=base.name,
+        batch_size=bs,
+        static_cache=not batched.static_cache,
+        compile=args.compile,
+    )
     if args.ignore_eos:
         for g in (batched, single, reference, other_cache):
             g.eos_ids = []
@@ -112,30 +128,39 @@ def main() -> None:
     few = records[: args.single_n or min(args.n, 8)]
     info = batched.describe()
     threads = torch.get_num_threads() if info["device"] == "cpu" else None
-    print(f"model {base.name}  device {info['device']}  dtype {info['dtype']}  cpu threads {threads}  "
-          f"records {args.n} ({len(few)} one at a time)  max_new_tokens {args.max_new_tokens}  batch size {bs}  "
-          f"static cache {batched.static_cache}  compile {batched.compile}")
+    print(
+        f"model {base.name}  device {info['device']}  dtype {info['dtype']}  cpu threads {threads}  "
+        f"records {args.n} ({len(few)} one at a time)  max_new_tokens {args.max_new_tokens}  batch size {bs}  "
+        f"static cache {batched.static_cache}  compile {batched.compile}"
+    )
     for g in (batched, single, other_cache) + (() if args.skip_reference else (reference,)):  # warm-up, compile
         warm = g.batch_size if info["device"].startswith("cuda") else 2  # a full batch: the shapes compile sees
         Extractor(g, params=SamplingParams(max_new_tokens=4)).process(records[: min(len(records), warm)])
 
-    runs = [("one at a time", single, few), ("batched", batched, records),
-            (f"batched, {'static' if other_cache.static_cache else 'dynamic'} cache", other_cache, records)]
+    runs = [
+        ("one at a time", single, few),
+        ("batched", batched, records),
+        (f"batched, {'static' if other_cache.static_cache else 'dynamic'} cache", other_cache, records),
+    ]
     if not args.skip_reference:
         runs.append(("previous batched", reference, records))
     rates, texts = {}, {}
     for label, g, recs in runs:
         dt, cpu, n, out = timed(Extractor(g, params=params), recs)
         rates[label], texts[label] = n / dt, out
-        print(f"{label:<24} {dt:8.2f} s  {n:7d} tokens  {n / dt:9.1f} tokens/s   "
-              f"(cpu {cpu:7.2f} s, {n / max(cpu, 1e-9):9.1f} tokens per cpu-s)")
+        print(
+            f"{label:<24} {dt:8.2f} s  {n:7d} tokens  {n / dt:9.1f} tokens/s   "
+            f"(cpu {cpu:7.2f} s, {n / max(cpu, 1e-9):9.1f} tokens per cpu-s)"
+        )
     print(f"ratio batched / one at a time: {rates['batched'] / rates['one at a time']:.2f}x")
     same_single = sum(a == b for a, b in zip(texts["one at a time"], texts["batched"]))
     print(f"identical texts batched vs one at a time: {same_single}/{len(few)}")
     if not args.skip_reference:
         same = sum(a == b for a, b in zip(texts["previous batched"], texts["batched"]))
-        print(f"ratio batched / previous batched: {rates['batched'] / rates['previous batched']:.2f}x   "
-              f"(identical texts: {same}/{len(records)})")
+        print(
+            f"ratio batched / previous batched: {rates['batched'] / rates['previous batched']:.2f}x   "
+            f"(identical texts: {same}/{len(records)})"
+        )
         other = runs[2][0]
         print(f"ratio {other} / previous batched: {rates[other] / rates['previous batched']:.2f}x")
 

@@ -44,7 +44,9 @@ class NltkSimilarity:
     def _pair(self, a, b):
         if a == b:
             return 1.0
-        return float(max((x.path_similarity(y) or 0.0 for x in self._synsets(a) for y in self._synsets(b)), default=0.0))
+        return float(
+            max((x.path_similarity(y) or 0.0 for x in self._synsets(a) for y in self._synsets(b)), default=0.0)
+        )
 
     def __call__(self, word, cands):
         return [self.pair(word.lower(), c.lower()) for c in cands]
@@ -77,13 +79,23 @@ def main() -> None:
         sc._forward_backward = unfrozen if reference else fb
         try:
             t0 = time.perf_counter()
-            out = [mech.sanitize_batch([t], [record_generator(0, i)], reproducible=True)[0].text for i, t in enumerate(texts)]
+            out = [
+                mech.sanitize_batch([t], [record_generator(0, i)], reproducible=True)[0].text
+                for i, t in enumerate(texts)
+            ]
             return out, time.perf_counter() - t0
         finally:
             sc._forward_backward = fb
 
-    ref = get_mechanism("prosan", 1.0, quiet=True, device="cpu", emails=False, threads=n_threads,
-                        similarity=NltkSimilarity(load_wordnet())).prepare()
+    ref = get_mechanism(
+        "prosan",
+        1.0,
+        quiet=True,
+        device="cpu",
+        emails=False,
+        threads=n_threads,
+        similarity=NltkSimilarity(load_wordnet()),
+    ).prepare()
     new = get_mechanism("prosan", 1.0, quiet=True, device="cpu", emails=False).prepare()
     load0 = os.getloadavg()
     out_ref, t_ref = run(ref, True)
@@ -91,7 +103,9 @@ def main() -> None:
     load1 = os.getloadavg()
     same = sum(a == b for a, b in zip(out_ref, out_new))
     n = len(texts)
-    print(f"prompts {n}, cpus {os.cpu_count()}, torch threads {n_threads}, load average {load0[0]:.1f} -> {load1[0]:.1f}")
+    print(
+        f"prompts {n}, cpus {os.cpu_count()}, torch threads {n_threads}, load average {load0[0]:.1f} -> {load1[0]:.1f}"
+    )
     print(f"reference: {t_ref:.1f} s ({n / t_ref:.4f} prompts/s)")
     print(f"this:      {t_new:.1f} s ({n / t_new:.4f} prompts/s)")
     print(f"speed-up {t_ref / t_new:.2f}x; identical outputs {same}/{n}")

@@ -53,14 +53,34 @@ class Timed:
 
 
 def run(service, n: int, concurrency: int, max_tokens: int, transport: str = "auto") -> dict:
-    data = "".join(json.dumps({"id": i, "text": f"record number {i} with a few words of text"}) + "\n" for i in range(n))
+    data = "".join(
+        json.dumps({"id": i, "text": f"record number {i} with a few words of text"}) + "\n" for i in range(n)
+    )
     timed = Timed(service)
     with loopback(timed, transport=transport) as (_, url):
         t0 = time.perf_counter()
-        r = subprocess.run([*PPT, "query", "--base-url", url, "--model", "m", "--allow-raw", "-q",
-                            "--concurrency", str(concurrency), "--max-tokens", str(max_tokens),
-                            "--batch-size", str(max(64, 8 * concurrency))],
-                           input=data, capture_output=True, text=True, timeout=3600)
+        r = subprocess.run(
+            [
+                *PPT,
+                "query",
+                "--base-url",
+                url,
+                "--model",
+                "m",
+                "--allow-raw",
+                "-q",
+                "--concurrency",
+                str(concurrency),
+                "--max-tokens",
+                str(max_tokens),
+                "--batch-size",
+                str(max(64, 8 * concurrency)),
+            ],
+            input=data,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"ppt query failed ({r.returncode}): {r.stderr[-2000:]}")
@@ -79,13 +99,23 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--model-only", action="store_true", help="skip the echo settings")
-    ap.add_argument("--transport", default="auto", choices=["auto", "starlette", "stdlib", "both"],
-                    help="the loopback server's transport (both: each setting on each, with their ratio)")
+    ap.add_argument(
+        "--transport",
+        default="auto",
+        choices=["auto", "starlette", "stdlib", "both"],
+        help="the loopback server's transport (both: each setting on each, with their ratio)",
+    )
     args = ap.parse_args()
     levels = [int(x) for x in args.concurrency.split(",")]
 
-    settings = [] if args.model_only else [(f"echo, {args.latency_ms:g} ms latency", lambda: EchoService(delay_s=args.latency_ms / 1000), args.n),
-                ("echo, no latency", lambda: EchoService(), args.n)]
+    settings = (
+        []
+        if args.model_only
+        else [
+            (f"echo, {args.latency_ms:g} ms latency", lambda: EchoService(delay_s=args.latency_ms / 1000), args.n),
+            ("echo, no latency", lambda: EchoService(), args.n),
+        ]
+    )
     if args.model:
         from ppt.lm.generate import LocalGenerator
         from ppt.remote.server import ModelService
@@ -93,8 +123,13 @@ def main() -> None:
         gen = LocalGenerator.load(args.model, device=args.device, batch_size=max(levels))
         service = ModelService(gen, args.model, max_batch=max(levels), max_wait_s=0.01)
         service.complete({"messages": [{"role": "user", "content": "warm up"}], "max_tokens": 2}, "chat")
-        settings.append((f"model {args.model} ({gen.describe()['device']}), {args.max_tokens} tokens",
-                         lambda: service, args.n_model))
+        settings.append(
+            (
+                f"model {args.model} ({gen.describe()['device']}), {args.max_tokens} tokens",
+                lambda: service,
+                args.n_model,
+            )
+        )
 
     transports = ["starlette", "stdlib"] if args.transport == "both" else [args.transport]
     print(f"{'setting':<44} {'conc':>4} {'transport':>10} {'req/s':>9} {'server window s':>16} {'wall s':>8}")
@@ -104,8 +139,10 @@ def main() -> None:
             for t in transports:
                 res = run(make(), n, c, args.max_tokens, t)
                 rates[c, t] = res["req_s"]
-                print(f"{label:<44} {c:>4} {t:>10} {res['req_s']:>9.1f} {res['window_s']:>16.2f} {res['wall_s']:>8.2f}",
-                      flush=True)
+                print(
+                    f"{label:<44} {c:>4} {t:>10} {res['req_s']:>9.1f} {res['window_s']:>16.2f} {res['wall_s']:>8.2f}",
+                    flush=True,
+                )
         if hasattr(make(), "batches"):
             print(f"{'':<44} server batch sizes: {make().batches}")
         base = levels[0]

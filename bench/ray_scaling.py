@@ -35,8 +35,10 @@ def make_shards(directory: Path, n: int, shards: int) -> bytes:
     prompts = [json.loads(x) for x in (ROOT / "examples" / "prompts.jsonl").read_text().splitlines() if x.strip()]
     per = -(-n // shards)
     for s in range(shards):
-        rows = [json.dumps({"id": i, "text": f"{prompts[i % len(prompts)]['text']} Ticket {i}."})
-                for i in range(s * per, min(n, (s + 1) * per))]
+        rows = [
+            json.dumps({"id": i, "text": f"{prompts[i % len(prompts)]['text']} Ticket {i}."})
+            for i in range(s * per, min(n, (s + 1) * per))
+        ]
         (directory / f"shard-{s:03d}.jsonl").write_text("".join(r + "\n" for r in rows))
     return b"".join(p.read_bytes() for p in sorted(directory.glob("*.jsonl")))
 
@@ -67,15 +69,23 @@ def main() -> None:
         src = Path(tmp) / "in"
         src.mkdir()
         data = make_shards(src, a.records, a.shards)
-        print(f"{a.records:,} records ({len(data) / 1e6:.1f} MB) in {a.shards} shards; {a.mech} eps {a.eps:g}, "
-              f"batch {a.batch_size}; {os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f}), "
-              f"torch threads {torch.get_num_threads()}")
+        print(
+            f"{a.records:,} records ({len(data) / 1e6:.1f} MB) in {a.shards} shards; {a.mech} eps {a.eps:g}, "
+            f"batch {a.batch_size}; {os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f}), "
+            f"torch threads {torch.get_num_threads()}"
+        )
 
         t0 = time.perf_counter()
         stage = recipe()
         out = io.BytesIO()
-        code = run_stream(dataclasses.replace(args, input="-", output="-"), stage, desc="sanitize",
-                          _stdin=io.BytesIO(data), _stdout=out, _stderr=io.StringIO())
+        code = run_stream(
+            dataclasses.replace(args, input="-", output="-"),
+            stage,
+            desc="sanitize",
+            _stdin=io.BytesIO(data),
+            _stdout=out,
+            _stderr=io.StringIO(),
+        )
         t_local = time.perf_counter() - t0
         assert code == 0
         expected = out.getvalue()
@@ -90,14 +100,21 @@ def main() -> None:
             for n in actor_counts:
                 dest = Path(tmp) / f"out-{n}"
                 t0 = time.perf_counter()
-                code = run_stage_on_ray(dataclasses.replace(args, input=str(src), output=str(dest)), recipe,
-                                        options=RayOptions(actors=n), desc="sanitize", _stderr=io.StringIO())
+                code = run_stage_on_ray(
+                    dataclasses.replace(args, input=str(src), output=str(dest)),
+                    recipe,
+                    options=RayOptions(actors=n),
+                    desc="sanitize",
+                    _stderr=io.StringIO(),
+                )
                 dt = time.perf_counter() - t0
                 got = b"".join(p.read_bytes() for p in sorted(dest.glob("part-*.jsonl")))
                 same = "identical" if code == 0 and got == expected else "DIFFERENT"
                 first = json.loads((dest / "summary.json").read_text())["first_result_seconds"]
-                print(f"ray, {n} actor{'s' if n > 1 else ' '}            {dt:7.1f} s  {a.records / dt:8.1f} rec/s  "
-                      f"{t_local / dt:4.2f}x  (output {same}; first results after {first:.1f} s)")
+                print(
+                    f"ray, {n} actor{'s' if n > 1 else ' '}            {dt:7.1f} s  {a.records / dt:8.1f} rec/s  "
+                    f"{t_local / dt:4.2f}x  (output {same}; first results after {first:.1f} s)"
+                )
         finally:
             ray.shutdown()
 

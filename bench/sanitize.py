@@ -118,7 +118,9 @@ def geometry(mech: Any) -> tuple[torch.Tensor, torch.Tensor, Any]:
     return mech.embeddings.cpu(), mech.candidates.cpu(), SimpleNamespace(tokenize=mech.tokenizer.tokenize)
 
 
-def time_batches(mech: Any, texts: list[str], batch: int, seed: int, repeat: int, reproducible: bool = True) -> tuple[float, int, int]:
+def time_batches(
+    mech: Any, texts: list[str], batch: int, seed: int, repeat: int, reproducible: bool = True
+) -> tuple[float, int, int]:
     """Best seconds over ``repeat`` passes of sanitize_batch, input tokens and perturbed tokens."""
     best, n_tok, n_pert = math.inf, 0, 0
     for _ in range(repeat):
@@ -126,7 +128,9 @@ def time_batches(mech: Any, texts: list[str], batch: int, seed: int, repeat: int
         t0 = time.perf_counter()
         for s in range(0, len(texts), batch):
             chunk = texts[s : s + batch]
-            for res in mech.sanitize_batch(chunk, [record_generator(seed, s + i) for i in range(len(chunk))], reproducible=reproducible):
+            for res in mech.sanitize_batch(
+                chunk, [record_generator(seed, s + i) for i in range(len(chunk))], reproducible=reproducible
+            ):
                 n_tok += res.accounting.n_tokens
                 n_pert += res.accounting.n_perturbed
         best = min(best, time.perf_counter() - t0)
@@ -154,9 +158,13 @@ def mean_dist(emb: torch.Tensor, a: np.ndarray, b: np.ndarray) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--mechs", nargs="+", default=DEFAULT_MECHS, help="token mechanisms (default: %(default)s)")
-    ap.add_argument("--with-cape", action="store_true", help="add Cape (smollm2 context model; slow, on --cape-n texts)")
+    ap.add_argument(
+        "--with-cape", action="store_true", help="add Cape (smollm2 context model; slow, on --cape-n texts)"
+    )
     ap.add_argument("--cape-n", type=int, default=32, help="texts for Cape (the first N of the same texts)")
     ap.add_argument("--cape-model", default="smollm2")
     ap.add_argument("--records", type=int, default=400, help="texts (default: %(default)s)")
@@ -174,14 +182,20 @@ def main(argv: list[str] | None = None) -> int:
     mechs = list(args.mechs) + (["cape"] if args.with_cape and "cape" not in args.mechs else [])
 
     with contextlib.ExitStack() as stack:
-        cache = Cache(Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ppt-bench-")))) if args.temp_cache else None
+        cache = (
+            Cache(Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ppt-bench-"))))
+            if args.temp_cache
+            else None
+        )
         spaces = Spaces(cache)
         texts, source = load_texts(args.records, args.words, spaces.get("cl100k-minilm"))
         cape_texts = texts[: args.cape_n]
         cape_note = f"; Cape on the first {len(cape_texts)}" if "cape" in mechs else ""
-        print(f"# {len(texts)} texts ({source}; mean {np.mean([len(t.split()) for t in texts]):.1f} words){cape_note}; "
-              f"torch {torch.__version__}, {torch.get_num_threads()} threads, load average {os.getloadavg()[0]:.1f}; "
-              f"cache: {'temporary' if cache else 'user (ppt.cache)'}")
+        print(
+            f"# {len(texts)} texts ({source}; mean {np.mean([len(t.split()) for t in texts]):.1f} words){cape_note}; "
+            f"torch {torch.__version__}, {torch.get_num_threads()} threads, load average {os.getloadavg()[0]:.1f}; "
+            f"cache: {'temporary' if cache else 'user (ppt.cache)'}"
+        )
 
         # ---- the published-design RANTEXT reference, on the same texts ---------------------------------
         rspace = spaces.get("cl100k-minilm")
@@ -207,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
             mine = cape_texts if name == "cape" else texts
             reproducible = name != "cape"  # time Cape as an unseeded `ppt sanitize` runs it (batching mixes records)
             t0 = time.perf_counter()
-            mech.sanitize_batch(mine[:2], [record_generator(args.seed, ("warm", i)) for i in range(2)], reproducible=reproducible)
+            mech.sanitize_batch(
+                mine[:2], [record_generator(args.seed, ("warm", i)) for i in range(2)], reproducible=reproducible
+            )
             warm_s = time.perf_counter() - t0
             note(f"{name}: timing {len(mine)} texts x {args.repeat}")
             sec, n_tok, n_pert = time_batches(mech, mine, args.batch_size, args.seed, args.repeat, reproducible)
@@ -215,22 +231,34 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((name, space, len(mine), sec, n_tok, n_pert, ref_s[len(mine)] / sec))
             setup.append((name, space, build_s, warm_s))
             del mech
-        print(f"\n## throughput at eps {args.speed_eps:g}: sanitize_batch end to end, batches of {args.batch_size}, best of {args.repeat}")
+        print(
+            f"\n## throughput at eps {args.speed_eps:g}: sanitize_batch end to end, batches of {args.batch_size}, best of {args.repeat}"
+        )
         hdr = f"{'mechanism':10} {'space':22} {'texts':>5} {'seconds':>8} {'texts/s':>8} {'tokens':>7} {'tok/s':>9} {'perturbed':>9} {'pert/s':>9} {'x ref':>7}"
         print(hdr + "\n" + "-" * len(hdr))
         n = len(texts)
-        print(f"{'reference':10} {rspace.name:22} {n:5d} {ref_s[n]:8.2f} {n / ref_s[n]:8.1f} {ref_tok:7d} {ref_tok / ref_s[n]:9.0f} "
-              f"{ref_pert:9d} {ref_pert / ref_s[n]:9.0f} {1.0:6.2f}x")
+        print(
+            f"{'reference':10} {rspace.name:22} {n:5d} {ref_s[n]:8.2f} {n / ref_s[n]:8.1f} {ref_tok:7d} {ref_tok / ref_s[n]:9.0f} "
+            f"{ref_pert:9d} {ref_pert / ref_s[n]:9.0f} {1.0:6.2f}x"
+        )
         for name, space, n, sec, n_tok, n_pert, ratio in rows:
-            print(f"{name:10} {space:22} {n:5d} {sec:8.2f} {n / sec:8.1f} {n_tok:7d} {n_tok / sec:9.0f} {n_pert:9d} {n_pert / sec:9.0f} {ratio:6.2f}x")
-        print("reference: RANTEXT as published (per token in Python; bench/sanitize_rantext.py), same texts, same space and Z.\n"
-              "tok/s: input tokens (mechanism's tokenizer, whitespace excluded); pert/s: perturbed tokens. x ref: reference\n"
-              "seconds / mechanism seconds on the same texts (= texts/s ratio; Cape against the reference on its subset).")
-        print("\n## setup (not timed above): space loads, then mechanism construction + precompute/table build + one warm-up batch")
+            print(
+                f"{name:10} {space:22} {n:5d} {sec:8.2f} {n / sec:8.1f} {n_tok:7d} {n_tok / sec:9.0f} {n_pert:9d} {n_pert / sec:9.0f} {ratio:6.2f}x"
+            )
+        print(
+            "reference: RANTEXT as published (per token in Python; bench/sanitize_rantext.py), same texts, same space and Z.\n"
+            "tok/s: input tokens (mechanism's tokenizer, whitespace excluded); pert/s: perturbed tokens. x ref: reference\n"
+            "seconds / mechanism seconds on the same texts (= texts/s ratio; Cape against the reference on its subset)."
+        )
+        print(
+            "\n## setup (not timed above): space loads, then mechanism construction + precompute/table build + one warm-up batch"
+        )
         for sp, s in spaces.load_s.items():
             print(f"space {sp:22} load {s:7.2f} s")
-        print(f"{'reference':10} {rspace.name:22} build/precompute {ref_build:>7} s   sorted lists {ref_prep:6.2f} s"
-              "   (RANTEXT's Z and tables, shared with rantext below)")
+        print(
+            f"{'reference':10} {rspace.name:22} build/precompute {ref_build:>7} s   sorted lists {ref_prep:6.2f} s"
+            "   (RANTEXT's Z and tables, shared with rantext below)"
+        )
         for name, space, build_s, warm_s in setup:
             print(f"{name:10} {space:22} build/precompute {build_s:>7} s   warm-up {warm_s:6.2f} s")
 
@@ -245,7 +273,9 @@ def main(argv: list[str] | None = None) -> int:
                     mech.eps, b = eps, "0.0"  # the model and its calibration do not depend on eps
                 else:
                     mech, b = build(name, eps, spaces, args)
-                orig, new = quality(mech, cape_texts if name == "cape" else texts, args.batch_size, args.seed, f"eps{eps:g}")
+                orig, new = quality(
+                    mech, cape_texts if name == "cape" else texts, args.batch_size, args.seed, f"eps{eps:g}"
+                )
                 emb, pool, _ = geometry(mech)
                 stats[name, eps] = (orig.size, float((orig == new).mean()), mean_dist(emb, orig, new), b)
                 if name not in uniform:
@@ -258,19 +288,23 @@ def main(argv: list[str] | None = None) -> int:
 
         w = max(10, *(len(m) + 1 for m in mechs))
         head = f"{'eps':>5} | " + " ".join(f"{m:>{w}}" for m in mechs)
-        for title, k, fmt in (("share of perturbed tokens unchanged (new == orig)", 1, "{:.3f}"),
-                              ("mean L2 embedding distance orig -> new (unchanged count 0)", 2, "{:.3f}"),
-                              ("construction + table build / precompute seconds (* = built now, else loaded)", 3, "{}")):
+        for title, k, fmt in (
+            ("share of perturbed tokens unchanged (new == orig)", 1, "{:.3f}"),
+            ("mean L2 embedding distance orig -> new (unchanged count 0)", 2, "{:.3f}"),
+            ("construction + table build / precompute seconds (* = built now, else loaded)", 3, "{}"),
+        ):
             print(f"\n## {title}\n{head}\n" + "-" * len(head))
             for eps in args.eps:
                 print(f"{eps:5g} | " + " ".join(f"{fmt.format(stats[m, eps][k]):>{w}}" for m in mechs))
             if k == 2:
                 print(f"{'unif':>5} | " + " ".join(f"{uniform[m]:>{w}.3f}" for m in mechs))
         print(f"\n{'n pos':>5} | " + " ".join(f"{stats[m, args.eps[0]][0]:>{w}d}" for m in mechs))
-        print("unif: mean distance from the same original rows to uniformly random rows of the space (Cape: candidates).\n"
-              "n pos: perturbed positions per eps (the same texts for every eps; Cape: its subset, its tokenizer).\n"
-              "Distances are in each mechanism's own space (cl100k-minilm: unit vectors; GloVe 50d; Cape: smollm2 input\n"
-              "embeddings): compare a mechanism with its unif row, not spaces with each other.")
+        print(
+            "unif: mean distance from the same original rows to uniformly random rows of the space (Cape: candidates).\n"
+            "n pos: perturbed positions per eps (the same texts for every eps; Cape: its subset, its tokenizer).\n"
+            "Distances are in each mechanism's own space (cl100k-minilm: unit vectors; GloVe 50d; Cape: smollm2 input\n"
+            "embeddings): compare a mechanism with its unif row, not spaces with each other."
+        )
     return 0
 
 

@@ -42,8 +42,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ppt.mechanisms.policy import PERTURB  # noqa: E402
 from ppt.mechanisms.cape import Cape  # noqa: E402
+from ppt.mechanisms.policy import PERTURB  # noqa: E402
 from ppt.rng import record_generator  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -109,14 +109,22 @@ def eps_table(mech, prompts: list[str], eps_values: list[float]) -> list[dict[st
     try:
         for eps in eps_values:
             mech.eps = eps
-            rand = torch.cat([torch.from_numpy(record_generator(1, i).random((len(p_), 2))) for i, p_ in enumerate(pos)])
+            rand = torch.cat(
+                [torch.from_numpy(record_generator(1, i).random((len(p_), 2))) for i, p_ in enumerate(pos)]
+            )
             cols, diag = mech.perturb(ids, pos, rand)
             new = candidates[cols.cpu()]
             ep = diag["eps_prime"].double().mean().item()
-            rows.append({
-                "eps": eps, "unchanged": (new == orig).double().mean().item(), "dist": (emb[orig] - emb[new]).norm(dim=1).mean().item(),
-                "dist_uniform": d_uni, "eps_prime": ep, "eps_total": eps + ep,
-            })
+            rows.append(
+                {
+                    "eps": eps,
+                    "unchanged": (new == orig).double().mean().item(),
+                    "dist": (emb[orig] - emb[new]).norm(dim=1).mean().item(),
+                    "dist_uniform": d_uni,
+                    "eps_prime": ep,
+                    "eps_total": eps + ep,
+                }
+            )
     finally:
         mech.lm.features = real_features
         mech.eps = real_eps
@@ -130,7 +138,9 @@ def random_model(name: str, layers: int | None):
 
     import ppt.models as models
 
-    lm, tok = models.load_causal_lm(name, device="cpu")  # the packaged alias may be a GGUF file: its config comes with it
+    lm, tok = models.load_causal_lm(
+        name, device="cpu"
+    )  # the packaged alias may be a GGUF file: its config comes with it
     cfg = lm.config
     del lm
     if layers:
@@ -147,7 +157,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--dtype", default=None, help="context model dtype (float32 default; bfloat16 on AVX512-BF16/AMX CPUs)")
+    ap.add_argument(
+        "--dtype", default=None, help="context model dtype (float32 default; bfloat16 on AVX512-BF16/AMX CPUs)"
+    )
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     ap.add_argument("--n-prompts", type=int, default=64)
     ap.add_argument("--tokens", type=int, default=50)
@@ -155,13 +167,29 @@ def main() -> None:
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 3.0, 6.0, 10.0])
     ap.add_argument("--speed-eps", type=float, default=6.0)
     ap.add_argument("--repeats", type=int, default=3, help="passes per batch size (best and median are printed)")
-    ap.add_argument("--batching", nargs="+", default=["mixed", "record"], choices=["mixed", "record"],
-                    help="Cape batching modes to time (mixed: records share forward passes; record: bit-reproducible)")
-    ap.add_argument("--reference", action="store_true",
-                    help="also time the per-record design before issue 13 (bench/cape_reference.py), alternating passes; rows marked *")
-    ap.add_argument("--random-weights", action="store_true",
-                    help="time a model of --model's shape with random weights (the packaged weights need not be present)")
-    ap.add_argument("--layers", type=int, default=None, help="with --random-weights: this many transformer layers (a small model for CPUs)")
+    ap.add_argument(
+        "--batching",
+        nargs="+",
+        default=["mixed", "record"],
+        choices=["mixed", "record"],
+        help="Cape batching modes to time (mixed: records share forward passes; record: bit-reproducible)",
+    )
+    ap.add_argument(
+        "--reference",
+        action="store_true",
+        help="also time the per-record design before issue 13 (bench/cape_reference.py), alternating passes; rows marked *",
+    )
+    ap.add_argument(
+        "--random-weights",
+        action="store_true",
+        help="time a model of --model's shape with random weights (the packaged weights need not be present)",
+    )
+    ap.add_argument(
+        "--layers",
+        type=int,
+        default=None,
+        help="with --random-weights: this many transformer layers (a small model for CPUs)",
+    )
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -173,19 +201,25 @@ def main() -> None:
     p = mech.params()
     tok = mech.tokenizer.tokenizer
     lm = mech.lm.model
-    print(f"# Cape bench: model={p['model']} context={p['context']} device={mech.device} dtype={p['dtype']} "
-          f"threads={torch.get_num_threads()} torch={torch.__version__}")
+    print(
+        f"# Cape bench: model={p['model']} context={p['context']} device={mech.device} dtype={p['dtype']} "
+        f"threads={torch.get_num_threads()} torch={torch.__version__}"
+    )
     print(f"init (load + calibrate) {t_init:.1f} s")
     print(f"B (calibrated logit bound) = {p['logit_bound']:.3f}   [{p['logit_bound_source']}]")
-    print(f"candidates |C| = {p['n_candidates']}, buckets N_b = {p['buckets']}, lambda_L = {p['lambda_l']}, lambda_D = {p['lambda_d']}, "
-          f"utility = {p['utility']}")
+    print(
+        f"candidates |C| = {p['n_candidates']}, buckets N_b = {p['buckets']}, lambda_L = {p['lambda_l']}, lambda_D = {p['lambda_d']}, "
+        f"utility = {p['utility']}"
+    )
     print(f"data-independent per-token bound at eps={args.speed_eps:g}: {p['eps_per_token_worst_case']:.2f}")
 
     prompts = load_prompts(tok, args.n_prompts, args.tokens)
     n_tok = [len(mech.tokenizer.tokenize(t)) for t in prompts]
     plans = [mech.plan(mech.tokenizer.tokenize(t))[0] for t in prompts]
     n_pert = [int((a == PERTURB).sum()) for a in plans]
-    print(f"prompts: {len(prompts)}, tokens/prompt mean {np.mean(n_tok):.1f}, perturbed/prompt mean {np.mean(n_pert):.1f}")
+    print(
+        f"prompts: {len(prompts)}, tokens/prompt mean {np.mean(n_tok):.1f}, perturbed/prompt mean {np.mean(n_pert):.1f}"
+    )
 
     n_params = sum(x.numel() for x in lm.parameters())
     n_emb = lm.get_input_embeddings().weight.numel()
@@ -193,12 +227,16 @@ def main() -> None:
     flops_fwd = 2 * (n_params - n_emb) * (np.mean(n_tok) + 1)  # + the start-of-document token
     flops_util = 2 * 2 * p["n_candidates"] * d * np.mean(n_pert)
     per_prompt_gflop = (flops_fwd + flops_util) / 1e9
-    print(f"work per prompt ~ {per_prompt_gflop:.1f} GFLOP (forward {flops_fwd / 1e9:.1f}, head + distances {flops_util / 1e9:.1f})")
+    print(
+        f"work per prompt ~ {per_prompt_gflop:.1f} GFLOP (forward {flops_fwd / 1e9:.1f}, head + distances {flops_util / 1e9:.1f})"
+    )
 
     # ---- throughput ------------------------------------------------------------------------------
     print()
-    print(f"mode    batch  best prompts/s  median prompts/s  forward s/batch  rest s/batch  GFLOP/s (best)  peak RSS MB"
-          f"   [{args.repeats} passes each; load average {os.getloadavg()[0]:.1f}]")
+    print(
+        f"mode    batch  best prompts/s  median prompts/s  forward s/batch  rest s/batch  GFLOP/s (best)  peak RSS MB"
+        f"   [{args.repeats} passes each; load average {os.getloadavg()[0]:.1f}]"
+    )
     mech.sanitize_batch(prompts[:2], [record_generator(0, i) for i in range(2)])  # warm-up
     real_features = mech.lm.features
     fwd = 0.0
@@ -241,22 +279,31 @@ def main() -> None:
                 best_total, best_fwd = min(passes[design])
                 rates[design] = sorted(len(prompts) / t for t, _ in passes[design])
                 label = mode if design == "current" else f"{mode}*"
-                print(f"{label:7s} {bs:5d}  {rates[design][-1]:15.2f}  {float(np.median(rates[design])):16.2f}  {best_fwd / n_batches:15.2f}  "
-                      f"{(best_total - best_fwd) / n_batches:12.2f}  {rates[design][-1] * per_prompt_gflop:14.1f}  {rss_mb():11.0f}")
+                print(
+                    f"{label:7s} {bs:5d}  {rates[design][-1]:15.2f}  {float(np.median(rates[design])):16.2f}  {best_fwd / n_batches:15.2f}  "
+                    f"{(best_total - best_fwd) / n_batches:12.2f}  {rates[design][-1] * per_prompt_gflop:14.1f}  {rss_mb():11.0f}"
+                )
             best[mode, bs] = rates["current"][-1]
             if args.reference:
                 same = outputs["current"] == outputs["reference"]
-                print(f"        current / reference ({mode}, batch {bs}): best {rates['current'][-1] / rates['reference'][-1]:.2f}x, "
-                      f"median {float(np.median(rates['current'])) / float(np.median(rates['reference'])):.2f}x; same outputs: {same}")
+                print(
+                    f"        current / reference ({mode}, batch {bs}): best {rates['current'][-1] / rates['reference'][-1]:.2f}x, "
+                    f"median {float(np.median(rates['current'])) / float(np.median(rates['reference'])):.2f}x; same outputs: {same}"
+                )
     if {"mixed", "record"} <= set(args.batching):
-        print("mixed / record prompts/s: " + ", ".join(f"batch {bs}: {best['mixed', bs] / best['record', bs]:.2f}x" for bs in args.batch_sizes))
+        print(
+            "mixed / record prompts/s: "
+            + ", ".join(f"batch {bs}: {best['mixed', bs] / best['record', bs]:.2f}x" for bs in args.batch_sizes)
+        )
     mech.batching = "auto"
 
     # ---- behaviour per eps ------------------------------------------------------------------------
     print()
     print("eps  unchanged  mean dist(orig, out)  mean dist(orig, uniform)  mean eps'  mean eps+eps'")
     for r in eps_table(mech, prompts, args.eps):
-        print(f"{r['eps']:3g}  {r['unchanged']:9.3f}  {r['dist']:20.3f}  {r['dist_uniform']:24.3f}  {r['eps_prime']:9.2f}  {r['eps_total']:13.2f}")
+        print(
+            f"{r['eps']:3g}  {r['unchanged']:9.3f}  {r['dist']:20.3f}  {r['dist_uniform']:24.3f}  {r['eps_prime']:9.2f}  {r['eps_total']:13.2f}"
+        )
 
     print()
     for i in range(2):

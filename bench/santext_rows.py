@@ -43,8 +43,9 @@ def bbc_words(n: int, words: int) -> list[str]:
 
 
 def reference_module(ref: str):
-    src = subprocess.run(["git", "show", f"{ref}:ppt/mechanisms/santext.py"], cwd=ROOT, check=True,
-                         capture_output=True, text=True).stdout
+    src = subprocess.run(
+        ["git", "show", f"{ref}:ppt/mechanisms/santext.py"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
     path = Path(tempfile.mkdtemp(prefix="santext-ref-")) / "santext_ref.py"
     path.write_text(src, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("santext_ref", path)
@@ -78,8 +79,10 @@ def main() -> None:
     ref = reference_module(a.ref)
     space = load_space("glove-6b-50d", device="cpu", quiet=True)
     texts = bbc_words(a.records, a.words)
-    print(f"# {len(texts)} BBC records x {a.words} words, batches of {a.batch_size}, torch threads {torch.get_num_threads()}, "
-          f"reference {a.ref}; medians of {a.repeat} alternating pairs")
+    print(
+        f"# {len(texts)} BBC records x {a.words} words, batches of {a.batch_size}, torch threads {torch.get_num_threads()}, "
+        f"reference {a.ref}; medians of {a.repeat} alternating pairs"
+    )
     print("eps   ref wall  new wall  wall x   ref cpu  new cpu  cpu x  identical")
     for eps in a.eps:
         t = {"ref": [], "new": []}

@@ -55,7 +55,7 @@ def bbc_texts(n: int, words: int, space) -> tuple[list[str], str]:
     while len(texts) < n:
         for article in data:
             toks = str(article).split()
-            texts.extend(" ".join(toks[i:i + words]) for i in range(0, max(1, len(toks) - words // 2), words))
+            texts.extend(" ".join(toks[i : i + words]) for i in range(0, max(1, len(toks) - words // 2), words))
             if len(texts) >= n:
                 break
     return texts[:n], f"BBC News windows of {words} words"
@@ -88,9 +88,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mech", default="rantext")
     ap.add_argument("--eps", type=float, default=6.0)
     ap.add_argument("--space", default=None)
-    ap.add_argument("--batch-size", type=int, default=None, help="records per batch (default: ppt sanitize's, the mechanism's for --device)")
-    ap.add_argument("--device", default="cpu", help="where the mechanism samples: cpu, cuda (every worker then holds "
-                    "the tables on the GPU), auto")
+    ap.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="records per batch (default: ppt sanitize's, the mechanism's for --device)",
+    )
+    ap.add_argument(
+        "--device",
+        default="cpu",
+        help="where the mechanism samples: cpu, cuda (every worker then holds the tables on the GPU), auto",
+    )
     ap.add_argument("--workers", default="1,2,4,8,16")
     ap.add_argument("--repeat", type=int, default=3, help="runs per worker count (best is kept)")
     ap.add_argument("--seed", type=int, default=0)
@@ -115,13 +123,18 @@ def main(argv: list[str] | None = None) -> int:
         path = Path(tmp) / "in.jsonl"
         path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(texts)))
         args = StreamArgs(input=str(path), seed=a.seed, batch_size=a.batch_size, quiet=True, device=a.device)
-        print(f"# {a.mech} eps {a.eps:g} on {space.name}, device {stage.mech.device}; {len(texts)} records ({source}), "
-              f"{n_tok} tokens; batch {a.batch_size}; {cores} cores available; stage setup {setup:.1f} s; load average "
-              f"{os.getloadavg()[0]:.2f}", flush=True)
+        print(
+            f"# {a.mech} eps {a.eps:g} on {space.name}, device {stage.mech.device}; {len(texts)} records ({source}), "
+            f"{n_tok} tokens; batch {a.batch_size}; {cores} cores available; stage setup {setup:.1f} s; load average "
+            f"{os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
         if len(counts) > 1:  # start the fork server (once per process) outside the timed runs
             small = StreamArgs(input=str(path), seed=a.seed, batch_size=8, quiet=True, device=a.device)
             head = io.BytesIO(b"".join(path.read_bytes().splitlines(keepends=True)[:16]))
-            run_stage_in_workers(small, recipe, workers=2, stage=stage, _stdin=head, _stdout=io.BytesIO(), _stderr=io.StringIO())
+            run_stage_in_workers(
+                small, recipe, workers=2, stage=stage, _stdin=head, _stdout=io.BytesIO(), _stderr=io.StringIO()
+            )
         best: dict[int, float] = {}
         cpu: dict[int, float] = {}
         loads: dict[int, list[float]] = {w: [] for w in counts}
@@ -139,23 +152,47 @@ def main(argv: list[str] | None = None) -> int:
                 identical[w] = identical.get(w, True) and out == expected
                 best[w] = min(best.get(w, float("inf")), sec)
         print(f"\n## library: run_stage_in_workers over the file, best of {a.repeat} (worker start-up included)")
-        hdr = (f"{'workers':>7} {'seconds':>8} {'records/s':>10} {'tokens/s':>10} {'x 1 worker':>10} {'identical':>9} "
-               f"{'load avg':>12} {'CPU s':>7} {'cores':>6}")
+        hdr = (
+            f"{'workers':>7} {'seconds':>8} {'records/s':>10} {'tokens/s':>10} {'x 1 worker':>10} {'identical':>9} "
+            f"{'load avg':>12} {'CPU s':>7} {'cores':>6}"
+        )
         print(hdr + "\n" + "-" * len(hdr))
         for w in counts:
             s = best[w]
-            print(f"{w:7d} {s:8.2f} {len(texts) / s:10.0f} {n_tok / s:10.0f} {best[1] / s:9.2f}x {'yes' if identical[w] else 'NO':>9} "
-                  f"{min(loads[w]):5.2f}-{max(loads[w]):5.2f} {cpu[w]:7.2f} {cpu[w] / s:6.2f}", flush=True)
+            print(
+                f"{w:7d} {s:8.2f} {len(texts) / s:10.0f} {n_tok / s:10.0f} {best[1] / s:9.2f}x {'yes' if identical[w] else 'NO':>9} "
+                f"{min(loads[w]):5.2f}-{max(loads[w]):5.2f} {cpu[w]:7.2f} {cpu[w] / s:6.2f}",
+                flush=True,
+            )
         used1 = cpu[1] / best[1]
-        print(f"1 worker already keeps {used1:.2f} cores busy (its helper thread: Laplace draws and BPE encoding "
-              f"release the GIL): on {available_cores()} cores the best speed-up possible is about "
-              f"{min(counts[-1], available_cores()) / used1:.2f}x (cores / cores of 1 worker).")
+        print(
+            f"1 worker already keeps {used1:.2f} cores busy (its helper thread: Laplace draws and BPE encoding "
+            f"release the GIL): on {available_cores()} cores the best speed-up possible is about "
+            f"{min(counts[-1], available_cores()) / used1:.2f}x (cores / cores of 1 worker)."
+        )
 
         if not a.no_cli:
             print("\n## cli: whole `ppt sanitize` processes, -i FILE -o /dev/null (start-up included), one run each")
             ppt = [sys.executable, "-m", "ppt.cli.main"]
-            base = [*ppt, "sanitize", "--mech", a.mech, "--eps", f"{a.eps:g}", "--seed", str(a.seed), "--device", a.device,
-                    "--batch-size", str(a.batch_size), "-q", "-i", str(path), "-o", os.devnull]
+            base = [
+                *ppt,
+                "sanitize",
+                "--mech",
+                a.mech,
+                "--eps",
+                f"{a.eps:g}",
+                "--seed",
+                str(a.seed),
+                "--device",
+                a.device,
+                "--batch-size",
+                str(a.batch_size),
+                "-q",
+                "-i",
+                str(path),
+                "-o",
+                os.devnull,
+            ]
             if a.space:
                 base += ["--space", a.space]
             cli: dict[int, float] = {}
@@ -164,13 +201,18 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 subprocess.run([*base, "--workers", str(w)], check=True, stderr=subprocess.DEVNULL)
                 cli[w] = time.perf_counter() - t0
-                print(f"{w:7d} {cli[w]:8.2f} {len(texts) / cli[w]:10.0f} {n_tok / cli[w]:10.0f} {cli[1] / cli[w]:9.2f}x "
-                      f"{'':>9} {load:12.2f}", flush=True)
-    print("x 1 worker: the 1-worker seconds / these seconds, measured in this run. identical: output byte-identical to\n"
-          "the 1-worker run. load avg: the 1-minute load average when the runs started (min-max over repeats).\n"
-          "CPU s (least over repeats): CPU time of this process (all its threads) plus the workers' start-up and\n"
-          "batches: what the run costs whatever the machine's load (wall seconds depend on the load).\n"
-          "cores: CPU s / seconds, the cores the run kept busy on average.")
+                print(
+                    f"{w:7d} {cli[w]:8.2f} {len(texts) / cli[w]:10.0f} {n_tok / cli[w]:10.0f} {cli[1] / cli[w]:9.2f}x "
+                    f"{'':>9} {load:12.2f}",
+                    flush=True,
+                )
+    print(
+        "x 1 worker: the 1-worker seconds / these seconds, measured in this run. identical: output byte-identical to\n"
+        "the 1-worker run. load avg: the 1-minute load average when the runs started (min-max over repeats).\n"
+        "CPU s (least over repeats): CPU time of this process (all its threads) plus the workers' start-up and\n"
+        "batches: what the run costs whatever the machine's load (wall seconds depend on the load).\n"
+        "cores: CPU s / seconds, the cores the run kept busy on average."
+    )
     return 0
 
 

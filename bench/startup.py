@@ -53,15 +53,20 @@ def main() -> None:
     ap.add_argument("--mechs", nargs="+", default=["rantext", "santext+", "custext+"])
     ap.add_argument("--runs", type=int, default=10, help="timed runs per (checkout, mechanism); the median is printed")
     ap.add_argument("--ref", type=Path, default=None, help="a second checkout (e.g. /work/main) timed in the same run")
-    ap.add_argument("--source-only", action="store_true",
-                    help="keep this environment's bytecode setting (PYTHONDONTWRITEBYTECODE=1 recompiles every ppt "
-                         "module on every run); by default bytecode is written under a temporary "
-                         "PYTHONPYCACHEPREFIX, as an installed package has it (no file is written in either checkout)")
+    ap.add_argument(
+        "--source-only",
+        action="store_true",
+        help="keep this environment's bytecode setting (PYTHONDONTWRITEBYTECODE=1 recompiles every ppt "
+        "module on every run); by default bytecode is written under a temporary "
+        "PYTHONPYCACHEPREFIX, as an installed package has it (no file is written in either checkout)",
+    )
     args = ap.parse_args()
     if not args.source_only:
         import tempfile
 
-        PYC_ENV.update({"PYTHONDONTWRITEBYTECODE": None, "PYTHONPYCACHEPREFIX": tempfile.mkdtemp(prefix="ppt-startup-pyc-")})
+        PYC_ENV.update(
+            {"PYTHONDONTWRITEBYTECODE": None, "PYTHONPYCACHEPREFIX": tempfile.mkdtemp(prefix="ppt-startup-pyc-")}
+        )
     here = Path(__file__).resolve().parents[1]
     roots = {"this": here} if args.ref is None else {"this": here, "ref": args.ref.resolve()}
     jobs: dict[tuple[str, str], list[str]] = {}
@@ -82,8 +87,10 @@ def main() -> None:
                     times[(label, what)].append(timed(jobs[(label, what)], roots[label], RECORD))
     med = {k: statistics.median(v) for k, v in times.items()}
     pyc = "source only (no bytecode)" if args.source_only else "bytecode cached"
-    print(f"one-record start-up, median of {args.runs} runs (s); python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {pyc}, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"one-record start-up, median of {args.runs} runs (s); python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {pyc}, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     head = f"{'':14}{'this':>9}{'x import ppt':>14}"
     if args.ref:
         head += f"{'ref':>9}{'x import ppt':>14}{'ref/this':>10}"

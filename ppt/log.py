@@ -47,7 +47,9 @@ def _show(message, category, filename, lineno, file=None, line=None) -> None:  #
 
 class _NoteFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        prefix = "note" if record.levelno < logging.WARNING else "warning" if record.levelno < logging.ERROR else "error"
+        prefix = (
+            "note" if record.levelno < logging.WARNING else "warning" if record.levelno < logging.ERROR else "error"
+        )
         return f"ppt: {prefix}: {record.getMessage()}"
 
 

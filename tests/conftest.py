@@ -14,7 +14,9 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 # Tests read nothing of the user's: spaces and tables go to the suite's own cache (PPT_TEST_CACHE, default
 # .pytest_cache/ppt-cache in the checkout: built on the first run, reused by later ones, never the
 # user's PPT_CACHE, whose artifacts another build of ppt may have made). Child processes inherit it.
-TEST_CACHE = Path(os.environ.get("PPT_TEST_CACHE") or Path(__file__).resolve().parents[1] / ".pytest_cache" / "ppt-cache")
+TEST_CACHE = Path(
+    os.environ.get("PPT_TEST_CACHE") or Path(__file__).resolve().parents[1] / ".pytest_cache" / "ppt-cache"
+)
 TEST_CACHE.mkdir(parents=True, exist_ok=True)
 os.environ["PPT_CACHE"] = str(TEST_CACHE)
 os.environ.pop("TIKTOKEN_CACHE_DIR", None)

@@ -43,21 +43,99 @@ CONFIGS: list[tuple[str, list[str]]] = [
     ("rantext", ["-m", "rantext", "-e", "6"]),
     ("rantext-eps1", ["-m", "rantext", "-e", "1"]),
     ("rantext-paper", ["-m", "rantext", "-e", "3", "-p", "z=paper"]),
-    ("rantext-oov-uniform", ["-m", "rantext", "-e", "6", "--oov", "uniform", "--numbers", "perturb", "--case", "vocab"]),
-    ("rantext-keep", ["-m", "rantext", "-e", "6", "--oov", "keep", "--numbers", "keep", "--punct", "drop", "--stopwords", "keep", "--case", "original"]),
+    (
+        "rantext-oov-uniform",
+        ["-m", "rantext", "-e", "6", "--oov", "uniform", "--numbers", "perturb", "--case", "vocab"],
+    ),
+    (
+        "rantext-keep",
+        [
+            "-m",
+            "rantext",
+            "-e",
+            "6",
+            "--oov",
+            "keep",
+            "--numbers",
+            "keep",
+            "--punct",
+            "drop",
+            "--stopwords",
+            "keep",
+            "--case",
+            "original",
+        ],
+    ),
     ("rantext-drop", ["-m", "rantext", "-e", "10", "--numbers", "drop", "--punct", "drop"]),
     ("custext", ["-m", "custext", "-e", "2", "--space", "glove-6b-50d:2000"]),
     ("custext+", ["-m", "custext+", "-e", "1", "--space", "glove-6b-50d:2000"]),
-    ("custext+-case", ["-m", "custext+", "-e", "3", "--space", "glove-6b-50d:2000", "--case", "original", "--oov", "uniform"]),
+    (
+        "custext+-case",
+        ["-m", "custext+", "-e", "3", "--space", "glove-6b-50d:2000", "--case", "original", "--oov", "uniform"],
+    ),
     ("custext-cl100k", ["-m", "custext", "-e", "2"]),
     ("santext", ["-m", "santext", "-e", "3", "--space", "glove-6b-50d:2000"]),
     ("santext+", ["-m", "santext+", "-e", "3", "--space", "glove-6b-50d:2000"]),
-    ("santext+-params", ["-m", "santext+", "-e", "2", "--space", "glove-6b-50d:2000", "-p", "w=0.8", "-p", "p=0.5", "--case", "vocab", "--stopwords", "keep"]),
+    (
+        "santext+-params",
+        [
+            "-m",
+            "santext+",
+            "-e",
+            "2",
+            "--space",
+            "glove-6b-50d:2000",
+            "-p",
+            "w=0.8",
+            "-p",
+            "p=0.5",
+            "--case",
+            "vocab",
+            "--stopwords",
+            "keep",
+        ],
+    ),
     ("tem", ["-m", "tem", "-e", "6", "--space", "glove-6b-50d:2000"]),
-    ("tem-policies", ["-m", "tem", "-e", "3", "--space", "glove-6b-50d:2000", "--oov", "keep", "--numbers", "perturb", "--case", "original"]),
+    (
+        "tem-policies",
+        [
+            "-m",
+            "tem",
+            "-e",
+            "3",
+            "--space",
+            "glove-6b-50d:2000",
+            "--oov",
+            "keep",
+            "--numbers",
+            "perturb",
+            "--case",
+            "original",
+        ],
+    ),
     ("tem-cl100k", ["-m", "tem", "-e", "6", "--punct", "drop"]),
     ("cape", ["-m", "cape", "-e", "6", "--model", "{tiny_lm}"]),
-    ("cape-policies", ["-m", "cape", "-e", "2", "--model", "{tiny_lm}", "-p", "buckets=10", "-p", "utility=additive", "--stopwords", "perturb", "--numbers", "random-digits", "--case", "original"]),
+    (
+        "cape-policies",
+        [
+            "-m",
+            "cape",
+            "-e",
+            "2",
+            "--model",
+            "{tiny_lm}",
+            "-p",
+            "buckets=10",
+            "-p",
+            "utility=additive",
+            "--stopwords",
+            "perturb",
+            "--numbers",
+            "random-digits",
+            "--case",
+            "original",
+        ],
+    ),
 ]
 
 
@@ -72,8 +150,23 @@ def input_lines() -> str:
 
 
 def argv(config: list[str], seed: int, tiny_lm: str) -> list[str]:
-    return ["sanitize", *[a.format(tiny_lm=tiny_lm) for a in config], "--seed", str(seed), "--quiet",
-            "--batch-size", "7", "--on-error", "record", "--keep-original", "raw", "--emit-alignment", "al", "--device", "cpu"]
+    return [
+        "sanitize",
+        *[a.format(tiny_lm=tiny_lm) for a in config],
+        "--seed",
+        str(seed),
+        "--quiet",
+        "--batch-size",
+        "7",
+        "--on-error",
+        "record",
+        "--keep-original",
+        "raw",
+        "--emit-alignment",
+        "al",
+        "--device",
+        "cpu",
+    ]
 
 
 def normalise(out: str, tiny_lm: str) -> str:
@@ -86,7 +179,9 @@ def run(config: list[str], seed: int, tiny_lm: str) -> tuple[int, str, str]:
 
     from tests.helpers import PPT
 
-    r = subprocess.run([*PPT, *argv(config, seed, tiny_lm)], input=input_lines(), capture_output=True, text=True, timeout=900)
+    r = subprocess.run(
+        [*PPT, *argv(config, seed, tiny_lm)], input=input_lines(), capture_output=True, text=True, timeout=900
+    )
     return r.returncode, normalise(r.stdout, tiny_lm), r.stderr
 
 

@@ -12,7 +12,6 @@ import sys
 from typing import ClassVar
 
 import pytest
-import torch
 
 from ppt.mechanisms import Policy, TokenMechanism
 
@@ -38,8 +37,9 @@ def shell_env(**extra: str) -> dict:
     return {**os.environ, "PATH": path, **extra}
 
 
-def ppt(*args: str, stdin: str = "", timeout: float = 600, env: dict | None = None,
-        cwd=None) -> subprocess.CompletedProcess:
+def ppt(
+    *args: str, stdin: str = "", timeout: float = 600, env: dict | None = None, cwd=None
+) -> subprocess.CompletedProcess:
     """Run ``ppt ARGS`` in this process (typer's CliRunner; ``ppt.testing.cli``) with ``stdin`` as input; text
     stdout/stderr captured, never raises on exit codes. Use :func:`ppt_process` where the real process is the
     contract (pipes, fds, signals, start-up, tracebacks)."""
@@ -48,11 +48,20 @@ def ppt(*args: str, stdin: str = "", timeout: float = 600, env: dict | None = No
     return run_cli(args, stdin=stdin, env=env, cwd=cwd)
 
 
-def ppt_process(*args: str, stdin: str = "", timeout: float = 600, env: dict | None = None,
-                cwd=None) -> subprocess.CompletedProcess:
+def ppt_process(
+    *args: str, stdin: str = "", timeout: float = 600, env: dict | None = None, cwd=None
+) -> subprocess.CompletedProcess:
     """Run ``ppt ARGS`` in a subprocess with ``stdin`` as input; text stdout/stderr captured, never raises on exit codes."""
-    return subprocess.run([*PPT, *args], check=False, input=stdin, capture_output=True, text=True, timeout=timeout,
-                          env=None if env is None else {**os.environ, **env}, cwd=cwd)
+    return subprocess.run(
+        [*PPT, *args],
+        check=False,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=None if env is None else {**os.environ, **env},
+        cwd=cwd,
+    )
 
 
 # ---------------------------------------------------------------------------------- packaged models

@@ -48,7 +48,9 @@ def test_corrupt_artifact_is_detected_and_rebuilt(tmp_path, damage):
         verify(art.path)
     assert cache.lookup("t", {"v": 1}) is None
     rebuilt = []
-    art2 = cache.get_or_build("t", {"v": 1}, lambda d: rebuilt.append(1) or _write(d), on_rebuild=lambda msg: rebuilt.append(msg))
+    art2 = cache.get_or_build(
+        "t", {"v": 1}, lambda d: rebuilt.append(1) or _write(d), on_rebuild=lambda msg: rebuilt.append(msg)
+    )
     assert rebuilt and (art2.path / "data.bin").read_bytes() == b"x" * 1000
     verify(art2.path)
 

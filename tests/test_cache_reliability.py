@@ -52,8 +52,18 @@ def test_bad_ppt_cache_is_exit_78_with_a_hint(tmp_path, where):
     r = ppt("cache", "ls", env={"PPT_CACHE": str(bad)})
     assert r.returncode == ExitCode.CONFIG, r.stderr
     assert "Traceback" not in r.stderr and "hint:" in r.stderr and "PPT_CACHE" in r.stderr
-    r = ppt("sanitize", "-m", "santext+", "-e", "3", "--space", "glove-6b-50d:2000", "--quiet",
-            stdin='{"text": "the river"}\n', env={"PPT_CACHE": str(bad)})
+    r = ppt(
+        "sanitize",
+        "-m",
+        "santext+",
+        "-e",
+        "3",
+        "--space",
+        "glove-6b-50d:2000",
+        "--quiet",
+        stdin='{"text": "the river"}\n',
+        env={"PPT_CACHE": str(bad)},
+    )
     assert r.returncode == ExitCode.CONFIG and "Traceback" not in r.stderr, r.stderr
 
 
@@ -92,6 +102,7 @@ class ReadOnly:
                 if under(path):
                     refuse(path)
                 return fn(path, *a, **k)
+
             return wrapped
 
         monkeypatch.setattr(os, "open", os_open)
@@ -137,8 +148,12 @@ def _can_mount_read_only() -> bool:
         return False
     d = tempfile.mkdtemp()
     try:
-        r = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind {d} {d} && mount -o remount,bind,ro {d} && ! touch {d}/f"],
-                           capture_output=True, timeout=30, check=False)
+        r = subprocess.run(
+            ["unshare", "-m", "sh", "-c", f"mount --bind {d} {d} && mount -o remount,bind,ro {d} && ! touch {d}/f"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
         return r.returncode == 0
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -150,13 +165,19 @@ def test_prebuilt_cache_mounted_read_only_serves_sanitize(tmp_cache):
     r = ppt(*args, stdin='{"text": "the river near the town"}\n')
     assert r.returncode == 0, r.stderr
     before = {p: p.stat().st_mtime_ns for p in tmp_cache.rglob("*")}
-    script = f"mount --bind {tmp_cache} {tmp_cache} && mount -o remount,bind,ro {tmp_cache} && exec \"$@\""
+    script = f'mount --bind {tmp_cache} {tmp_cache} && mount -o remount,bind,ro {tmp_cache} && exec "$@"'
 
     def ro_ppt(*a, stdin=""):
         from tests.helpers import PPT
 
-        return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", *PPT, *a], input=stdin, capture_output=True,
-                              text=True, timeout=600, check=False)
+        return subprocess.run(
+            ["unshare", "-m", "sh", "-c", script, "sh", *PPT, *a],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
 
     r = ro_ppt(*args, stdin='{"text": "the river near the town"}\n')
     assert r.returncode == 0, r.stderr
@@ -189,8 +210,12 @@ Cache(Path(sys.argv[1])).get_or_build("t", {"v": 1}, build)
 
 def _killed_build(root: Path) -> Path:
     """Run a build in a subprocess and kill -9 it midway, as a killed `ppt precompute` does."""
-    p = subprocess.Popen([sys.executable, "-c", _KILLED_BUILD, str(root)], stdout=subprocess.PIPE, text=True,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    p = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_BUILD, str(root)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     try:
         assert p.stdout.readline().strip() == "building"
     finally:
@@ -394,7 +419,10 @@ def test_obsolete_santext_tables_are_listed_and_removable(tmp_cache):
     cache = Cache(tmp_cache)
     old = cache.get_or_build("santext-table", {"eps": 3.0}, _write)
     keep = cache.get_or_build("t", {"v": 1}, _write)
-    assert {(r["kind"], r["state"], r["complete"]) for r in _ls(tmp_cache)} == {("santext-table", "obsolete", True), ("t", "ok", True)}
+    assert {(r["kind"], r["state"], r["complete"]) for r in _ls(tmp_cache)} == {
+        ("santext-table", "obsolete", True),
+        ("t", "ok", True),
+    }
     r = ppt("cache", "ls")
     assert r.returncode == 0 and "OBSOLETE" in r.stdout, r.stderr
     r = ppt("cache", "rm", "obsolete")

@@ -8,7 +8,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_man_and_completions_are_current():
-    r = subprocess.run([sys.executable, "-m", "ppt.cli.docgen", "--check", "--root", str(ROOT)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "ppt.cli.docgen", "--check", "--root", str(ROOT)], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stderr
 
 

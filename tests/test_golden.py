@@ -18,7 +18,10 @@ def tiny_lm_path(tiny_lm):
 # the fast lane keeps one golden of each glove-space kind (cheap tables); the rest build the default space
 # or load a model in a real process each
 FAST = {"santext", "custext+"}
-CASES = [pytest.param(i, id=name, marks=() if name in FAST else pytest.mark.slow) for i, (name, _) in enumerate(golden.CONFIGS)]
+CASES = [
+    pytest.param(i, id=name, marks=() if name in FAST else pytest.mark.slow)
+    for i, (name, _) in enumerate(golden.CONFIGS)
+]
 
 
 @pytest.mark.parametrize("index", CASES)

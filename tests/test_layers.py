@@ -16,13 +16,31 @@ ROOT = Path(__file__).resolve().parents[1] / "ppt"
 
 # package (or top-level module) -> floor; lower floors never import higher ones
 FLOORS: dict[str, int] = {
-    "ppt": 1, "ppt.rng": 1, "ppt.lazy": 1, "ppt.cache": 1, "ppt.parallel": 1, "ppt.progress": 1, "ppt.log": 1, "ppt.data": 1,
-    "ppt.io": 1, "ppt.accounting": 1,
-    "ppt.samplers": 2, "ppt.models": 2,
-    "ppt.lm": 3, "ppt.spaces": 3,
-    "ppt.mechanisms": 4, "ppt.metrics": 4, "ppt.snd": 4, "ppt.dpopt": 4,
-    "ppt.attacks": 5, "ppt.remote": 5, "ppt.audit": 5,
-    "ppt.stages": 6, "ppt.experiments": 6, "ppt.testing": 6, "ppt.exec": 6,
+    "ppt": 1,
+    "ppt.rng": 1,
+    "ppt.lazy": 1,
+    "ppt.cache": 1,
+    "ppt.parallel": 1,
+    "ppt.progress": 1,
+    "ppt.log": 1,
+    "ppt.data": 1,
+    "ppt.io": 1,
+    "ppt.accounting": 1,
+    "ppt.samplers": 2,
+    "ppt.models": 2,
+    "ppt.lm": 3,
+    "ppt.spaces": 3,
+    "ppt.mechanisms": 4,
+    "ppt.metrics": 4,
+    "ppt.snd": 4,
+    "ppt.dpopt": 4,
+    "ppt.attacks": 5,
+    "ppt.remote": 5,
+    "ppt.audit": 5,
+    "ppt.stages": 6,
+    "ppt.experiments": 6,
+    "ppt.testing": 6,
+    "ppt.exec": 6,
     "ppt.cli": 7,
     "ppt.testing.cli": 8,  # runs the CLI in-process for tests: above the CLI it drives
 }
@@ -69,7 +87,9 @@ def imports_in(source: str, me: str, is_package: bool = False) -> list[tuple[int
             # `from ppt import lm` names a subpackage: count the subpackage's floor
             subs = [f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in FLOORS]
             out += [(node.lineno, n) for n in subs] or [(node.lineno, mod)]
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module":
+        elif (
+            isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+        ):
             arg = node.args[0] if node.args else None
             if isinstance(arg, ast.Constant) and str(arg.value).startswith("ppt."):
                 out.append((node.lineno, str(arg.value)))
@@ -78,8 +98,11 @@ def imports_in(source: str, me: str, is_package: bool = False) -> list[tuple[int
 
 def upward(me: str, imports: list[tuple[int, str]]) -> list[str]:
     mine = floor_of(me)
-    return [f"line {line}: {mod} (floor {floor_of(mod)})" for line, mod in imports
-            if mine is not None and floor_of(mod) is not None and floor_of(mod) > mine]
+    return [
+        f"line {line}: {mod} (floor {floor_of(mod)})"
+        for line, mod in imports
+        if mine is not None and floor_of(mod) is not None and floor_of(mod) > mine
+    ]
 
 
 SOURCES = sorted(p for p in ROOT.rglob("*.py"))
@@ -93,7 +116,9 @@ def test_every_module_has_a_floor():
 @pytest.mark.parametrize("path", SOURCES, ids=[module_name(p) for p in SOURCES])
 def test_imports_only_lower_floors(path):
     bad = upward(module_name(path), imported(path))
-    assert not bad, f"{module_name(path)} (floor {floor_of(module_name(path))}) imports a higher floor: " + "; ".join(bad)
+    assert not bad, f"{module_name(path)} (floor {floor_of(module_name(path))}) imports a higher floor: " + "; ".join(
+        bad
+    )
 
 
 def test_the_check_catches_upward_imports():

@@ -51,10 +51,10 @@ def test_helpers_follow_torch_threads_capped_by_the_cores(monkeypatch):
 def test_rantext_output_is_the_same_with_any_number_of_helper_threads(array_space, monkeypatch):
     """Laplace draws and BPE encoding shared by 0, 1 or 3 helpers: byte-identical seeded output (each
     record's draws come from its own sub-stream, computed whole by one thread)."""
+    import itertools
+
     from ppt.mechanisms.rantext import Rantext
     from ppt.rng import record_generator
-
-    import itertools
 
     words = ["".join(p) for p in itertools.product("bcdfghklmnprstvz", "aeiou", "bcdfghklmnprstvz")][:300]
     space = array_space("par", words, seed=2, dim=16)

@@ -31,7 +31,13 @@ def test_quick_start_has_install_and_test_commands_and_ci_runs_both():
 
 @pytest.mark.parametrize("block", _sh_blocks("Examples"), ids=lambda b: b.split()[1])
 def test_examples_run(block):
-    r = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=ROOT, capture_output=True, text=True, timeout=900,
-                       env=shell_env())
+    r = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=shell_env(),
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "Traceback" not in r.stderr

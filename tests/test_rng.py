@@ -8,17 +8,37 @@ import pytest
 import torch
 
 import ppt.rng
+from ppt.cache import Cache
 from ppt.mechanisms import TokenMechanism
-from ppt.rng import (child_seed, derive_seed, entropy_seed, generator_from_seed, record_generator, record_numpy_rng,
-                     record_torch_generator, seeded)
+from ppt.rng import (
+    child_seed,
+    derive_seed,
+    entropy_seed,
+    generator_from_seed,
+    record_generator,
+    record_numpy_rng,
+    record_torch_generator,
+    seeded,
+)
 from ppt.samplers.laplace import laplace_norms_seeded
 from ppt.spaces import space_from_arrays
-from ppt.cache import Cache
 
 
 def test_derived_seeds_depend_on_seed_id_and_stream():
     assert derive_seed(1, "a") == derive_seed(1, "a")
-    assert len({derive_seed(1, "a"), derive_seed(2, "a"), derive_seed(1, "b"), derive_seed(1, "a", "x"), derive_seed(1, 0), derive_seed(1, "0")}) == 6
+    assert (
+        len(
+            {
+                derive_seed(1, "a"),
+                derive_seed(2, "a"),
+                derive_seed(1, "b"),
+                derive_seed(1, "a", "x"),
+                derive_seed(1, 0),
+                derive_seed(1, "0"),
+            }
+        )
+        == 6
+    )
 
 
 def test_seeded_generators_reproduce_and_entropy_ones_differ():
@@ -56,8 +76,11 @@ def test_record_streams_use_every_bit_of_the_derived_seed(monkeypatch, tmp_path)
     """Two records whose derived seeds differ only above bit 63 (or above bit 31) get different noise:
     fails if record_generator (or anything after it) truncates the seed."""
     base = derive_seed(3, "x")
-    fake = {"lo": base & ((1 << 63) - 1), "hi63": (base & ((1 << 63) - 1)) | (1 << 100),
-            "hi31": (base & ((1 << 32) - 1)) | (1 << 40)}
+    fake = {
+        "lo": base & ((1 << 63) - 1),
+        "hi63": (base & ((1 << 63) - 1)) | (1 << 100),
+        "hi31": (base & ((1 << 32) - 1)) | (1 << 40),
+    }
     monkeypatch.setattr(ppt.rng, "derive_seed", lambda seed, rid, stream="": fake[rid])
     draws = {k: record_generator(3, k).random(32) for k in fake}
     assert not np.array_equal(draws["lo"], draws["hi63"])
@@ -132,8 +155,11 @@ def test_dpopt_and_snd_noise_use_every_bit_of_a_record_seed(monkeypatch):
     from ppt.snd.pipeline import privatize_rows
 
     base = derive_seed(3, "x")
-    fake = {"lo": base & ((1 << 63) - 1), "hi63": (base & ((1 << 63) - 1)) | (1 << 100),
-            "hi31": (base & ((1 << 32) - 1)) | (1 << 40)}
+    fake = {
+        "lo": base & ((1 << 63) - 1),
+        "hi63": (base & ((1 << 63) - 1)) | (1 << 100),
+        "hi31": (base & ((1 << 32) - 1)) | (1 << 40),
+    }
     monkeypatch.setattr(ppt.rng, "derive_seed", lambda seed, rid, stream="": fake[rid])
 
     def draws(k):
@@ -159,8 +185,15 @@ def test_privacy_noise_sites_do_not_use_32_bit_torch_generators():
     from pathlib import Path
 
     root = Path(ppt.__file__).parent
-    for rel in ("dpopt/tune.py", "dpopt/ensemble.py", "dpopt/selection.py", "dpopt/limited_domain.py",
-                "dpopt/subsets.py", "stages/snd.py", "snd/pipeline.py"):
+    for rel in (
+        "dpopt/tune.py",
+        "dpopt/ensemble.py",
+        "dpopt/selection.py",
+        "dpopt/limited_domain.py",
+        "dpopt/subsets.py",
+        "stages/snd.py",
+        "snd/pipeline.py",
+    ):
         assert "record_torch_generator" not in (root / rel).read_text(), rel
 
 

@@ -163,8 +163,11 @@ def render(
     if c.empirical:
         emp = []
         for e in sorted(c.empirical, key=lambda e: (e.method, -e.eps_lower)):
-            item: dict[str, Any] = {"eps_lower": _round(e.eps_lower, "down"), "method": e.method,
-                                    "confidence": e.confidence}
+            item: dict[str, Any] = {
+                "eps_lower": _round(e.eps_lower, "down"),
+                "method": e.method,
+                "confidence": e.confidence,
+            }
             if e.n_samples is not None:
                 item["n"] = e.n_samples
             emp.append(item)

@@ -85,8 +85,9 @@ class KnnAttack:
             if self._sqnorm is None and self.space.metric == "l2":
                 self._sqnorm = (emb.float() ** 2).sum(1)
             idx = torch.from_numpy(need).to(emb.device)
-            nb = nearest_rows(emb[idx], emb, self.kmax, self.space.metric, self_rows=idx, chunk=self.chunk,
-                              emb_sqnorm=self._sqnorm)
+            nb = nearest_rows(
+                emb[idx], emb, self.kmax, self.space.metric, self_rows=idx, chunk=self.chunk, emb_sqnorm=self._sqnorm
+            )
             self._nbrs[need] = nb.numpy()
             self._have[need] = True
         return self._nbrs[rows]

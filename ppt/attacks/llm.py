@@ -58,7 +58,9 @@ def score(original: str, perturbed: str, restored: str) -> dict:
 class LlmAttack:
     name = "llm"
 
-    def __init__(self, lm: LanguageModel, prompt: str = PROMPT, max_new_tokens: int | None = None, tokens_per_word: float = 2.0):
+    def __init__(
+        self, lm: LanguageModel, prompt: str = PROMPT, max_new_tokens: int | None = None, tokens_per_word: float = 2.0
+    ):
         if "{perturbed}" not in prompt:
             raise ValueError("the prompt template must contain {perturbed}")
         self.lm = lm

@@ -31,7 +31,9 @@ MASK_LENGTHS = ("original", "one")
 class MtiAttack:
     name = "mti"
 
-    def __init__(self, model, tokenizer, mask_length: str = "original", max_copies: int = 256, max_length: int | None = None):
+    def __init__(
+        self, model, tokenizer, mask_length: str = "original", max_copies: int = 256, max_length: int | None = None
+    ):
         if mask_length not in MASK_LENGTHS:
             raise ValueError(f"mask length must be one of {', '.join(MASK_LENGTHS)}")
         if tokenizer.mask_token_id is None:
@@ -56,7 +58,9 @@ class MtiAttack:
     def _normalise(self, text: str) -> str:
         return "".join(text.split()).casefold().replace("##", "")
 
-    def predict(self, text: str, spans: list[tuple[int, int] | None], originals: list[str]) -> list[tuple[bool, str] | None]:
+    def predict(
+        self, text: str, spans: list[tuple[int, int] | None], originals: list[str]
+    ) -> list[tuple[bool, str] | None]:
         """For each target (span in ``text``, original word): (success, predicted text), or None when
         the span covers no token of the masked LM (unaligned)."""
         enc = self.tok(text, add_special_tokens=False, return_offsets_mapping=True)

@@ -80,8 +80,10 @@ def parse_alignment_field(value: Any, text: str) -> Alignment:
     new = np.empty(n, dtype=np.int64)
     spans: list[tuple[int, int] | None] = []
     for i, entry in enumerate(value):
-        if not isinstance(entry, list) or len(entry) not in (2, 4) or not all(
-            isinstance(x, int) and not isinstance(x, bool) for x in entry
+        if (
+            not isinstance(entry, list)
+            or len(entry) not in (2, 4)
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in entry)
         ):
             raise RecordError("bad_alignment", f"alignment entry {i} must be 2 or 4 integers")
         orig[i], new[i] = entry[0], entry[1]
@@ -268,7 +270,9 @@ def align_texts(space, original: str, perturbed: str, skip_stopwords: bool = Fal
 # ------------------------------------------------------------------------------------ mechanism
 
 
-def sanitize_aligned(mech, texts: list[str], generators: list, space=None, *, reproducible: bool = True) -> tuple[list, list[Alignment | None]]:
+def sanitize_aligned(
+    mech, texts: list[str], generators: list, space=None, *, reproducible: bool = True
+) -> tuple[list, list[Alignment | None]]:
     """``mech.sanitize_batch`` plus each record's exact (orig_row, new_row) pairs as an :class:`Alignment`.
 
     The pairs are the mechanism's own (``Sanitized.pairs``: rows of its space, or the context model's
@@ -290,4 +294,12 @@ def sanitize_aligned(mech, texts: list[str], generators: list, space=None, *, re
     return out, aligns
 
 
-__all__ = ["ALIGNMENT_FIELD", "Alignment", "align_diff", "align_parse", "align_texts", "parse_alignment_field", "sanitize_aligned"]
+__all__ = [
+    "ALIGNMENT_FIELD",
+    "Alignment",
+    "align_diff",
+    "align_parse",
+    "align_texts",
+    "parse_alignment_field",
+    "sanitize_aligned",
+]

@@ -42,8 +42,14 @@ def rate_ci(successes: int, n: int, confidence: float = 0.95, method: str = "wil
     if n == 0:
         return {"rate": None, "ci": None, "hits": 0, "n": 0}
     ci = binomtest(int(successes), int(n)).proportion_ci(confidence, METHODS[method])
-    return {"rate": successes / n, "ci": [float(ci.low), float(ci.high)], "hits": int(successes), "n": int(n),
-            "ci_method": method, "confidence": confidence}
+    return {
+        "rate": successes / n,
+        "ci": [float(ci.low), float(ci.high)],
+        "hits": int(successes),
+        "n": int(n),
+        "ci_method": method,
+        "confidence": confidence,
+    }
 
 
 __all__ = ["METHODS", "hits", "nearest_rows", "rate_ci"]

@@ -101,7 +101,9 @@ def perturbable(mech, rows: list[int], seed: int | None) -> dict[int, str]:
 # ---- end to end ----------------------------------------------------------------------------------------
 
 
-def e2e_counts(mech, text: str, targets: list[int], n: int, seed: int | None, tag: Any, batch: int = 4096) -> np.ndarray:
+def e2e_counts(
+    mech, text: str, targets: list[int], n: int, seed: int | None, tag: Any, batch: int = 4096
+) -> np.ndarray:
     """How often ``sanitize_batch`` turned the one-token ``text`` into each target (n runs)."""
     counts = np.zeros(len(targets), dtype=np.int64)
     pos = {t: i for i, t in enumerate(targets)}
@@ -135,16 +137,28 @@ def run_e2e(mech, pairs: list[dict], texts: dict[int, str], n: int, alpha: float
         lo, hi_x = clopper_pearson(kx, n, a)
         lo_x2, hi = clopper_pearson(kx2, n, a)
         cert = log_ratio(float(lo), float(hi))
-        out.append({**{k: p[k] for k in ("x", "x_prime", "y", "x_row", "x_prime_row", "y_row")},
-                    "count_x": kx, "count_x_prime": kx2, "n": n, "p_x_lower": float(lo), "p_x_prime_upper": float(hi),
-                    "p_x_upper": float(hi_x), "p_x_prime_lower": float(lo_x2), "certified": cert})
+        out.append(
+            {
+                **{k: p[k] for k in ("x", "x_prime", "y", "x_row", "x_prime_row", "y_row")},
+                "count_x": kx,
+                "count_x_prime": kx2,
+                "n": n,
+                "p_x_lower": float(lo),
+                "p_x_prime_upper": float(hi),
+                "p_x_upper": float(hi_x),
+                "p_x_prime_lower": float(lo_x2),
+                "certified": cert,
+            }
+        )
     return out
 
 
 # ---- exact search ---------------------------------------------------------------------------------------
 
 
-def candidate_rows(mech, model: ExactModel, n_pairs: int, g: np.random.Generator) -> tuple[list[int], list[tuple[int, int]]]:
+def candidate_rows(
+    mech, model: ExactModel, n_pairs: int, g: np.random.Generator
+) -> tuple[list[int], list[tuple[int, int]]]:
     """Input rows to evaluate and the ordered pairs among them to score."""
     universe = model.out_ids if isinstance(model, CapeModel) else np.arange(mech.space.size)
     if len(universe) <= EXHAUSTIVE_MAX:
@@ -192,8 +206,16 @@ def score_pairs(model: ExactModel, rows: list[int], pairs: list[tuple[int, int]]
             diff = np.where(np.isfinite(la)[None, :], la[None, :] - lb, -np.inf)
         ys = diff.argmax(1)
         for b, y, v in zip(bs, ys.tolist(), diff[np.arange(len(bs)), ys].tolist()):
-            out.append({"x_row": a, "x_prime_row": b, "y_index": y, "loss": v,
-                        "p_x": float(np.exp(la[y])), "p_x_prime": float(np.exp(lp[index[b], y]))})
+            out.append(
+                {
+                    "x_row": a,
+                    "x_prime_row": b,
+                    "y_index": y,
+                    "loss": v,
+                    "p_x": float(np.exp(la[y])),
+                    "p_x_prime": float(np.exp(lp[index[b], y])),
+                }
+            )
     return out
 
 
@@ -214,18 +236,36 @@ def max_distance(space) -> tuple[float, int, int]:
 
 
 def audit(
-    mech, claim: Claim, *, pairs: int = 200, samples: int = 1_000_000, e2e_samples: int = 100_000, alpha: float = 1e-6,
-    seed: int | None = 0, top: int = 3, space_name: str | None = None,
+    mech,
+    claim: Claim,
+    *,
+    pairs: int = 200,
+    samples: int = 1_000_000,
+    e2e_samples: int = 100_000,
+    alpha: float = 1e-6,
+    seed: int | None = 0,
+    top: int = 3,
+    space_name: str | None = None,
 ) -> dict[str, Any]:
     """Audit one built mechanism against its stamped claim; one JSON-ready result."""
     g = np.random.default_rng(None if seed is None else [seed, 0xA0D17])
     eps = mech.eps
     res: dict[str, Any] = {
-        "mechanism": mech.name, "eps": eps,
-        "space": space_name or (mech.space.name if hasattr(mech, "space") and mech.space is not None else getattr(mech, "model_name", None)),
-        "claim": {"eps_per_token": claim.eps_per_token, "notion": claim.notion, "source": claim.source,
-                  "unit": "per unit distance" if claim.metric else "per token"},
-        "alpha": alpha, "confidence": 1 - alpha, "notes": [],
+        "mechanism": mech.name,
+        "eps": eps,
+        "space": space_name
+        or (
+            mech.space.name if hasattr(mech, "space") and mech.space is not None else getattr(mech, "model_name", None)
+        ),
+        "claim": {
+            "eps_per_token": claim.eps_per_token,
+            "notion": claim.notion,
+            "source": claim.source,
+            "unit": "per unit distance" if claim.metric else "per token",
+        },
+        "alpha": alpha,
+        "confidence": 1 - alpha,
+        "notes": [],
     }
     if isinstance(mech, Rantext):
         found = _audit_rantext(mech, pairs, samples, alpha / 2, seed, g, top, res)
@@ -233,24 +273,40 @@ def audit(
         found = _audit_exact(mech, claim, pairs, alpha / 2, seed, g, top, res)
     texts, best = found
     e2e = run_e2e(mech, best, texts, e2e_samples, alpha / 2, seed)
-    res["end_to_end"] = {"samples_per_text": e2e_samples, "method": "sanitize_batch counts, Clopper-Pearson",
-                         "certified": _num(max((p["certified"] for p in e2e), default=-math.inf)),
-                         "pairs": [{**p, "certified": _num(p["certified"])} for p in e2e]}
+    res["end_to_end"] = {
+        "samples_per_text": e2e_samples,
+        "method": "sanitize_batch counts, Clopper-Pearson",
+        "certified": _num(max((p["certified"] for p in e2e), default=-math.inf)),
+        "pairs": [{**p, "certified": _num(p["certified"])} for p in e2e],
+    }
     # the sampler against the model: each end-to-end interval must contain the model's probability (exact
     # models) or meet its confidence interval (RANTEXT's sampled radii); a gap means the sampler does not
     # draw from the distribution the mechanism's tables and stamp describe
     mismatch = []
     for p, m in zip(e2e, best):
         for side, key in (("x", "p_x"), ("x_prime", "p_x_prime")):
-            lo_e, hi_e = p["p_x_lower" if side == "x" else "p_x_prime_lower"], p["p_x_upper" if side == "x" else "p_x_prime_upper"]
+            lo_e, hi_e = (
+                p["p_x_lower" if side == "x" else "p_x_prime_lower"],
+                p["p_x_upper" if side == "x" else "p_x_prime_upper"],
+            )
             lo_m, hi_m = m.get(f"{key}_lower", m[key]), m.get(f"{key}_upper", m[key])
             if lo_e > hi_m * (1 + 1e-6) + 1e-12 or hi_e < lo_m * (1 - 1e-6) - 1e-12:
-                mismatch.append({"x": p["x"], "x_prime": p["x_prime"], "y": p["y"], "input": side,
-                                 "model": [lo_m, hi_m], "end_to_end": [lo_e, hi_e]})
+                mismatch.append(
+                    {
+                        "x": p["x"],
+                        "x_prime": p["x_prime"],
+                        "y": p["y"],
+                        "input": side,
+                        "model": [lo_m, hi_m],
+                        "end_to_end": [lo_e, hi_e],
+                    }
+                )
     res["sampler_mismatch"] = mismatch
     if mismatch:
-        res["notes"].append("end-to-end output frequencies fall outside the mechanism's own distribution: "
-                            "the sampler does not do what its tables and stamp say")
+        res["notes"].append(
+            "end-to-end output frequencies fall outside the mechanism's own distribution: "
+            "the sampler does not do what its tables and stamp say"
+        )
     model_cert = res.pop("_model_certified")
     cert = max([model_cert] + [p["certified"] for p in e2e])
     res["certified"] = _num(cert)
@@ -262,12 +318,21 @@ def audit(
         if claim.metric:
             dmax, i, j = max_distance(mech.space)
             worst = c * dmax
-            res["claim"].update(max_distance=dmax, max_distance_pair=[mech.space.vocab[i], mech.space.vocab[j]], worst_case_eps=worst)
+            res["claim"].update(
+                max_distance=dmax, max_distance_pair=[mech.space.vocab[i], mech.space.vocab[j]], worst_case_eps=worst
+            )
             over = [p for p in best if p["loss"] > c * p["distance"] + tol(c * p["distance"])]
             over += [q for q, p in zip(e2e, best) if q["certified"] > c * p["distance"] + tol(c * p["distance"])]
             violated = bool(over) or cert > worst + tol(worst)
-            res["certified_per_unit"] = _num(max((p["loss"] / p["distance"] if p["distance"] > 0 else (math.inf if p["loss"] > 0 else 0.0)
-                                                  for p in res["_scored"]), default=0.0))
+            res["certified_per_unit"] = _num(
+                max(
+                    (
+                        p["loss"] / p["distance"] if p["distance"] > 0 else (math.inf if p["loss"] > 0 else 0.0)
+                        for p in res["_scored"]
+                    ),
+                    default=0.0,
+                )
+            )
             for q, p in zip(e2e, best):
                 if p["distance"] > 0:
                     res["certified_per_unit"] = _num(max(_f(res["certified_per_unit"]), q["certified"] / p["distance"]))
@@ -290,8 +355,14 @@ def _pair_record(mech, p: dict, texts: dict[int, str], y_row: int) -> dict:
         y_text = mech.cand_text[col]
     else:
         y_text = mech.space.vocab[y_row]
-    return {"x": vocab(p["x_row"]).strip(), "x_prime": vocab(p["x_prime_row"]).strip(), "y": y_text,
-            "x_row": p["x_row"], "x_prime_row": p["x_prime_row"], "y_row": y_row}
+    return {
+        "x": vocab(p["x_row"]).strip(),
+        "x_prime": vocab(p["x_prime_row"]).strip(),
+        "y": y_text,
+        "x_row": p["x_row"],
+        "x_prime_row": p["x_prime_row"],
+        "y_row": y_row,
+    }
 
 
 def _audit_exact(mech, claim: Claim, n_pairs, alpha, seed, g, top, res) -> tuple[dict[int, str], list[dict]]:
@@ -314,7 +385,8 @@ def _audit_exact(mech, claim: Claim, n_pairs, alpha, seed, g, top, res) -> tuple
         res["notes"].append(
             f"pairs of sensitive words only ({outside} pairs with a non-sensitive word left out): a non-sensitive "
             "word is kept verbatim with probability 1-p, infinite loss, which the stamp lists as unprotected "
-            "and outside its proven figure")
+            "and outside its proven figure"
+        )
     scored = score_pairs(model, rows, pairs)
     if model.metric and scored:
         dist = model.distance(np.array([s["x_row"] for s in scored]), np.array([s["x_prime_row"] for s in scored]))
@@ -340,7 +412,12 @@ def _audit_exact(mech, claim: Claim, n_pairs, alpha, seed, g, top, res) -> tuple
         res["infinite_pairs"] = len(infinite)
     best = []
     for s in chosen:
-        rec = {**_pair_record(mech, s, texts, s["y_row"]), "loss": s["loss"], "p_x": s["p_x"], "p_x_prime": s["p_x_prime"]}
+        rec = {
+            **_pair_record(mech, s, texts, s["y_row"]),
+            "loss": s["loss"],
+            "p_x": s["p_x"],
+            "p_x_prime": s["p_x_prime"],
+        }
         if model.metric:
             rec["distance"] = s["distance"]
         best.append(rec)
@@ -351,16 +428,20 @@ def _audit_exact(mech, claim: Claim, n_pairs, alpha, seed, g, top, res) -> tuple
     res["_model_certified"] = max((s["loss"] for s in scored), default=-math.inf)
     res["_scored"] = scored
     if infinite:
-        res["notes"].append(f"{len(infinite)} of the pairs searched have an output with probability > 0 under x and exactly 0 "
-                            "under x' in the mechanism's own distribution (infinite loss: SanText+ keeps non-sensitive "
-                            "words; SanText's float64 sampler reaches probabilities down to ~1e-32 and 0 below)")
+        res["notes"].append(
+            f"{len(infinite)} of the pairs searched have an output with probability > 0 under x and exactly 0 "
+            "under x' in the mechanism's own distribution (infinite loss: SanText+ keeps non-sensitive "
+            "words; SanText's float64 sampler reaches probabilities down to ~1e-32 and 0 below)"
+        )
     return texts, best
 
 
 def _audit_rantext(mech: Rantext, n_pairs, samples, alpha, seed, g, top, res) -> tuple[dict[int, str], list[dict]]:
     model = RantextModel(mech)
     V = mech.space.size
-    sample = [int(r) for r in g.choice(V, size=min(n_pairs, V), replace=False)] if V > EXHAUSTIVE_MAX else list(range(V))
+    sample = (
+        [int(r) for r in g.choice(V, size=min(n_pairs, V), replace=False)] if V > EXHAUSTIVE_MAX else list(range(V))
+    )
     texts = perturbable(mech, sample, seed)
     sample = [r for r in sample if r in texts]
     tg = torch.Generator().manual_seed(int(g.integers(2**62)))
@@ -395,18 +476,31 @@ def _audit_rantext(mech: Rantext, n_pairs, samples, alpha, seed, g, top, res) ->
         lo, hi_x = kl_bounds(px, samples, a)
         lo_x2, hi = kl_bounds(px2, samples, a)
         loss = log_ratio(lo, hi)
-        rec = {**_pair_record(mech, {"x_row": x, "x_prime_row": x2}, texts, y), "loss": loss, "p_x": px, "p_x_prime": px2,
-               "p_x_lower": lo, "p_x_upper": hi_x, "p_x_prime_lower": lo_x2, "p_x_prime_upper": hi, "distance_x_y": float(model.distances(x)[y]),
-               "distance_x_prime_y": float(model.distances(x2)[y])}
+        rec = {
+            **_pair_record(mech, {"x_row": x, "x_prime_row": x2}, texts, y),
+            "loss": loss,
+            "p_x": px,
+            "p_x_prime": px2,
+            "p_x_lower": lo,
+            "p_x_upper": hi_x,
+            "p_x_prime_lower": lo_x2,
+            "p_x_prime_upper": hi,
+            "distance_x_y": float(model.distances(x)[y]),
+            "distance_x_prime_y": float(model.distances(x2)[y]),
+        }
         best.append(rec)
     best.sort(key=lambda b: -b["loss"])
-    res["method"] = (f"sampled radius: C_r and the exponential mechanism exact per radius, {samples} radii drawn as the "
-                     "mechanism draws them, KL-Chernoff bounds on the means")
+    res["method"] = (
+        f"sampled radius: C_r and the exponential mechanism exact per radius, {samples} radii drawn as the "
+        "mechanism draws them, KL-Chernoff bounds on the means"
+    )
     res["inputs_searched"] = len(sample)
     res["pairs"] = [{**b, "loss": _num(b["loss"])} for b in best]
     res["_model_certified"] = max((b["loss"] for b in best), default=-math.inf)
-    res["notes"].append("x' is the token farthest from y whose text the pipeline perturbs; the certified figure is "
-                        "capped by the sample size (about ln(samples / ln(1/alpha)) + ln P(y|x))")
+    res["notes"].append(
+        "x' is the token farthest from y whose text the pipeline perturbs; the certified figure is "
+        "capped by the sample size (about ln(samples / ln(1/alpha)) + ln P(y|x))"
+    )
     return texts, best
 
 

@@ -80,7 +80,9 @@ class SanTextModel(ExactModel):
 class CusTextModel(ExactModel):
     def __init__(self, mech: CusText):
         mech._load()
-        super().__init__(mech, "table", mech.space.size, np.arange(mech.space.size), group_of=mech.group_of.cpu().numpy())
+        super().__init__(
+            mech, "table", mech.space.size, np.arange(mech.space.size), group_of=mech.group_of.cpu().numpy()
+        )
 
     def logp(self, rows):
         m = self.mech

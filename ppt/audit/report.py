@@ -1,6 +1,6 @@
 """Markdown table of `ppt audit` JSONL records (docs/audit/README.md is made with it).
 
-    python -m ppt.audit.report docs/audit/audit.jsonl
+python -m ppt.audit.report docs/audit/audit.jsonl
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ def markdown(records: list[dict]) -> str:
         cert = _n(model) + (f" ({_n(r['certified_per_unit'])} per unit)" if "certified_per_unit" in r else "")
         pairs = "; ".join(f"{p['x']}, {p['x_prime']} -> {p['y']} ({_n(p['loss'])})" for p in r["pairs"])
         status = r["status"] + (" (sampler mismatch)" if r.get("sampler_mismatch") else "")
-        lines.append(f"| {r['mechanism']} | {r['space']} | {r['eps']:g} | {claimed} | {cert} | {_n(r['end_to_end']['certified'])} | {status} | {pairs} |")
+        lines.append(
+            f"| {r['mechanism']} | {r['space']} | {r['eps']:g} | {claimed} | {cert} | {_n(r['end_to_end']['certified'])} | {status} | {pairs} |"
+        )
     return "\n".join(lines)
 
 

@@ -53,7 +53,8 @@ from ppt.cache.store import Cache
 
 __all__ = [
     "FP_VERSION",
-    "MANIFEST", "OBSOLETE_KINDS",
+    "MANIFEST",
+    "OBSOLETE_KINDS",
     "SMALL_FILE",
     "STALE_ROOT_BUILD_S",
     "Artifact",

@@ -48,8 +48,15 @@ def scan(root: Path) -> list[Entry]:
             continue
         if kdir.name.startswith("."):  # a lock-less build dir in the root (e.g. a GGUF being assembled)
             age = _age_s(kdir)
-            out.append(Entry("", kdir.name, kdir, "stale-build" if age >= STALE_ROOT_BUILD_S else "building",
-                             f"untouched for {age / 60:.0f} min"))
+            out.append(
+                Entry(
+                    "",
+                    kdir.name,
+                    kdir,
+                    "stale-build" if age >= STALE_ROOT_BUILD_S else "building",
+                    f"untouched for {age / 60:.0f} min",
+                )
+            )
             continue
         for adir in sorted(kdir.iterdir()):
             if not adir.is_dir():
@@ -57,8 +64,15 @@ def scan(root: Path) -> list[Entry]:
             if adir.name.startswith("."):
                 key = adir.name[1:].split(".", 1)[0]
                 live = _lock_held(kdir / (key + ".lock"))
-                out.append(Entry(kdir.name, adir.name, adir, "building" if live else "stale-build",
-                                 "a live builder holds its lock" if live else "left by a killed build"))
+                out.append(
+                    Entry(
+                        kdir.name,
+                        adir.name,
+                        adir,
+                        "building" if live else "stale-build",
+                        "a live builder holds its lock" if live else "left by a killed build",
+                    )
+                )
                 continue
             try:
                 manifest = read_manifest(adir)

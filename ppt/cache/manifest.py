@@ -21,8 +21,12 @@ MANIFEST = "MANIFEST.json"
 
 def _file_record(p: Path, sha256: str | None = None) -> dict[str, Any]:
     st = p.stat()
-    return {"sha256": sha256 or hashing.sha256_file(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "fp": hashing.fingerprint_file(p, st.st_size)}
+    return {
+        "sha256": sha256 or hashing.sha256_file(p),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "fp": hashing.fingerprint_file(p, st.st_size),
+    }
 
 
 class CorruptArtifact(Exception):
@@ -127,7 +131,9 @@ def _fast_ok(p: Path, info: dict[str, Any], st: os.stat_result) -> bool:
     mtime, fp = info.get("mtime_ns"), info.get("fp")
     if not isinstance(mtime, int) or not isinstance(fp, str):
         return False  # a manifest from before fingerprints: hash in full once, then record them
-    if st.st_mtime_ns // 1_000_000_000 != mtime // 1_000_000_000:  # second precision survives copies to coarser filesystems
+    if (
+        st.st_mtime_ns // 1_000_000_000 != mtime // 1_000_000_000
+    ):  # second precision survives copies to coarser filesystems
         return False
     return hashing.fingerprint_file(p, st.st_size) == fp
 
@@ -173,8 +179,10 @@ def record_verified(directory: Path, manifest: dict[str, Any]) -> bool:
     """After a full check passed: record the files' current mtimes and fingerprints (and the time) in the
     manifest so later loads take the cheap path. Best effort: False when the cache is not writable."""
     try:
-        files = {rel: {**info, **{k: v for k, v in _file_record(directory / rel, info["sha256"]).items() if k != "sha256"}}
-                 for rel, info in manifest["files"].items()}
+        files = {
+            rel: {**info, **{k: v for k, v in _file_record(directory / rel, info["sha256"]).items() if k != "sha256"}}
+            for rel, info in manifest["files"].items()
+        }
         updated = {**manifest, "files": files, "verified": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         _write_json_atomic(directory / MANIFEST, updated)
     except OSError:

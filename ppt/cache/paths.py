@@ -21,15 +21,23 @@ def _cache_error(root: Path, exc: OSError, what: str) -> Exception:
 
     reason = exc.strerror or str(exc)
     if exc.errno in _NO_SPACE:
-        return PptError(f"ppt cache {root}: no space left on the device: cannot {what}", exit_code=ExitCode.IOERR,
-                        hint="free disk space (`ppt cache ls`, `ppt cache rm ...`) or set PPT_CACHE to a bigger disk")
+        return PptError(
+            f"ppt cache {root}: no space left on the device: cannot {what}",
+            exit_code=ExitCode.IOERR,
+            hint="free disk space (`ppt cache ls`, `ppt cache rm ...`) or set PPT_CACHE to a bigger disk",
+        )
     if exc.errno in _UNWRITABLE:
-        return PptError(f"ppt cache {root} is not writable ({reason}): cannot {what}",
-                        exit_code=ExitCode.CONFIG,
-                        hint="set PPT_CACHE to a writable directory, or build the artifacts into this cache first "
-                             "(`ppt precompute ...`) while it is writable; a read-only cache can only serve what it holds")
-    return PptError(f"ppt cache {root}: cannot {what} ({reason})", exit_code=ExitCode.CONFIG,
-                    hint="set PPT_CACHE to a writable directory")
+        return PptError(
+            f"ppt cache {root} is not writable ({reason}): cannot {what}",
+            exit_code=ExitCode.CONFIG,
+            hint="set PPT_CACHE to a writable directory, or build the artifacts into this cache first "
+            "(`ppt precompute ...`) while it is writable; a read-only cache can only serve what it holds",
+        )
+    return PptError(
+        f"ppt cache {root}: cannot {what} ({reason})",
+        exit_code=ExitCode.CONFIG,
+        hint="set PPT_CACHE to a writable directory",
+    )
 
 
 def _ensure_root(root: Path) -> Path:
@@ -38,15 +46,19 @@ def _ensure_root(root: Path) -> Path:
 
     if root.is_dir():
         return root
-    hint = ("set PPT_CACHE to a directory ppt can create or use" if os.environ.get("PPT_CACHE")
-            else "set PPT_CACHE to a directory ppt can create or use (the default is the user cache directory)")
+    hint = (
+        "set PPT_CACHE to a directory ppt can create or use"
+        if os.environ.get("PPT_CACHE")
+        else "set PPT_CACHE to a directory ppt can create or use (the default is the user cache directory)"
+    )
     if root.exists():
         raise PptError(f"PPT_CACHE={root} is not a directory", exit_code=ExitCode.CONFIG, hint=hint)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise PptError(f"cannot create the ppt cache directory {root} ({e.strerror or e})",
-                       exit_code=ExitCode.CONFIG, hint=hint) from None
+        raise PptError(
+            f"cannot create the ppt cache directory {root} ({e.strerror or e})", exit_code=ExitCode.CONFIG, hint=hint
+        ) from None
     return root
 
 

@@ -27,30 +27,57 @@ RAW_NOTE = (
 
 OriginalOpt = Annotated[
     str | None,
-    typer.Option("--original-field", help="Field with the raw (original) text; read by the attack.", rich_help_panel=ATTACK_PANEL),
+    typer.Option(
+        "--original-field", help="Field with the raw (original) text; read by the attack.", rich_help_panel=ATTACK_PANEL
+    ),
 ]
 SummaryOpt = Annotated[
     str,
-    typer.Option("--summary", help="Where the summary record goes: stderr, stdout (appended as the last JSONL line), a file path, or none.",
-                 rich_help_panel=ATTACK_PANEL),
+    typer.Option(
+        "--summary",
+        help="Where the summary record goes: stderr, stdout (appended as the last JSONL line), a file path, or none.",
+        rich_help_panel=ATTACK_PANEL,
+    ),
 ]
 SummaryOnlyOpt = Annotated[
-    bool, typer.Option("--summary-only", help="Write only the summary record, on stdout (no per-record output).", rich_help_panel=ATTACK_PANEL)
+    bool,
+    typer.Option(
+        "--summary-only",
+        help="Write only the summary record, on stdout (no per-record output).",
+        rich_help_panel=ATTACK_PANEL,
+    ),
 ]
 ResultFieldOpt = Annotated[
-    str, typer.Option("--result-field", help="Object field that collects per-record results under the attack's name.", rich_help_panel=ATTACK_PANEL)
+    str,
+    typer.Option(
+        "--result-field",
+        help="Object field that collects per-record results under the attack's name.",
+        rich_help_panel=ATTACK_PANEL,
+    ),
 ]
 SpaceOpt = Annotated[
     str | None,
-    typer.Option("--space", help="Embedding space to attack in (default: the one in each record's ppt.sanitize stamp).", rich_help_panel=ATTACK_PANEL),
+    typer.Option(
+        "--space",
+        help="Embedding space to attack in (default: the one in each record's ppt.sanitize stamp).",
+        rich_help_panel=ATTACK_PANEL,
+    ),
 ]
 AlignFieldOpt = Annotated[
-    str, typer.Option("--alignment-field", help="Per-record [[orig_row, new_row, start, end], ...] from the sanitizer, used when present.",
-                      rich_help_panel=ATTACK_PANEL)
+    str,
+    typer.Option(
+        "--alignment-field",
+        help="Per-record [[orig_row, new_row, start, end], ...] from the sanitizer, used when present.",
+        rich_help_panel=ATTACK_PANEL,
+    ),
 ]
 StopwordsOpt = Annotated[
-    str, typer.Option("--stopwords", help="Text alignment only: score stopwords (include), leave them out (exclude), or exclude when the stamp says the mechanism kept them (auto).",
-                      rich_help_panel=ATTACK_PANEL)
+    str,
+    typer.Option(
+        "--stopwords",
+        help="Text alignment only: score stopwords (include), leave them out (exclude), or exclude when the stamp says the mechanism kept them (auto).",
+        rich_help_panel=ATTACK_PANEL,
+    ),
 ]
 
 attack_app = typer.Typer(
@@ -115,8 +142,8 @@ def _check_summary(target: str) -> None:
 
 
 def _run(runner, args, desc: str, summary: str, summary_only: bool) -> int:
-    from ppt.stages.attack import summary_record
     from ppt.io import run_stream
+    from ppt.stages.attack import summary_record
 
     code = run_stream(args, runner, desc=desc, _stdout=_Discard() if summary_only else None)
     emit_summary(summary_record(runner), "stdout" if summary_only else summary)
@@ -124,8 +151,8 @@ def _run(runner, args, desc: str, summary: str, summary_only: bool) -> int:
 
 
 def _aligner(space, original_field, alignment_field, stopwords, device, quiet):
-    from ppt.stages.attack import SpaceCache, TokenAligner
     from ppt.io import stdout_guard
+    from ppt.stages.attack import SpaceCache, TokenAligner
 
     aligner = TokenAligner(SpaceCache(device=device, quiet=quiet), space, original_field, alignment_field, stopwords)
     with stdout_guard():
@@ -135,7 +162,10 @@ def _aligner(space, original_field, alignment_field, stopwords, device, quiet):
 
 @attack_app.command("knn")
 def knn(
-    k: Annotated[list[int], typer.Option("--k", "-k", min=1, help="K of the top-K success (repeatable).", rich_help_panel=ATTACK_PANEL)] = [1, 10],  # noqa: B006 - typer reads the default
+    k: Annotated[
+        list[int],
+        typer.Option("--k", "-k", min=1, help="K of the top-K success (repeatable).", rich_help_panel=ATTACK_PANEL),
+    ] = [1, 10],  # noqa: B006 - typer reads the default
     space: SpaceOpt = None,
     original_field: OriginalOpt = None,
     alignment_field: AlignFieldOpt = "ppt_alignment",
@@ -168,16 +198,44 @@ def knn(
         _check_summary(summary)
         aligner = _aligner(space, original_field, alignment_field, stopwords, device, quiet)
         runner = KnnRunner(aligner, tuple(k), result_field)
-        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
-                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device)
+        args = stream_args(
+            input=input,
+            output=output,
+            text_field=text_field,
+            id_field=id_field,
+            on_error=on_error,
+            batch_size=batch_size,
+            quiet=quiet,
+            device=device,
+        )
         raise typer.Exit(_run(runner, args, "attack knn", summary, summary_only))
 
 
 @attack_app.command("mti")
 def mti(
-    model: Annotated[str, typer.Option("--model", help="Masked LM: splade-tiny (offline), a local path or a hub id.", rich_help_panel=ATTACK_PANEL)] = "splade-tiny",
-    mask_length: Annotated[str, typer.Option("--mask-length", help="original: as many masks as the original word needs (attacker knows its length); one: a single mask.", rich_help_panel=ATTACK_PANEL)] = "original",
-    max_copies: Annotated[int, typer.Option("--max-copies", min=1, help="Masked copies per forward pass (all copies of a record in one pass up to this).", rich_help_panel=ATTACK_PANEL)] = 256,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model", help="Masked LM: splade-tiny (offline), a local path or a hub id.", rich_help_panel=ATTACK_PANEL
+        ),
+    ] = "splade-tiny",
+    mask_length: Annotated[
+        str,
+        typer.Option(
+            "--mask-length",
+            help="original: as many masks as the original word needs (attacker knows its length); one: a single mask.",
+            rich_help_panel=ATTACK_PANEL,
+        ),
+    ] = "original",
+    max_copies: Annotated[
+        int,
+        typer.Option(
+            "--max-copies",
+            min=1,
+            help="Masked copies per forward pass (all copies of a record in one pass up to this).",
+            rich_help_panel=ATTACK_PANEL,
+        ),
+    ] = 256,
     space: SpaceOpt = None,
     original_field: OriginalOpt = None,
     alignment_field: AlignFieldOpt = "ppt_alignment",
@@ -206,9 +264,9 @@ def mti(
     """
     with handle_errors():
         from ppt.attacks.mti import MASK_LENGTHS, MtiAttack
-        from ppt.stages.attack import MtiRunner
         from ppt.io import ExitCode, PptError, stdout_guard
         from ppt.models import load_masked_lm
+        from ppt.stages.attack import MtiRunner
 
         if mask_length not in MASK_LENGTHS:
             raise PptError(f"--mask-length must be one of {', '.join(MASK_LENGTHS)}", ExitCode.USAGE)
@@ -221,18 +279,60 @@ def mti(
         except ValueError as e:
             raise PptError(f"{model}: {e}", ExitCode.CONFIG) from None
         runner = MtiRunner(aligner, attack, model, result_field)
-        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
-                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device)
+        args = stream_args(
+            input=input,
+            output=output,
+            text_field=text_field,
+            id_field=id_field,
+            on_error=on_error,
+            batch_size=batch_size,
+            quiet=quiet,
+            device=device,
+        )
         raise typer.Exit(_run(runner, args, "attack mti", summary, summary_only))
 
 
 @attack_app.command("llm")
 def llm(
-    model: Annotated[str, typer.Option("--model", help="Local causal LM (alias, path, hub id), or the endpoint's model name with --base-url.", rich_help_panel=ATTACK_PANEL)] = "smollm2",
-    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint (via ppt.remote) instead of a local model.", rich_help_panel=ATTACK_PANEL)] = None,
-    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="Environment variable holding the endpoint's API key.", rich_help_panel=ATTACK_PANEL)] = None,
-    prompt_file: Annotated[str | None, typer.Option("--prompt-file", help="Prompt template file with {perturbed} (default: a built-in restoration prompt).", rich_help_panel=ATTACK_PANEL)] = None,
-    max_new_tokens: Annotated[int | None, typer.Option("--max-new-tokens", min=1, help="Generation budget (default: 2 tokens per word of the perturbed text + 16).", rich_help_panel=ATTACK_PANEL)] = None,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            help="Local causal LM (alias, path, hub id), or the endpoint's model name with --base-url.",
+            rich_help_panel=ATTACK_PANEL,
+        ),
+    ] = "smollm2",
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible endpoint (via ppt.remote) instead of a local model.",
+            rich_help_panel=ATTACK_PANEL,
+        ),
+    ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key-env", help="Environment variable holding the endpoint's API key.", rich_help_panel=ATTACK_PANEL
+        ),
+    ] = None,
+    prompt_file: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt-file",
+            help="Prompt template file with {perturbed} (default: a built-in restoration prompt).",
+            rich_help_panel=ATTACK_PANEL,
+        ),
+    ] = None,
+    max_new_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-new-tokens",
+            min=1,
+            help="Generation budget (default: 2 tokens per word of the perturbed text + 16).",
+            rich_help_panel=ATTACK_PANEL,
+        ),
+    ] = None,
     original_field: OriginalOpt = None,
     summary: SummaryOpt = "stderr",
     summary_only: SummaryOnlyOpt = False,
@@ -260,9 +360,9 @@ def llm(
         from pathlib import Path
 
         from ppt.attacks.llm import PROMPT, LlmAttack
-        from ppt.stages.attack import LlmRunner
         from ppt.io import ExitCode, PptError, stdout_guard
         from ppt.lm.base import get_lm
+        from ppt.stages.attack import LlmRunner
 
         if not original_field:
             raise PptError("ppt attack llm needs --original-field (the raw text to score against)", ExitCode.USAGE)
@@ -280,8 +380,11 @@ def llm(
 
                     backend = EndpointLM(base_url, model, api_key_env=api_key_env)
                 except ImportError as e:
-                    raise PptError(f"the endpoint client is not available ({e})", ExitCode.CONFIG,
-                                   hint="install the remote extra: pip install 'ppt[remote]'") from None
+                    raise PptError(
+                        f"the endpoint client is not available ({e})",
+                        ExitCode.CONFIG,
+                        hint="install the remote extra: pip install 'ppt[remote]'",
+                    ) from None
             else:
                 backend = get_lm(model, device=device, batch_size=batch_size)
         try:
@@ -289,14 +392,24 @@ def llm(
         except ValueError as e:
             raise PptError(str(e), ExitCode.USAGE) from None
         runner = LlmRunner(attack, original_field, result_field)
-        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
-                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device)
+        args = stream_args(
+            input=input,
+            output=output,
+            text_field=text_field,
+            id_field=id_field,
+            on_error=on_error,
+            batch_size=batch_size,
+            quiet=quiet,
+            device=device,
+        )
         raise typer.Exit(_run(runner, args, "attack llm", summary, summary_only))
 
 
 @attack_app.command("ngram")
 def ngram(
-    n: Annotated[list[int], typer.Option("--n", "-n", min=1, help="n-gram orders (repeatable).", rich_help_panel=ATTACK_PANEL)] = [1, 2, 3],  # noqa: B006 - typer reads the default
+    n: Annotated[
+        list[int], typer.Option("--n", "-n", min=1, help="n-gram orders (repeatable).", rich_help_panel=ATTACK_PANEL)
+    ] = [1, 2, 3],  # noqa: B006 - typer reads the default
     original_field: OriginalOpt = None,
     summary: SummaryOpt = "stderr",
     summary_only: SummaryOnlyOpt = False,
@@ -317,21 +430,32 @@ def ngram(
       ppt attack ngram --original-field raw --text-field completion -n 1 -n 2 --summary-only < remote.jsonl
     """
     with handle_errors():
-        from ppt.stages.attack import NgramRunner
         from ppt.io import ExitCode, PptError
+        from ppt.stages.attack import NgramRunner
 
         if not original_field:
             raise PptError("ppt attack ngram needs --original-field (the raw document)", ExitCode.USAGE)
         _check_summary(summary)
         runner = NgramRunner(original_field, tuple(n), result_field)
-        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
-                           on_error=on_error, batch_size=batch_size, quiet=quiet)
+        args = stream_args(
+            input=input,
+            output=output,
+            text_field=text_field,
+            id_field=id_field,
+            on_error=on_error,
+            batch_size=batch_size,
+            quiet=quiet,
+        )
         raise typer.Exit(_run(runner, args, "attack ngram", summary, summary_only))
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(attack_app, name="attack", help="Measure what an adversary recovers: knn, mti, llm, ngram; privacy = 1 - success rate.\n\n" + RAW_NOTE,
-                  short_help="Privacy attacks on sanitized text: knn, mti, llm, ngram.")
+    app.add_typer(
+        attack_app,
+        name="attack",
+        help="Measure what an adversary recovers: knn, mti, llm, ngram; privacy = 1 - success rate.\n\n" + RAW_NOTE,
+        short_help="Privacy attacks on sanitized text: knn, mti, llm, ngram.",
+    )
 
 
 # ---- snd-inversion (Split-N-Denoise; issue 9) --------------------------------------------------------
@@ -349,17 +473,32 @@ pooled rates over all non-special tokens with binomial intervals (--ci wilson or
 """
 
 
-@attack_app.command("snd-inversion", help=SND_INVERSION_HELP, short_help="Invert SnD's noisy token rows to their nearest tokens.")
+@attack_app.command(
+    "snd-inversion", help=SND_INVERSION_HELP, short_help="Invert SnD's noisy token rows to their nearest tokens."
+)
 def snd_inversion(
-    eta: Annotated[float, typer.Option("--eta", help="The d_chi eta of the rows attacked.", rich_help_panel=ATTACK_PANEL)] = 100.0,
-    model: Annotated[str, typer.Option("--model", "-m", help="minilm, smollm2, a path or a hub id.", rich_help_panel=ATTACK_PANEL)] = "minilm",
-    k: Annotated[int, typer.Option("-k", min=1, help="Top-k reported besides top-1.", rich_help_panel=ATTACK_PANEL)] = 10,
-    ci: Annotated[str, typer.Option("--ci", help="Interval: wilson or clopper-pearson.", rich_help_panel=ATTACK_PANEL)] = "wilson",
-    max_length: Annotated[int, typer.Option("--max-length", min=1, help="Tokens kept per text.", rich_help_panel=ATTACK_PANEL)] = 128,
+    eta: Annotated[
+        float, typer.Option("--eta", help="The d_chi eta of the rows attacked.", rich_help_panel=ATTACK_PANEL)
+    ] = 100.0,
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="minilm, smollm2, a path or a hub id.", rich_help_panel=ATTACK_PANEL)
+    ] = "minilm",
+    k: Annotated[
+        int, typer.Option("-k", min=1, help="Top-k reported besides top-1.", rich_help_panel=ATTACK_PANEL)
+    ] = 10,
+    ci: Annotated[
+        str, typer.Option("--ci", help="Interval: wilson or clopper-pearson.", rich_help_panel=ATTACK_PANEL)
+    ] = "wilson",
+    max_length: Annotated[
+        int, typer.Option("--max-length", min=1, help="Tokens kept per text.", rich_help_panel=ATTACK_PANEL)
+    ] = 128,
     result_field: ResultFieldOpt = "attack",
     summary: SummaryOpt = "stderr",
     summary_only: SummaryOnlyOpt = False,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the noise (the same as `ppt snd embed --seed` to attack those rows).")] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option("--seed", help="Seed of the noise (the same as `ppt snd embed --seed` to attack those rows)."),
+    ] = None,
     device: DeviceOpt = "auto",
     input: InputOpt = "-",  # noqa: A002
     output: OutputOpt = "-",
@@ -381,6 +520,14 @@ def snd_inversion(
                 return SplitModel.load(model, device=device, max_length=max_length)
 
         runner = SndInversionStage(load, eta=eta, seed=seed, k=k, result_field=result_field, ci_method=ci)
-        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
-                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device)
+        args = stream_args(
+            input=input,
+            output=output,
+            text_field=text_field,
+            id_field=id_field,
+            on_error=on_error,
+            batch_size=batch_size,
+            quiet=quiet,
+            device=device,
+        )
         raise typer.Exit(_run(runner, args, "attack snd-inversion", summary, summary_only))

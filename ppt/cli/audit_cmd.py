@@ -34,18 +34,76 @@ Exit 0 unless the options are wrong, or a violation with --fail-on-violation (ex
 
 
 def audit(
-    mech: Annotated[list[str], typer.Option("--mech", "-m", help="Mechanism to audit (repeatable; see `ppt mechs`).", rich_help_panel=AUDIT_PANEL)] = ["rantext"],  # noqa: B006
-    eps: Annotated[list[float], typer.Option("--eps", "-e", help="Privacy parameter (repeatable; default: the mechanism's).", rich_help_panel=AUDIT_PANEL)] = [],  # noqa: B006
-    space: Annotated[str | None, typer.Option("--space", help="Embedding space (default: each mechanism's own).", rich_help_panel=AUDIT_PANEL)] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Context model for Cape (alias, path or hub id).", rich_help_panel=AUDIT_PANEL)] = None,
-    param: Annotated[list[str], typer.Option("--param", "-p", help="Mechanism parameter KEY=VALUE (repeatable).", rich_help_panel=AUDIT_PANEL)] = [],  # noqa: B006
-    pairs: Annotated[int, typer.Option("--pairs", min=1, help="Input tokens sampled for the pair search (every pair on vocabularies up to 64).", rich_help_panel=AUDIT_PANEL)] = 200,
-    samples: Annotated[int, typer.Option("--samples", min=100, help="RANTEXT: radii drawn to certify P(y|x) over the random list.", rich_help_panel=AUDIT_PANEL)] = 1_000_000,
-    e2e_samples: Annotated[int, typer.Option("--e2e-samples", min=0, help="End-to-end runs of each attaining one-token prompt (0: skip).", rich_help_panel=AUDIT_PANEL)] = 50_000,
-    top: Annotated[int, typer.Option("--top", min=1, help="Attaining pairs reported and run end to end.", rich_help_panel=AUDIT_PANEL)] = 3,
-    alpha: Annotated[float, typer.Option("--alpha", help="Failure probability of each certified bound.", rich_help_panel=AUDIT_PANEL)] = 1e-6,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the search and the end-to-end runs (default 0; the audit is about the mechanism, not a secret).", rich_help_panel=AUDIT_PANEL)] = 0,
-    fail_on_violation: Annotated[bool, typer.Option("--fail-on-violation", help="Exit 1 when any claim is violated.", rich_help_panel=AUDIT_PANEL)] = False,
+    mech: Annotated[
+        list[str],
+        typer.Option(
+            "--mech", "-m", help="Mechanism to audit (repeatable; see `ppt mechs`).", rich_help_panel=AUDIT_PANEL
+        ),
+    ] = ["rantext"],  # noqa: B006
+    eps: Annotated[
+        list[float],
+        typer.Option(
+            "--eps", "-e", help="Privacy parameter (repeatable; default: the mechanism's).", rich_help_panel=AUDIT_PANEL
+        ),
+    ] = [],  # noqa: B006
+    space: Annotated[
+        str | None,
+        typer.Option("--space", help="Embedding space (default: each mechanism's own).", rich_help_panel=AUDIT_PANEL),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Context model for Cape (alias, path or hub id).", rich_help_panel=AUDIT_PANEL),
+    ] = None,
+    param: Annotated[
+        list[str],
+        typer.Option("--param", "-p", help="Mechanism parameter KEY=VALUE (repeatable).", rich_help_panel=AUDIT_PANEL),
+    ] = [],  # noqa: B006
+    pairs: Annotated[
+        int,
+        typer.Option(
+            "--pairs",
+            min=1,
+            help="Input tokens sampled for the pair search (every pair on vocabularies up to 64).",
+            rich_help_panel=AUDIT_PANEL,
+        ),
+    ] = 200,
+    samples: Annotated[
+        int,
+        typer.Option(
+            "--samples",
+            min=100,
+            help="RANTEXT: radii drawn to certify P(y|x) over the random list.",
+            rich_help_panel=AUDIT_PANEL,
+        ),
+    ] = 1_000_000,
+    e2e_samples: Annotated[
+        int,
+        typer.Option(
+            "--e2e-samples",
+            min=0,
+            help="End-to-end runs of each attaining one-token prompt (0: skip).",
+            rich_help_panel=AUDIT_PANEL,
+        ),
+    ] = 50_000,
+    top: Annotated[
+        int,
+        typer.Option("--top", min=1, help="Attaining pairs reported and run end to end.", rich_help_panel=AUDIT_PANEL),
+    ] = 3,
+    alpha: Annotated[
+        float, typer.Option("--alpha", help="Failure probability of each certified bound.", rich_help_panel=AUDIT_PANEL)
+    ] = 1e-6,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            help="Seed of the search and the end-to-end runs (default 0; the audit is about the mechanism, not a secret).",
+            rich_help_panel=AUDIT_PANEL,
+        ),
+    ] = 0,
+    fail_on_violation: Annotated[
+        bool,
+        typer.Option("--fail-on-violation", help="Exit 1 when any claim is violated.", rich_help_panel=AUDIT_PANEL),
+    ] = False,
     device: DeviceOpt = "auto",
     quiet: QuietOpt = False,
 ) -> None:
@@ -64,18 +122,43 @@ def audit(
         for name in mech:
             for e in eps or [None]:
                 with stdout_guard():
-                    res = run_audit(name, e, space=space, model=model, params=params, pairs=pairs, samples=samples,
-                                    e2e_samples=e2e_samples, alpha=alpha, seed=seed, top=top, device=device, quiet=quiet)
+                    res = run_audit(
+                        name,
+                        e,
+                        space=space,
+                        model=model,
+                        params=params,
+                        pairs=pairs,
+                        samples=samples,
+                        e2e_samples=e2e_samples,
+                        alpha=alpha,
+                        seed=seed,
+                        top=top,
+                        device=device,
+                        quiet=quiet,
+                    )
                 typer.echo(orjson.dumps(jsonable(res)).decode())
                 results.append(res)
         if not quiet:
             table = Table(title=f"ppt audit (certified lower bounds, confidence 1 - {alpha:g})", show_lines=True)
-            for col in ("mechanism", "eps", "claimed", "certified", "end to end", "status", "attaining pairs (x, x' -> y: loss)"):
+            for col in (
+                "mechanism",
+                "eps",
+                "claimed",
+                "certified",
+                "end to end",
+                "status",
+                "attaining pairs (x, x' -> y: loss)",
+            ):
                 table.add_column(col, overflow="fold")
             for r in results:
                 c = r["claim"]
-                claimed = "—" if c["eps_per_token"] is None else f"{c['eps_per_token']:g}" + (
-                    f" per unit (worst {c['worst_case_eps']:.3g})" if "worst_case_eps" in c else "")
+                claimed = (
+                    "—"
+                    if c["eps_per_token"] is None
+                    else f"{c['eps_per_token']:g}"
+                    + (f" per unit (worst {c['worst_case_eps']:.3g})" if "worst_case_eps" in c else "")
+                )
                 cert = r["certified"]
                 cert_s = cert if isinstance(cert, str) else f"{cert:.3f}"
                 if "certified_per_unit" in r:
@@ -83,7 +166,10 @@ def audit(
                     cert_s += f" ({cpu if isinstance(cpu, str) else f'{cpu:.3f}'} per unit)"
                 e2e = r["end_to_end"]["certified"]
                 e2e_s = e2e if isinstance(e2e, str) else f"{e2e:.3f}"
-                pairs_s = "\n".join(f"{p['x']}, {p['x_prime']} -> {p['y']}: {p['loss'] if isinstance(p['loss'], str) else format(p['loss'], '.3f')}" for p in r["pairs"])
+                pairs_s = "\n".join(
+                    f"{p['x']}, {p['x_prime']} -> {p['y']}: {p['loss'] if isinstance(p['loss'], str) else format(p['loss'], '.3f')}"
+                    for p in r["pairs"]
+                )
                 table.add_row(r["mechanism"], f"{r['eps']:g}", claimed, cert_s, e2e_s, r["status"], pairs_s)
             Console(stderr=True, width=max(Console(stderr=True).width, 160)).print(table)
         if fail_on_violation and any(r["status"] == "violated" for r in results):
@@ -91,4 +177,6 @@ def audit(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("audit", help=HELP, short_help="Certify a lower bound on each mechanism's per-token privacy loss vs its stamp.")(audit)
+    app.command(
+        "audit", help=HELP, short_help="Certify a lower bound on each mechanism's per-token privacy loss vs its stamp."
+    )(audit)

@@ -8,14 +8,24 @@ import typer
 
 from ppt.cli.common import handle_errors
 
-cache_app = typer.Typer(help="Inspect and manage cached artifacts (spaces, tables, converted models).", no_args_is_help=True)
+cache_app = typer.Typer(
+    help="Inspect and manage cached artifacts (spaces, tables, converted models).", no_args_is_help=True
+)
 
-_STATE_LABEL = {"ok": "yes", "incomplete": "NO (incomplete)", "bad-manifest": "NO (bad manifest)",
-                "building": "building", "stale-build": "STALE build", "obsolete": "OBSOLETE (unused)"}
+_STATE_LABEL = {
+    "ok": "yes",
+    "incomplete": "NO (incomplete)",
+    "bad-manifest": "NO (bad manifest)",
+    "building": "building",
+    "stale-build": "STALE build",
+    "obsolete": "OBSOLETE (unused)",
+}
 
 
 @cache_app.command("ls")
-def ls(json_out: Annotated[bool, typer.Option("--json", help="One JSON object per artifact on stdout.")] = False) -> None:
+def ls(
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per artifact on stdout.")] = False,
+) -> None:
     """List artifacts: kind, key, size, state.
 
     State is ok, incomplete (no manifest), bad-manifest (unreadable or malformed), building (a live
@@ -36,8 +46,18 @@ def ls(json_out: Annotated[bool, typer.Option("--json", help="One JSON object pe
         rows = []
         for e in cache.scan():
             deps = (e.manifest or {}).get("deps", {})
-            rows.append({"kind": e.kind, "key": e.key, "path": str(e.path), "bytes": dir_size(e.path),
-                         "complete": e.state in ("ok", "obsolete"), "state": e.state, "detail": e.detail, "deps": deps})
+            rows.append(
+                {
+                    "kind": e.kind,
+                    "key": e.key,
+                    "path": str(e.path),
+                    "bytes": dir_size(e.path),
+                    "complete": e.state in ("ok", "obsolete"),
+                    "state": e.state,
+                    "detail": e.detail,
+                    "deps": deps,
+                }
+            )
         if json_out:
             for r in rows:
                 typer.echo(orjson.dumps(r).decode())
@@ -47,14 +67,24 @@ def ls(json_out: Annotated[bool, typer.Option("--json", help="One JSON object pe
             table.add_column(col)
         for r in rows:
             deps = ", ".join(f"{k}={v}" for k, v in r["deps"].items() if k not in ("builder",))
-            table.add_row(r["kind"], r["key"], f"{r['bytes'] / 1e6:.1f}", _STATE_LABEL.get(r["state"], r["state"]),
-                          deps[:80] or r["detail"][:80])
+            table.add_row(
+                r["kind"],
+                r["key"],
+                f"{r['bytes'] / 1e6:.1f}",
+                _STATE_LABEL.get(r["state"], r["state"]),
+                deps[:80] or r["detail"][:80],
+            )
         Console().print(table)
 
 
 @cache_app.command("verify")
 def verify_cmd(
-    fix: Annotated[bool, typer.Option("--fix", help="Remove artifacts that fail and stale build directories (artifacts are rebuilt on next use).")] = False,
+    fix: Annotated[
+        bool,
+        typer.Option(
+            "--fix", help="Remove artifacts that fail and stale build directories (artifacts are rebuilt on next use)."
+        ),
+    ] = False,
 ) -> None:
     """Check every artifact's files against the full sha256 in its manifest; exit 1 if any fails.
 
@@ -95,7 +125,12 @@ def verify_cmd(
 
 @cache_app.command("rm")
 def rm(
-    target: Annotated[list[str], typer.Argument(help="KIND, KIND/KEY, 'stale' (build directories left by killed builds), 'bad' (artifacts with a missing or malformed manifest), 'obsolete' (kinds nothing reads any more), or 'all'.")],
+    target: Annotated[
+        list[str],
+        typer.Argument(
+            help="KIND, KIND/KEY, 'stale' (build directories left by killed builds), 'bad' (artifacts with a missing or malformed manifest), 'obsolete' (kinds nothing reads any more), or 'all'."
+        ),
+    ],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Required with 'all'.")] = False,
 ) -> None:
     """Remove artifacts by kind, kind/key, stale build directories, bad artifacts, or all of them.
@@ -122,9 +157,13 @@ def rm(
                     else:
                         busy += 1
                 continue
-            if ("all" in target or e.kind in target or f"{e.kind}/{e.key}" in target
-                    or ("bad" in target and e.state in ("incomplete", "bad-manifest"))
-                    or ("obsolete" in target and e.state == "obsolete")):
+            if (
+                "all" in target
+                or e.kind in target
+                or f"{e.kind}/{e.key}" in target
+                or ("bad" in target and e.state in ("incomplete", "bad-manifest"))
+                or ("obsolete" in target and e.state == "obsolete")
+            ):
                 cache.remove(e.kind, e.key)
                 removed += 1
         msg = f"ppt: removed {removed} artifact(s)"
@@ -132,7 +171,9 @@ def rm(
             msg += f" and {stale} stale build director{'y' if stale == 1 else 'ies'}"
         print(msg, file=sys.stderr)
         if busy:
-            print(f"ppt: kept {busy} build director{'y' if busy == 1 else 'ies'} in use by a live build", file=sys.stderr)
+            print(
+                f"ppt: kept {busy} build director{'y' if busy == 1 else 'ies'} in use by a live build", file=sys.stderr
+            )
 
 
 def register(app: typer.Typer) -> None:

@@ -52,7 +52,7 @@ OutputOpt = Annotated[
         "-o",
         help="Output JSONL: '-' writes stdout; a regular file is replaced atomically and keeps its mode; "
         "devices, FIFOs, /dev/fd/N (e.g. >(gzip > x.gz)) and symlink targets are written through.",
-        rich_help_panel=IO_PANEL
+        rich_help_panel=IO_PANEL,
     ),
 ]
 TextFieldOpt = Annotated[
@@ -88,9 +88,7 @@ QuietOpt = Annotated[
 ]
 DeviceOpt = Annotated[
     str,
-    typer.Option(
-        "--device", callback=_check_device, help="auto, cpu, mps, cuda or cuda:N.", rich_help_panel=RUN_PANEL
-    ),
+    typer.Option("--device", callback=_check_device, help="auto, cpu, mps, cuda or cuda:N.", rich_help_panel=RUN_PANEL),
 ]
 
 EngineOpt = Annotated[
@@ -112,13 +110,20 @@ RayAddressOpt = Annotated[
 ]
 ActorsOpt = Annotated[
     int | None,
-    typer.Option("--actors", min=1, help="Ray actors (default: one per GPU, else one per CPU).", rich_help_panel=RUN_PANEL),
+    typer.Option(
+        "--actors", min=1, help="Ray actors (default: one per GPU, else one per CPU).", rich_help_panel=RUN_PANEL
+    ),
 ]
 
 WorkersOpt = Annotated[
     int | None,
-    typer.Option("--workers", min=1, help="Worker processes for the batches (default: the cores available; 1 on a "
-                 "GPU). Output is the same for any N; an input of one batch starts none.", rich_help_panel=RUN_PANEL),
+    typer.Option(
+        "--workers",
+        min=1,
+        help="Worker processes for the batches (default: the cores available; 1 on a "
+        "GPU). Output is the same for any N; an input of one batch starts none.",
+        rich_help_panel=RUN_PANEL,
+    ),
 ]
 
 

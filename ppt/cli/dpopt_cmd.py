@@ -32,29 +32,77 @@ dpopt_app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-LabelFieldOpt = Annotated[str, typer.Option("--label-field", help="Field holding each record's label.", rich_help_panel=PANEL)]
+LabelFieldOpt = Annotated[
+    str, typer.Option("--label-field", help="Field holding each record's label.", rich_help_panel=PANEL)
+]
 
 
 @dpopt_app.command("tune")
 def tune(
-    labels: Annotated[str, typer.Option("--labels", help="Comma-separated label words, e.g. 'negative,positive'.", rich_help_panel=PANEL)],
+    labels: Annotated[
+        str,
+        typer.Option("--labels", help="Comma-separated label words, e.g. 'negative,positive'.", rich_help_panel=PANEL),
+    ],
     input: InputOpt = "-",
     output: OutputOpt = "-",
-    eps: Annotated[float, typer.Option("--eps", help="Privacy budget eps (inf: the non-private run, same code path).", rich_help_panel=PANEL)] = 8.0,
-    delta: Annotated[float | None, typer.Option("--delta", help="Privacy budget delta (default: min(1e-5, 1/records)).", rich_help_panel=PANEL)] = None,
-    model: Annotated[str, typer.Option("--model", help="Local causal LM (alias, path or hub id).", rich_help_panel=PANEL)] = "smollm2",
-    init: Annotated[str, typer.Option("--init", help="Initial instruction (public).", rich_help_panel=PANEL)] = "Classify the sentiment.",
-    ensemble: Annotated[int, typer.Option("--ensemble", min=1, help="Disjoint subsets (meta-prompts) voting per token.", rich_help_panel=PANEL)] = 32,
-    shots: Annotated[int, typer.Option("--shots", min=1, help="Records per subset's meta-prompt.", rich_help_panel=PANEL)] = 4,
-    rate: Annotated[float, typer.Option("--rate", help="Probability that a subset votes on a query (Poisson).", rich_help_panel=PANEL)] = 0.5,
-    eps0: Annotated[float, typer.Option("--eps0", help="eps of one LimitedDomain release (before amplification).", rich_help_panel=PANEL)] = 2.0,
-    k_bar: Annotated[int, typer.Option("--k-bar", min=1, help="LimitedDomain's domain size.", rich_help_panel=PANEL)] = 10,
-    max_prompts: Annotated[int, typer.Option("--max-prompts", min=1, help="Candidate instructions generated.", rich_help_panel=PANEL)] = 4,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Tokens per candidate at most.", rich_help_panel=PANEL)] = 24,
-    temperature: Annotated[float, typer.Option("--temperature", min=0.0, help="Sampling temperature of each vote.", rich_help_panel=PANEL)] = 1.1,
-    val_fraction: Annotated[float, typer.Option("--val-fraction", help="Share of records held out for private selection.", rich_help_panel=PANEL)] = 0.3,
+    eps: Annotated[
+        float,
+        typer.Option(
+            "--eps", help="Privacy budget eps (inf: the non-private run, same code path).", rich_help_panel=PANEL
+        ),
+    ] = 8.0,
+    delta: Annotated[
+        float | None,
+        typer.Option("--delta", help="Privacy budget delta (default: min(1e-5, 1/records)).", rich_help_panel=PANEL),
+    ] = None,
+    model: Annotated[
+        str, typer.Option("--model", help="Local causal LM (alias, path or hub id).", rich_help_panel=PANEL)
+    ] = "smollm2",
+    init: Annotated[
+        str, typer.Option("--init", help="Initial instruction (public).", rich_help_panel=PANEL)
+    ] = "Classify the sentiment.",
+    ensemble: Annotated[
+        int,
+        typer.Option(
+            "--ensemble", min=1, help="Disjoint subsets (meta-prompts) voting per token.", rich_help_panel=PANEL
+        ),
+    ] = 32,
+    shots: Annotated[
+        int, typer.Option("--shots", min=1, help="Records per subset's meta-prompt.", rich_help_panel=PANEL)
+    ] = 4,
+    rate: Annotated[
+        float,
+        typer.Option("--rate", help="Probability that a subset votes on a query (Poisson).", rich_help_panel=PANEL),
+    ] = 0.5,
+    eps0: Annotated[
+        float,
+        typer.Option("--eps0", help="eps of one LimitedDomain release (before amplification).", rich_help_panel=PANEL),
+    ] = 2.0,
+    k_bar: Annotated[
+        int, typer.Option("--k-bar", min=1, help="LimitedDomain's domain size.", rich_help_panel=PANEL)
+    ] = 10,
+    max_prompts: Annotated[
+        int, typer.Option("--max-prompts", min=1, help="Candidate instructions generated.", rich_help_panel=PANEL)
+    ] = 4,
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", min=1, help="Tokens per candidate at most.", rich_help_panel=PANEL)
+    ] = 24,
+    temperature: Annotated[
+        float, typer.Option("--temperature", min=0.0, help="Sampling temperature of each vote.", rich_help_panel=PANEL)
+    ] = 1.1,
+    val_fraction: Annotated[
+        float,
+        typer.Option("--val-fraction", help="Share of records held out for private selection.", rich_help_panel=PANEL),
+    ] = 0.3,
     accountant: Annotated[str, typer.Option("--accountant", help="pld (tight) or rdp.", rich_help_panel=PANEL)] = "pld",
-    checkpoint: Annotated[str | None, typer.Option("--checkpoint", help="Directory to save progress to and resume from (holds the subset key: keep it private).", rich_help_panel=PANEL)] = None,
+    checkpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--checkpoint",
+            help="Directory to save progress to and resume from (holds the subset key: keep it private).",
+            rich_help_panel=PANEL,
+        ),
+    ] = None,
     label_field: LabelFieldOpt = "label",
     text_field: TextFieldOpt = "text",
     id_field: IdFieldOpt = "id",
@@ -78,36 +126,88 @@ def tune(
         if accountant not in ("pld", "rdp"):
             raise PptError("--accountant must be pld or rdp", ExitCode.USAGE)
         warn_if_seeded(seed)
-        cfg = TuneConfig(labels=parse_labels(labels), eps=eps, delta=delta, init=init, ensemble=ensemble, shots=shots,
-                         rate=rate, eps0=eps0, k_bar=k_bar, max_prompts=max_prompts, max_tokens=max_tokens,
-                         temperature=temperature, val_fraction=val_fraction, accountant=accountant, seed=seed)
-        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
-                           on_error="fail", batch_size=64, quiet=quiet, device=device)
+        cfg = TuneConfig(
+            labels=parse_labels(labels),
+            eps=eps,
+            delta=delta,
+            init=init,
+            ensemble=ensemble,
+            shots=shots,
+            rate=rate,
+            eps0=eps0,
+            k_bar=k_bar,
+            max_prompts=max_prompts,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            val_fraction=val_fraction,
+            accountant=accountant,
+            seed=seed,
+        )
+        args = stream_args(
+            input=input,
+            output=output,
+            text_field=text_field,
+            id_field=id_field,
+            on_error="fail",
+            batch_size=64,
+            quiet=quiet,
+            device=device,
+        )
 
         def progress(ev: dict) -> None:
             if not quiet:
                 spent = ev["eps_spent"]
-                print(f"ppt: dp-opt: candidate {ev['candidate'] + 1}: {ev['tokens']} token(s) released; "
-                      f"{ev['queries']} queries ({ev['failures']} failed), eps spent "
-                      f"{'inf' if math.isinf(spent) else f'{spent:.3f}'}", file=sys.stderr, flush=True)
+                print(
+                    f"ppt: dp-opt: candidate {ev['candidate'] + 1}: {ev['tokens']} token(s) released; "
+                    f"{ev['queries']} queries ({ev['failures']} failed), eps spent "
+                    f"{'inf' if math.isinf(spent) else f'{spent:.3f}'}",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
         res = run_tune(args, label_field, cfg, model, checkpoint, progress)
         if not quiet:
             b = res["ppt"]["dp-opt"]
-            print(f"ppt: dp-opt: {len(res['candidates'])} candidate(s); eps {b['eps']} delta {b['delta']:g} "
-                  f"({b['generation']['queries']} queries, stopped: {b['generation']['stopped']})", file=sys.stderr)
+            print(
+                f"ppt: dp-opt: {len(res['candidates'])} candidate(s); eps {b['eps']} delta {b['delta']:g} "
+                f"({b['generation']['queries']} queries, stopped: {b['generation']['stopped']})",
+                file=sys.stderr,
+            )
 
 
 @dpopt_app.command("eval")
 def eval_(
-    prompt: Annotated[str, typer.Option("--prompt", help="The JSON object written by `ppt dp-opt tune`.", rich_help_panel=PANEL)],
+    prompt: Annotated[
+        str, typer.Option("--prompt", help="The JSON object written by `ppt dp-opt tune`.", rich_help_panel=PANEL)
+    ],
     input: InputOpt = "-",
     output: OutputOpt = "-",
-    model: Annotated[str | None, typer.Option("--model", help="Local causal LM that scores the labels.", rich_help_panel=PANEL)] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint returning prompt logprobs (/completions, echo).", rich_help_panel=PANEL)] = None,
-    remote_model: Annotated[str | None, typer.Option("--remote-model", help="Model name sent to the endpoint.", rich_help_panel=PANEL)] = None,
-    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="Environment variable holding the endpoint's API key.", rich_help_panel=PANEL)] = None,
-    initial: Annotated[bool, typer.Option("--initial", help="Evaluate the prompt file's initial instruction instead.", rich_help_panel=PANEL)] = False,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Local causal LM that scores the labels.", rich_help_panel=PANEL)
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible endpoint returning prompt logprobs (/completions, echo).",
+            rich_help_panel=PANEL,
+        ),
+    ] = None,
+    remote_model: Annotated[
+        str | None, typer.Option("--remote-model", help="Model name sent to the endpoint.", rich_help_panel=PANEL)
+    ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key-env", help="Environment variable holding the endpoint's API key.", rich_help_panel=PANEL
+        ),
+    ] = None,
+    initial: Annotated[
+        bool,
+        typer.Option(
+            "--initial", help="Evaluate the prompt file's initial instruction instead.", rich_help_panel=PANEL
+        ),
+    ] = False,
     label_field: LabelFieldOpt = "label",
     text_field: TextFieldOpt = "text",
     id_field: IdFieldOpt = "id",
@@ -123,18 +223,38 @@ def eval_(
         from ppt.stages.dpopt import load_prompt, run_eval
 
         inst = load_prompt(prompt).get("init") if initial else None
-        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
-                           on_error="fail", batch_size=batch_size, quiet=quiet, device=device)
-        res = run_eval(prompt, args, label_field, model, base_url, instruction=inst, remote_model=remote_model,
-                       api_key_env=api_key_env)
+        args = stream_args(
+            input=input,
+            output=output,
+            text_field=text_field,
+            id_field=id_field,
+            on_error="fail",
+            batch_size=batch_size,
+            quiet=quiet,
+            device=device,
+        )
+        res = run_eval(
+            prompt,
+            args,
+            label_field,
+            model,
+            base_url,
+            instruction=inst,
+            remote_model=remote_model,
+            api_key_env=api_key_env,
+        )
         if not quiet:
             lo, hi = res["ci95"]
-            print(f"ppt: dp-opt: accuracy {res['accuracy']:.3f} (95% CI {lo:.3f}-{hi:.3f}, n={res['n']})", file=sys.stderr)
+            print(
+                f"ppt: dp-opt: accuracy {res['accuracy']:.3f} (95% CI {lo:.3f}-{hi:.3f}, n={res['n']})", file=sys.stderr
+            )
 
 
 @dpopt_app.command("apply")
 def apply(
-    prompt: Annotated[str, typer.Option("--prompt", help="The JSON object written by `ppt dp-opt tune`.", rich_help_panel=PANEL)],
+    prompt: Annotated[
+        str, typer.Option("--prompt", help="The JSON object written by `ppt dp-opt tune`.", rich_help_panel=PANEL)
+    ],
     input: InputOpt = "-",
     output: OutputOpt = "-",
     text_field: TextFieldOpt = "text",
@@ -152,10 +272,22 @@ def apply(
         from ppt.stages.dpopt import ApplyStage, load_prompt
 
         stage = ApplyStage(load_prompt(prompt), text_field)
-        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
-                           on_error=on_error, batch_size=batch_size, quiet=quiet, private=True)
+        args = stream_args(
+            input=input,
+            output=output,
+            text_field=text_field,
+            id_field=id_field,
+            on_error=on_error,
+            batch_size=batch_size,
+            quiet=quiet,
+            private=True,
+        )
         raise typer.Exit(run_stream(args, stage, desc="dp-opt apply"))
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(dpopt_app, name="dp-opt", help="Private prompt tuning (DP-OPT): tune, eval, apply.  Example: ppt dp-opt tune --help")
+    app.add_typer(
+        dpopt_app,
+        name="dp-opt",
+        help="Private prompt tuning (DP-OPT): tune, eval, apply.  Example: ppt dp-opt tune --help",
+    )

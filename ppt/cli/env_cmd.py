@@ -8,7 +8,18 @@ import typer
 
 from ppt.cli.common import handle_errors
 
-_PACKAGES = ("torch", "transformers", "tokenizers", "tiktoken", "numpy", "safetensors", "gguf", "accelerate", "pyarrow", "spacy")
+_PACKAGES = (
+    "torch",
+    "transformers",
+    "tokenizers",
+    "tiktoken",
+    "numpy",
+    "safetensors",
+    "gguf",
+    "accelerate",
+    "pyarrow",
+    "spacy",
+)
 
 
 def collect() -> dict:
@@ -30,7 +41,10 @@ def collect() -> dict:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
-    env = {k: os.environ.get(k) for k in ("PPT_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TIKTOKEN_CACHE_DIR", "CUDA_VISIBLE_DEVICES")}
+    env = {
+        k: os.environ.get(k)
+        for k in ("PPT_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TIKTOKEN_CACHE_DIR", "CUDA_VISIBLE_DEVICES")
+    }
     return {
         "versions": versions,
         "python_executable": sys.executable,
@@ -43,7 +57,9 @@ def collect() -> dict:
     }
 
 
-def env(json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout instead of tables.")] = False) -> None:
+def env(
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout instead of tables.")] = False,
+) -> None:
     """Print ppt/python/torch/transformers/tiktoken versions, the device (CUDA and GPU names), the cache
     directory, and which offline models are installed (with the exact command for missing ones).
 
@@ -71,7 +87,10 @@ def env(json_out: Annotated[bool, typer.Option("--json", help="One JSON object o
             vt.add_row("device", f"cuda (CUDA {dev['cuda_version']}): {gpus}")
         else:
             vt.add_row("device", "cpu (no CUDA device visible)")
-        vt.add_row("cache dir", info["cache_dir"] + ("" if info["environment"]["PPT_CACHE"] else "  [dim](set PPT_CACHE to move it)[/]"))
+        vt.add_row(
+            "cache dir",
+            info["cache_dir"] + ("" if info["environment"]["PPT_CACHE"] else "  [dim](set PPT_CACHE to move it)[/]"),
+        )
         vt.add_row("tiktoken cache", info["tiktoken_cache_dir"])
         for k, v in info["environment"].items():
             if v is not None and k != "PPT_CACHE":
@@ -83,7 +102,11 @@ def env(json_out: Annotated[bool, typer.Option("--json", help="One JSON object o
             mt.add_column(col, overflow="fold")
         for r in info["models"]:
             if r["status"] == "installed":
-                status = "[green]installed[/]" if not r["missing_modules"] else f"[yellow]needs {', '.join(r['missing_modules'])}[/]"
+                status = (
+                    "[green]installed[/]"
+                    if not r["missing_modules"]
+                    else f"[yellow]needs {', '.join(r['missing_modules'])}[/]"
+                )
                 how = "" if not r["missing_modules"] else "python -m pip install " + " ".join(r["missing_modules"])
             else:
                 status, how = "[red]missing[/]", f"{r['install']}  ({r['pip']})"

@@ -43,38 +43,113 @@ the raw document never leaves the machine.
 
 
 def extract(
-    model: Annotated[str, typer.Option("--model", "-m", help="Local causal LM: alias (smollm2), path or hub id.", rich_help_panel=MODEL_PANEL)] = "smollm2",
-    raw_field: Annotated[str, typer.Option("--raw-field", help="Field with the raw document (the prefix).", rich_help_panel=MODEL_PANEL)] = "raw",
-    generation_field: Annotated[str, typer.Option("--generation-field", help="Field with the perturbed generation from `ppt query`.", rich_help_panel=MODEL_PANEL)] = "generation",
-    output_field: Annotated[str, typer.Option("--output-field", help="Field that receives the extracted text.", rich_help_panel=MODEL_PANEL)] = "extracted",
-    template: Annotated[str | None, typer.Option("--template", help="Prompt with {field} placeholders, or @FILE (default: the paper's extraction prompt).", rich_help_panel=MODEL_PANEL)] = None,
-    no_chat: Annotated[bool, typer.Option("--no-chat", help="Feed the prompt as plain text even if the model has a chat template.", rich_help_panel=MODEL_PANEL)] = False,
-    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1, help="Tokens to generate per record (paper: 100).", rich_help_panel=GEN_PANEL)] = 100,
-    temperature: Annotated[float, typer.Option("--temperature", min=0.0, max=100.0, help="0 = greedy (deterministic); > 0 samples.", rich_help_panel=GEN_PANEL)] = 0.0,
-    top_p: Annotated[float, typer.Option("--top-p", min=0.0, max=1.0, help="Nucleus mass when sampling.", rich_help_panel=GEN_PANEL)] = 1.0,
-    stop: Annotated[list[str], typer.Option("--stop", help="Stop sequence (repeatable).", rich_help_panel=GEN_PANEL)] = [],
-    dtype: Annotated[str | None, typer.Option("--dtype", help="auto, float32, float16, bfloat16 (default: bfloat16 on CUDA, the model's own elsewhere).", rich_help_panel=GEN_PANEL)] = None,
-    runtime: Annotated[str, typer.Option("--runtime", help="transformers (ppt's batched decode loop) or vllm (when installed; CUDA only).", rich_help_panel=GEN_PANEL)] = "transformers",
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model", "-m", help="Local causal LM: alias (smollm2), path or hub id.", rich_help_panel=MODEL_PANEL
+        ),
+    ] = "smollm2",
+    raw_field: Annotated[
+        str, typer.Option("--raw-field", help="Field with the raw document (the prefix).", rich_help_panel=MODEL_PANEL)
+    ] = "raw",
+    generation_field: Annotated[
+        str,
+        typer.Option(
+            "--generation-field",
+            help="Field with the perturbed generation from `ppt query`.",
+            rich_help_panel=MODEL_PANEL,
+        ),
+    ] = "generation",
+    output_field: Annotated[
+        str, typer.Option("--output-field", help="Field that receives the extracted text.", rich_help_panel=MODEL_PANEL)
+    ] = "extracted",
+    template: Annotated[
+        str | None,
+        typer.Option(
+            "--template",
+            help="Prompt with {field} placeholders, or @FILE (default: the paper's extraction prompt).",
+            rich_help_panel=MODEL_PANEL,
+        ),
+    ] = None,
+    no_chat: Annotated[
+        bool,
+        typer.Option(
+            "--no-chat",
+            help="Feed the prompt as plain text even if the model has a chat template.",
+            rich_help_panel=MODEL_PANEL,
+        ),
+    ] = False,
+    max_new_tokens: Annotated[
+        int,
+        typer.Option(
+            "--max-new-tokens", min=1, help="Tokens to generate per record (paper: 100).", rich_help_panel=GEN_PANEL
+        ),
+    ] = 100,
+    temperature: Annotated[
+        float,
+        typer.Option(
+            "--temperature",
+            min=0.0,
+            max=100.0,
+            help="0 = greedy (deterministic); > 0 samples.",
+            rich_help_panel=GEN_PANEL,
+        ),
+    ] = 0.0,
+    top_p: Annotated[
+        float, typer.Option("--top-p", min=0.0, max=1.0, help="Nucleus mass when sampling.", rich_help_panel=GEN_PANEL)
+    ] = 1.0,
+    stop: Annotated[
+        list[str], typer.Option("--stop", help="Stop sequence (repeatable).", rich_help_panel=GEN_PANEL)
+    ] = [],
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype",
+            help="auto, float32, float16, bfloat16 (default: bfloat16 on CUDA, the model's own elsewhere).",
+            rich_help_panel=GEN_PANEL,
+        ),
+    ] = None,
+    runtime: Annotated[
+        str,
+        typer.Option(
+            "--runtime",
+            help="transformers (ppt's batched decode loop) or vllm (when installed; CUDA only).",
+            rich_help_panel=GEN_PANEL,
+        ),
+    ] = "transformers",
     device: DeviceOpt = "auto",
     seed: SeedOpt = None,
     input: InputOpt = "-",  # noqa: A002
     output: OutputOpt = "-",
     id_field: IdFieldOpt = "id",
     on_error: OnErrorOpt = "fail",
-    batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Records processed per batch (default: 8 on a CPU, 256 on CUDA).", rich_help_panel=RUN_PANEL)] = None,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-size",
+            min=1,
+            help="Records processed per batch (default: 8 on a CPU, 256 on CUDA).",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = None,
     quiet: QuietOpt = False,
 ) -> None:
     with handle_errors():
-        from ppt.stages.extract import Extractor
         from ppt.io import ExitCode, PptError, run_stream, stdout_guard
         from ppt.lm.generate import SamplingParams
         from ppt.lm.templates import EXTRACT_TEMPLATE, load_template
+        from ppt.stages.extract import Extractor
 
-        tpl = load_template(template, EXTRACT_TEMPLATE, "paper-extraction",
-                            {"raw": raw_field, "generation": generation_field})
+        tpl = load_template(
+            template, EXTRACT_TEMPLATE, "paper-extraction", {"raw": raw_field, "generation": generation_field}
+        )
         try:
-            params = SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature,
-                                    top_p=top_p if top_p > 0 else 1e-9, stop=tuple(stop))
+            params = SamplingParams(
+                max_new_tokens=max_new_tokens,
+                temperature=temperature,
+                top_p=top_p if top_p > 0 else 1e-9,
+                stop=tuple(stop),
+            )
         except ValueError as e:
             raise PptError(str(e), ExitCode.USAGE) from None
         from ppt.lm.vllm_engine import RUNTIMES, load_generator
@@ -84,12 +159,33 @@ def extract(
         with stdout_guard():
             gen = load_generator(runtime, model, device=device, dtype=dtype, batch_size=batch_size)
         batch_size = batch_size or gen.batch_size or 256
-        extractor = Extractor(gen, raw_field=raw_field, generation_field=generation_field, output_field=output_field,
-                              template=tpl, params=params, seed=seed, chat=not no_chat)
-        args = stream_args(input=input, output=output, text_field=raw_field, id_field=id_field,
-                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device, require_text=False)
+        extractor = Extractor(
+            gen,
+            raw_field=raw_field,
+            generation_field=generation_field,
+            output_field=output_field,
+            template=tpl,
+            params=params,
+            seed=seed,
+            chat=not no_chat,
+        )
+        args = stream_args(
+            input=input,
+            output=output,
+            text_field=raw_field,
+            id_field=id_field,
+            on_error=on_error,
+            batch_size=batch_size,
+            quiet=quiet,
+            device=device,
+            require_text=False,
+        )
         raise typer.Exit(run_stream(args, extractor, desc="extract"))
 
 
 def register(app: typer.Typer) -> None:
-    app.command("extract", help=HELP, short_help="InferDPT extraction: align the remote answer with the raw document on a local LM.")(extract)
+    app.command(
+        "extract",
+        help=HELP,
+        short_help="InferDPT extraction: align the remote answer with the raw document on a local LM.",
+    )(extract)

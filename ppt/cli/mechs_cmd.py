@@ -34,9 +34,17 @@ def expand_signature(sig: str) -> dict:
     except (TypeError, ValueError):
         passes = PASS_THROUGH
     out = {
-        "signature": sig, "mechanism": p["mechanism"], "eps": p["eps"], "space": p["space"] or d["default_space"],
-        "space_hash_prefix": p["space_hash"], "params": params, "policy": policy, "notion": d["notion"],
-        "summary": d["summary"], "version": p["version"], "unprotected_by_policy": passes,
+        "signature": sig,
+        "mechanism": p["mechanism"],
+        "eps": p["eps"],
+        "space": p["space"] or d["default_space"],
+        "space_hash_prefix": p["space_hash"],
+        "params": params,
+        "policy": policy,
+        "notion": d["notion"],
+        "summary": d["summary"],
+        "version": p["version"],
+        "unprotected_by_policy": passes,
     }
     if p["version"] and p["version"] != __version__:
         out["note"] = f"stamped by ppt {p['version']}; this is ppt {__version__}: defaults may differ"
@@ -45,7 +53,14 @@ def expand_signature(sig: str) -> dict:
 
 def mechs(
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object per mechanism.")] = False,
-    describe_sig: Annotated[str | None, typer.Option("--describe", metavar="SIGNATURE", help="Expand a stamp signature (ppt.sanitize.signature) into the mechanism's full parameters, as JSON.")] = None,
+    describe_sig: Annotated[
+        str | None,
+        typer.Option(
+            "--describe",
+            metavar="SIGNATURE",
+            help="Expand a stamp signature (ppt.sanitize.signature) into the mechanism's full parameters, as JSON.",
+        ),
+    ] = None,
 ) -> None:
     """List mechanisms with their privacy notion, default eps, space, parameters and keep-verbatim policies,
     or expand one stamp signature with --describe.
@@ -67,7 +82,9 @@ def mechs(
             try:
                 out = expand_signature(describe_sig)
             except ValueError as e:
-                raise PptError(str(e), exit_code=ExitCode.USAGE, hint="copy it from a record's ppt.sanitize.signature") from None
+                raise PptError(
+                    str(e), exit_code=ExitCode.USAGE, hint="copy it from a record's ppt.sanitize.signature"
+                ) from None
             except KeyError as e:
                 raise PptError(str(e.args[0]), exit_code=ExitCode.USAGE, hint="list them with `ppt mechs`") from None
             typer.echo(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())

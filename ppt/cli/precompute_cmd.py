@@ -22,8 +22,12 @@ line on stdout (kind, key, path, content hash, bytes, seconds). Artifacts live u
 
 
 def precompute(
-    space: Annotated[str, typer.Argument(help="Space name: cl100k-minilm[:N], glove-6b-50d[:N], minilm, smollm2, or a model path.")] = "cl100k-minilm",
-    table: Annotated[list[str], typer.Option("--table", "-t", help="Tables to build: auto, sorted-rows, topk, none (repeatable).")] = ["auto"],
+    space: Annotated[
+        str, typer.Argument(help="Space name: cl100k-minilm[:N], glove-6b-50d[:N], minilm, smollm2, or a model path.")
+    ] = "cl100k-minilm",
+    table: Annotated[
+        list[str], typer.Option("--table", "-t", help="Tables to build: auto, sorted-rows, topk, none (repeatable).")
+    ] = ["auto"],
     k: Annotated[int, typer.Option("--k", min=1, help="Neighbours per row for the topk table.")] = 100,
     device: DeviceOpt = "auto",
     quiet: QuietOpt = False,
@@ -37,4 +41,6 @@ def precompute(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("precompute", help=HELP, short_help="Build and cache an embedding space and its distance tables.")(precompute)
+    app.command("precompute", help=HELP, short_help="Build and cache an embedding space and its distance tables.")(
+        precompute
+    )

@@ -26,19 +26,29 @@ summary (steps, pairs, first/last loss) is printed on stdout.
 def distill_cmd(
     pairs: Annotated[str, typer.Option("--pairs", help="JSONL of ProSan's output with the raw prompt kept.")],
     out_dir: Annotated[str, typer.Option("--output", "-o", help="Directory for the model and checkpoints.")],
-    base_model: Annotated[str, typer.Option("--base-model", help="Causal LM to fine-tune (alias or path).")] = "smollm2",
+    base_model: Annotated[
+        str, typer.Option("--base-model", help="Causal LM to fine-tune (alias or path).")
+    ] = "smollm2",
     source_field: Annotated[str, typer.Option("--source-field", help="Field with the raw prompt.")] = "original",
-    target_field: Annotated[str, typer.Option("--target-field", help="Field with ProSan's anonymized prompt.")] = "text",
+    target_field: Annotated[
+        str, typer.Option("--target-field", help="Field with ProSan's anonymized prompt.")
+    ] = "text",
     epochs: Annotated[int, typer.Option("--epochs", min=1, help="Passes over the pairs.")] = 1,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, help="Stop after this many steps.")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Pairs per step.")] = 4,
     lr: Annotated[float, typer.Option("--lr", help="AdamW learning rate (the paper's 1e-4).")] = 1e-4,
-    weight_decay: Annotated[float, typer.Option("--weight-decay", help="AdamW weight decay (the paper's 1e-2).")] = 1e-2,
+    weight_decay: Annotated[
+        float, typer.Option("--weight-decay", help="AdamW weight decay (the paper's 1e-2).")
+    ] = 1e-2,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=8, help="Tokens per pair (prompt + target).")] = 256,
-    checkpoint_every: Annotated[int, typer.Option("--checkpoint-every", min=0, help="Steps between checkpoints (0: none).")] = 50,
+    checkpoint_every: Annotated[
+        int, typer.Option("--checkpoint-every", min=0, help="Steps between checkpoints (0: none).")
+    ] = 50,
     keep: Annotated[int, typer.Option("--keep", min=0, help="Checkpoints kept.")] = 2,
     seed: Annotated[int, typer.Option("--seed", help="Shuffling seed.")] = 0,
-    any_teacher: Annotated[bool, typer.Option("--any-teacher", help="Accept pairs not stamped as ProSan's output.")] = False,
+    any_teacher: Annotated[
+        bool, typer.Option("--any-teacher", help="Accept pairs not stamped as ProSan's output.")
+    ] = False,
     device: DeviceOpt = "auto",
     quiet: QuietOpt = False,
 ) -> None:
@@ -49,14 +59,32 @@ def distill_cmd(
         from ppt.stages.prosan_distill import run_distill
 
         with stdout_guard():
-            summary = run_distill(pairs, out_dir, source_field=source_field, target_field=target_field,
-                                  any_teacher=any_teacher, quiet=quiet, base_model=base_model, epochs=epochs,
-                                  max_steps=max_steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-                                  max_tokens=max_tokens, checkpoint_every=checkpoint_every, keep=keep, seed=seed,
-                                  device=device)
+            summary = run_distill(
+                pairs,
+                out_dir,
+                source_field=source_field,
+                target_field=target_field,
+                any_teacher=any_teacher,
+                quiet=quiet,
+                base_model=base_model,
+                epochs=epochs,
+                max_steps=max_steps,
+                batch_size=batch_size,
+                lr=lr,
+                weight_decay=weight_decay,
+                max_tokens=max_tokens,
+                checkpoint_every=checkpoint_every,
+                keep=keep,
+                seed=seed,
+                device=device,
+            )
         real_stdout().write(orjson.dumps(summary).decode() + "\n")
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(prosan_app, name="prosan", help="ProSan's lightweight mode: distil ProSan into a small model (`distill`).",
-                  short_help="Distil ProSan into a small causal LM for --mech prosan-lite.")
+    app.add_typer(
+        prosan_app,
+        name="prosan",
+        help="ProSan's lightweight mode: distil ProSan into a small model (`distill`).",
+        short_help="Distil ProSan into a small causal LM for --mech prosan-lite.",
+    )

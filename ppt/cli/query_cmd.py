@@ -51,27 +51,150 @@ already in FILE on the next run, so a killed job loses nothing and pays for noth
 
 
 def query(
-    model: Annotated[str, typer.Option("--model", "-m", help="Model name at the endpoint; with --backend local, a local causal LM (alias, path, hub id).", rich_help_panel=ENDPOINT_PANEL)],
-    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL, else https://api.openai.com/v1).", rich_help_panel=ENDPOINT_PANEL)] = None,
-    backend: Annotated[Literal["http", "local"], typer.Option("--backend", help="http: an OpenAI-compatible endpoint; local: run the same requests on a local model.", rich_help_panel=ENDPOINT_PANEL)] = "http",
-    endpoint: Annotated[Literal["chat", "completions"], typer.Option("--endpoint", help="chat (/chat/completions) or completions (/completions).", rich_help_panel=ENDPOINT_PANEL)] = "chat",
-    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="NAME of the environment variable holding the API key (never the key itself).", rich_help_panel=ENDPOINT_PANEL)] = None,
-    template: Annotated[str | None, typer.Option("--template", help="Prompt with {field} placeholders, or @FILE (default: the paper's continuation prompt over the text field).", rich_help_panel=REQUEST_PANEL)] = None,
-    system: Annotated[str | None, typer.Option("--system", help="A fixed system message (no placeholders).", rich_help_panel=REQUEST_PANEL)] = None,
-    temperature: Annotated[float, typer.Option("--temperature", min=0.0, max=2.0, help="Sampling temperature (paper: 0.5).", rich_help_panel=REQUEST_PANEL)] = 0.5,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Maximum tokens in each answer (paper: 100).", rich_help_panel=REQUEST_PANEL)] = 100,
-    top_p: Annotated[float | None, typer.Option("--top-p", min=0.0, max=1.0, help="Nucleus sampling mass.", rich_help_panel=REQUEST_PANEL)] = None,
-    stop: Annotated[list[str], typer.Option("--stop", help="Stop sequence (repeatable, up to 4).", rich_help_panel=REQUEST_PANEL)] = [],
-    extra_body: Annotated[str | None, typer.Option("--extra-body", help="JSON object (or @FILE) merged into each request body, e.g. '{\"presence_penalty\": 0.5}'.", rich_help_panel=REQUEST_PANEL)] = None,
-    output_field: Annotated[str, typer.Option("--output-field", help="Field that receives the answer.", rich_help_panel=REQUEST_PANEL)] = "generation",
-    allow_raw: Annotated[bool, typer.Option("--allow-raw", help="Send records without a ppt.sanitize stamp, and fields sanitize did not cover.", rich_help_panel=REQUEST_PANEL)] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the requests that would be sent (one JSON object per record) and send nothing.", rich_help_panel=REQUEST_PANEL)] = False,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, max=256, help="Requests in flight at once.", rich_help_panel=RELIABILITY_PANEL)] = 4,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds to wait for a response before retrying.", rich_help_panel=RELIABILITY_PANEL)] = 120.0,
-    max_retries: Annotated[int, typer.Option("--max-retries", min=0, help="Retries per request on 429/5xx/timeouts/connection errors.", rich_help_panel=RELIABILITY_PANEL)] = 5,
-    retry_backoff: Annotated[float, typer.Option("--retry-backoff", min=0.0, help="First backoff in seconds; doubles per retry (capped at 30 s), with jitter.", rich_help_panel=RELIABILITY_PANEL)] = 0.5,
-    resume: Annotated[str | None, typer.Option("--resume", help="Journal FILE: answers are appended as they arrive; ids already answered there are not sent again (their saved records are emitted in place).", rich_help_panel=RELIABILITY_PANEL)] = None,
-    dtype: Annotated[str | None, typer.Option("--dtype", help="Local model dtype: auto, float32, float16, bfloat16.", rich_help_panel=LOCAL_PANEL)] = None,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Model name at the endpoint; with --backend local, a local causal LM (alias, path, hub id).",
+            rich_help_panel=ENDPOINT_PANEL,
+        ),
+    ],
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL, else https://api.openai.com/v1).",
+            rich_help_panel=ENDPOINT_PANEL,
+        ),
+    ] = None,
+    backend: Annotated[
+        Literal["http", "local"],
+        typer.Option(
+            "--backend",
+            help="http: an OpenAI-compatible endpoint; local: run the same requests on a local model.",
+            rich_help_panel=ENDPOINT_PANEL,
+        ),
+    ] = "http",
+    endpoint: Annotated[
+        Literal["chat", "completions"],
+        typer.Option(
+            "--endpoint", help="chat (/chat/completions) or completions (/completions).", rich_help_panel=ENDPOINT_PANEL
+        ),
+    ] = "chat",
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key-env",
+            help="NAME of the environment variable holding the API key (never the key itself).",
+            rich_help_panel=ENDPOINT_PANEL,
+        ),
+    ] = None,
+    template: Annotated[
+        str | None,
+        typer.Option(
+            "--template",
+            help="Prompt with {field} placeholders, or @FILE (default: the paper's continuation prompt over the text field).",
+            rich_help_panel=REQUEST_PANEL,
+        ),
+    ] = None,
+    system: Annotated[
+        str | None,
+        typer.Option("--system", help="A fixed system message (no placeholders).", rich_help_panel=REQUEST_PANEL),
+    ] = None,
+    temperature: Annotated[
+        float,
+        typer.Option(
+            "--temperature", min=0.0, max=2.0, help="Sampling temperature (paper: 0.5).", rich_help_panel=REQUEST_PANEL
+        ),
+    ] = 0.5,
+    max_tokens: Annotated[
+        int,
+        typer.Option(
+            "--max-tokens", min=1, help="Maximum tokens in each answer (paper: 100).", rich_help_panel=REQUEST_PANEL
+        ),
+    ] = 100,
+    top_p: Annotated[
+        float | None,
+        typer.Option("--top-p", min=0.0, max=1.0, help="Nucleus sampling mass.", rich_help_panel=REQUEST_PANEL),
+    ] = None,
+    stop: Annotated[
+        list[str], typer.Option("--stop", help="Stop sequence (repeatable, up to 4).", rich_help_panel=REQUEST_PANEL)
+    ] = [],
+    extra_body: Annotated[
+        str | None,
+        typer.Option(
+            "--extra-body",
+            help="JSON object (or @FILE) merged into each request body, e.g. '{\"presence_penalty\": 0.5}'.",
+            rich_help_panel=REQUEST_PANEL,
+        ),
+    ] = None,
+    output_field: Annotated[
+        str, typer.Option("--output-field", help="Field that receives the answer.", rich_help_panel=REQUEST_PANEL)
+    ] = "generation",
+    allow_raw: Annotated[
+        bool,
+        typer.Option(
+            "--allow-raw",
+            help="Send records without a ppt.sanitize stamp, and fields sanitize did not cover.",
+            rich_help_panel=REQUEST_PANEL,
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the requests that would be sent (one JSON object per record) and send nothing.",
+            rich_help_panel=REQUEST_PANEL,
+        ),
+    ] = False,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            "--concurrency", "-c", min=1, max=256, help="Requests in flight at once.", rich_help_panel=RELIABILITY_PANEL
+        ),
+    ] = 4,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            min=0.001,
+            help="Seconds to wait for a response before retrying.",
+            rich_help_panel=RELIABILITY_PANEL,
+        ),
+    ] = 120.0,
+    max_retries: Annotated[
+        int,
+        typer.Option(
+            "--max-retries",
+            min=0,
+            help="Retries per request on 429/5xx/timeouts/connection errors.",
+            rich_help_panel=RELIABILITY_PANEL,
+        ),
+    ] = 5,
+    retry_backoff: Annotated[
+        float,
+        typer.Option(
+            "--retry-backoff",
+            min=0.0,
+            help="First backoff in seconds; doubles per retry (capped at 30 s), with jitter.",
+            rich_help_panel=RELIABILITY_PANEL,
+        ),
+    ] = 0.5,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            help="Journal FILE: answers are appended as they arrive; ids already answered there are not sent again (their saved records are emitted in place).",
+            rich_help_panel=RELIABILITY_PANEL,
+        ),
+    ] = None,
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype", help="Local model dtype: auto, float32, float16, bfloat16.", rich_help_panel=LOCAL_PANEL
+        ),
+    ] = None,
     device: DeviceOpt = "auto",
     seed: SeedOpt = None,
     input: InputOpt = "-",  # noqa: A002
@@ -94,9 +217,20 @@ def query(
         if len(stop) > 4:
             raise PptError("at most 4 --stop sequences", ExitCode.USAGE)
         extra = _parse_extra_body(extra_body, PROTECTED_BODY_KEYS)
-        spec = QuerySpec(model=model, template=tpl, endpoint=endpoint, system=system, temperature=temperature,
-                         max_tokens=max_tokens, top_p=top_p, stop=tuple(stop), extra_body=extra,
-                         output_field=output_field, text_field=text_field, allow_raw=allow_raw)
+        spec = QuerySpec(
+            model=model,
+            template=tpl,
+            endpoint=endpoint,
+            system=system,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            top_p=top_p,
+            stop=tuple(stop),
+            extra_body=extra,
+            output_field=output_field,
+            text_field=text_field,
+            allow_raw=allow_raw,
+        )
         if allow_raw:
             warn("--allow-raw: records are sent without requiring a ppt.sanitize stamp")
         if resume is not None:
@@ -113,8 +247,9 @@ def query(
             impl = LocalQueryBackend(gen, seed=seed)
         else:
             if seed is not None:
-                raise PptError("--seed applies to --backend local only (a seed is never sent to a remote party)",
-                               ExitCode.USAGE)
+                raise PptError(
+                    "--seed applies to --backend local only (a seed is never sent to a remote party)", ExitCode.USAGE
+                )
             from ppt.remote.auth import check_base_url, default_base_url, is_loopback, resolve_api_key
             from ppt.remote.client import HttpBackend, RetryPolicy
 
@@ -122,8 +257,13 @@ def query(
             key = resolve_api_key(api_key_env, url, required=not dry_run)
             if key and url.startswith("http://") and not is_loopback(url):
                 warn("the API key is sent over plain http to a non-loopback host; prefer https")
-            impl = HttpBackend(url, api_key=key, concurrency=concurrency, timeout_s=timeout,
-                               retry=RetryPolicy(max_retries=max_retries, backoff_base_s=retry_backoff))
+            impl = HttpBackend(
+                url,
+                api_key=key,
+                concurrency=concurrency,
+                timeout_s=timeout,
+                retry=RetryPolicy(max_retries=max_retries, backoff_base_s=retry_backoff),
+            )
 
         journal = None
         if resume is not None:
@@ -134,9 +274,17 @@ def query(
                 print(f"ppt: query: resuming: {len(journal)} answered record(s) in {resume}", file=sys.stderr)
         runner = QueryRunner(spec, impl, journal=journal, dry_run=dry_run, id_field=id_field)
         # a batch is the unit that runs in parallel: never smaller than the number of workers
-        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
-                           on_error=on_error, batch_size=max(batch_size, concurrency), quiet=quiet, device=device,
-                           require_text=text_field in tpl.fields)
+        args = stream_args(
+            input=input,
+            output=output,
+            text_field=text_field,
+            id_field=id_field,
+            on_error=on_error,
+            batch_size=max(batch_size, concurrency),
+            quiet=quiet,
+            device=device,
+            require_text=text_field in tpl.fields,
+        )
         clean = False
         try:
             code = run_stream(args, runner, desc="query")
@@ -167,12 +315,16 @@ def _parse_extra_body(value: str | None, protected: tuple[str, ...]) -> dict:
     try:
         obj = orjson.loads(text)
     except orjson.JSONDecodeError:
-        raise PptError("--extra-body is not valid JSON", ExitCode.USAGE, hint="e.g. --extra-body '{\"presence_penalty\": 0.5}'") from None
+        raise PptError(
+            "--extra-body is not valid JSON", ExitCode.USAGE, hint="e.g. --extra-body '{\"presence_penalty\": 0.5}'"
+        ) from None
     if not isinstance(obj, dict):
         raise PptError("--extra-body must be a JSON object", ExitCode.USAGE)
     bad = [k for k in obj if k in protected]
     if bad:
-        raise PptError(f"--extra-body may not set {', '.join(bad)} (the prompt comes from --template only)", ExitCode.USAGE)
+        raise PptError(
+            f"--extra-body may not set {', '.join(bad)} (the prompt comes from --template only)", ExitCode.USAGE
+        )
     return obj
 
 
@@ -197,4 +349,8 @@ def _check_resume_target(resume: str, output: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("query", help=HELP, short_help="Send sanitized prompts to an OpenAI-compatible LLM (or a local model); retries, resume.")(query)
+    app.command(
+        "query",
+        help=HELP,
+        short_help="Send sanitized prompts to an OpenAI-compatible LLM (or a local model); retries, resume.",
+    )(query)

@@ -69,27 +69,108 @@ def _parse_params(items: list[str]) -> dict:
 
 
 def sanitize(
-    mech: Annotated[str, typer.Option("--mech", "-m", help="Mechanism (see `ppt mechs`).", rich_help_panel=MECH_PANEL)] = "rantext",
-    eps: Annotated[float | None, typer.Option("--eps", "-e", help="Privacy parameter per token (default: the mechanism's).", rich_help_panel=MECH_PANEL)] = None,
-    space: Annotated[str | None, typer.Option("--space", help="Embedding space (default: the mechanism's).", rich_help_panel=MECH_PANEL)] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Context model for Cape (alias, path or hub id).", rich_help_panel=MECH_PANEL)] = None,
-    param: Annotated[list[str], typer.Option("--param", "-p", help="Mechanism parameter KEY=VALUE (repeatable), e.g. w=0.9.", rich_help_panel=MECH_PANEL)] = [],
-    oov: Annotated[str | None, typer.Option("--oov", help="Out-of-vocabulary tokens: drop | uniform | keep (leaks).", rich_help_panel=POLICY_PANEL)] = None,
-    numbers: Annotated[str | None, typer.Option("--numbers", help="Numbers: random-digits | perturb | drop | keep (leaks).", rich_help_panel=POLICY_PANEL)] = None,
-    punct: Annotated[str | None, typer.Option("--punct", help="Punctuation: keep | drop.", rich_help_panel=POLICY_PANEL)] = None,
-    stopwords: Annotated[str | None, typer.Option("--stopwords", help="NLTK stopwords: perturb | keep.", rich_help_panel=POLICY_PANEL)] = None,
-    case: Annotated[str | None, typer.Option("--case", help="Capitalisation of replacements: sentence | vocab | original (leaks case).", rich_help_panel=POLICY_PANEL)] = None,
-    keep_original: Annotated[str | None, typer.Option("--keep-original", help="Also write the raw text to this field (stays local!).", rich_help_panel=MECH_PANEL)] = None,
-    min_kept: Annotated[int, typer.Option("--min-kept", min=0, help="A record whose private text keeps fewer than N tokens (e.g. all dropped as out-of-vocabulary) is an error handled by --on-error; 0 (default) keeps it, with a warning when it is empty.", rich_help_panel=POLICY_PANEL)] = 0,
-    diagnostics: Annotated[str | None, typer.Option("--diagnostics", help="Also write this record's per-record accounting (kept/dropped counts by reason, list sizes, Cape's eps') and its exact privacy block to this field: they depend on the raw text (stays local!).", rich_help_panel=MECH_PANEL)] = None,
-    stamp_mode: Annotated[str, typer.Option("--stamp", help="compact: a signature (expand it with `ppt mechs --describe`) and the privacy block; full: also the mechanism's whole parameter block.", rich_help_panel=MECH_PANEL)] = "compact",
-    emit_alignment: Annotated[str | None, typer.Option("--emit-alignment", help="Also write [[orig_row, new_row, start, end], ...] per perturbed token to this field, for `ppt attack` / `ppt eval` (reveals the original tokens: stays local!).", rich_help_panel=MECH_PANEL)] = None,
+    mech: Annotated[
+        str, typer.Option("--mech", "-m", help="Mechanism (see `ppt mechs`).", rich_help_panel=MECH_PANEL)
+    ] = "rantext",
+    eps: Annotated[
+        float | None,
+        typer.Option(
+            "--eps", "-e", help="Privacy parameter per token (default: the mechanism's).", rich_help_panel=MECH_PANEL
+        ),
+    ] = None,
+    space: Annotated[
+        str | None,
+        typer.Option("--space", help="Embedding space (default: the mechanism's).", rich_help_panel=MECH_PANEL),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Context model for Cape (alias, path or hub id).", rich_help_panel=MECH_PANEL),
+    ] = None,
+    param: Annotated[
+        list[str],
+        typer.Option(
+            "--param", "-p", help="Mechanism parameter KEY=VALUE (repeatable), e.g. w=0.9.", rich_help_panel=MECH_PANEL
+        ),
+    ] = [],
+    oov: Annotated[
+        str | None,
+        typer.Option(
+            "--oov", help="Out-of-vocabulary tokens: drop | uniform | keep (leaks).", rich_help_panel=POLICY_PANEL
+        ),
+    ] = None,
+    numbers: Annotated[
+        str | None,
+        typer.Option(
+            "--numbers", help="Numbers: random-digits | perturb | drop | keep (leaks).", rich_help_panel=POLICY_PANEL
+        ),
+    ] = None,
+    punct: Annotated[
+        str | None, typer.Option("--punct", help="Punctuation: keep | drop.", rich_help_panel=POLICY_PANEL)
+    ] = None,
+    stopwords: Annotated[
+        str | None, typer.Option("--stopwords", help="NLTK stopwords: perturb | keep.", rich_help_panel=POLICY_PANEL)
+    ] = None,
+    case: Annotated[
+        str | None,
+        typer.Option(
+            "--case",
+            help="Capitalisation of replacements: sentence | vocab | original (leaks case).",
+            rich_help_panel=POLICY_PANEL,
+        ),
+    ] = None,
+    keep_original: Annotated[
+        str | None,
+        typer.Option(
+            "--keep-original", help="Also write the raw text to this field (stays local!).", rich_help_panel=MECH_PANEL
+        ),
+    ] = None,
+    min_kept: Annotated[
+        int,
+        typer.Option(
+            "--min-kept",
+            min=0,
+            help="A record whose private text keeps fewer than N tokens (e.g. all dropped as out-of-vocabulary) is an error handled by --on-error; 0 (default) keeps it, with a warning when it is empty.",
+            rich_help_panel=POLICY_PANEL,
+        ),
+    ] = 0,
+    diagnostics: Annotated[
+        str | None,
+        typer.Option(
+            "--diagnostics",
+            help="Also write this record's per-record accounting (kept/dropped counts by reason, list sizes, Cape's eps') and its exact privacy block to this field: they depend on the raw text (stays local!).",
+            rich_help_panel=MECH_PANEL,
+        ),
+    ] = None,
+    stamp_mode: Annotated[
+        str,
+        typer.Option(
+            "--stamp",
+            help="compact: a signature (expand it with `ppt mechs --describe`) and the privacy block; full: also the mechanism's whole parameter block.",
+            rich_help_panel=MECH_PANEL,
+        ),
+    ] = "compact",
+    emit_alignment: Annotated[
+        str | None,
+        typer.Option(
+            "--emit-alignment",
+            help="Also write [[orig_row, new_row, start, end], ...] per perturbed token to this field, for `ppt attack` / `ppt eval` (reveals the original tokens: stays local!).",
+            rich_help_panel=MECH_PANEL,
+        ),
+    ] = None,
     input: InputOpt = "-",  # noqa: A002
     output: OutputOpt = "-",
     text_field: TextFieldOpt = "text",
     id_field: IdFieldOpt = "id",
     on_error: OnErrorOpt = "fail",
-    batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Records processed per batch (default: the mechanism's: 256 for the token mechanisms on the CPU, 4096 on a GPU; 64 for Cape on the CPU, 512 on a GPU; 64 otherwise). The output does not depend on it.", rich_help_panel=RUN_PANEL)] = None,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-size",
+            min=1,
+            help="Records processed per batch (default: the mechanism's: 256 for the token mechanisms on the CPU, 4096 on a GPU; 64 for Cape on the CPU, 512 on a GPU; 64 otherwise). The output does not depend on it.",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = None,
     seed: SeedOpt = None,
     device: DeviceOpt = "auto",
     quiet: QuietOpt = False,
@@ -112,29 +193,71 @@ def sanitize(
         from ppt.exec.recipes import SanitizeRecipe
 
         # the one spec of this run: validated here, carried to the stage, the stamper, workers and Ray
-        spec = SanitizeRecipe(mech, eps, space=space, model=model, params=params, policy=policy, device=device,
-                              text_field=text_field, seed=seed, keep_original=keep_original,
-                              emit_alignment=emit_alignment, min_kept=min_kept, diagnostics=diagnostics,
-                              stamp_mode=stamp_mode)
+        spec = SanitizeRecipe(
+            mech,
+            eps,
+            space=space,
+            model=model,
+            params=params,
+            policy=policy,
+            device=device,
+            text_field=text_field,
+            seed=seed,
+            keep_original=keep_original,
+            emit_alignment=emit_alignment,
+            min_kept=min_kept,
+            diagnostics=diagnostics,
+            stamp_mode=stamp_mode,
+        )
         if engine == "ray":
             from ppt.exec.ray import RayOptions, run_stage_on_ray
 
             warn_if_seeded(seed)
-            args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
-                               on_error=on_error, batch_size=batch_size or 64, quiet=quiet, device=device)
-            raise typer.Exit(run_stage_on_ray(args, spec, options=RayOptions(address=ray_address, actors=actors),
-                                              desc="sanitize", build_hint=spec.build_hint()))
+            args = stream_args(
+                input=input,
+                output=output,
+                text_field=text_field,
+                id_field=id_field,
+                on_error=on_error,
+                batch_size=batch_size or 64,
+                quiet=quiet,
+                device=device,
+            )
+            raise typer.Exit(
+                run_stage_on_ray(
+                    args,
+                    spec,
+                    options=RayOptions(address=ray_address, actors=actors),
+                    desc="sanitize",
+                    build_hint=spec.build_hint(),
+                )
+            )
         with stdout_guard():
             mechanism = spec.build_mechanism(quiet=quiet)
         warn_if_seeded(seed)
         batch_size = batch_size or mechanism.default_batch_size()
-        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
-                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device)
+        args = stream_args(
+            input=input,
+            output=output,
+            text_field=text_field,
+            id_field=id_field,
+            on_error=on_error,
+            batch_size=batch_size,
+            quiet=quiet,
+            device=device,
+        )
         stage = SanitizeStage(mechanism, spec)
         # workers (--workers) build their stage from the same spec; one batch runs here, no worker started
-        raise typer.Exit(run_stage_in_workers(args, spec, workers=workers, stage=stage, desc="sanitize",
-                                              build_hint=spec.build_hint()))
+        raise typer.Exit(
+            run_stage_in_workers(
+                args, spec, workers=workers, stage=stage, desc="sanitize", build_hint=spec.build_hint()
+            )
+        )
 
 
 def register(app: typer.Typer) -> None:
-    app.command("sanitize", help=HELP, short_help="Perturb prompts token by token with local DP (RANTEXT, Cape, SanText, CusText, TEM).")(sanitize)
+    app.command(
+        "sanitize",
+        help=HELP,
+        short_help="Perturb prompts token by token with local DP (RANTEXT, Cape, SanText, CusText, TEM).",
+    )(sanitize)

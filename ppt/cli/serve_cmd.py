@@ -38,21 +38,129 @@ standard library's http.server, with the same limits and answers; the startup li
 
 
 def serve(
-    model: Annotated[str, typer.Option("--model", "-m", help="Causal LM: alias (smollm2), local path or hub id.", rich_help_panel=MODEL_PANEL)] = "smollm2",
-    host: Annotated[str, typer.Option("--host", help="Address to bind: a loopback address unless --allow-remote.", rich_help_panel=SERVER_PANEL)] = "127.0.0.1",
-    allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Allow a non-loopback --host (requires --api-key-env).", rich_help_panel=SERVER_PANEL)] = False,
-    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="NAME of the environment variable holding the bearer token clients must send (never the token itself).", rich_help_panel=SERVER_PANEL)] = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds a connection may stay silent (idle keep-alive, slow headers or body) before it is closed.", rich_help_panel=SERVER_PANEL)] = 30.0,
-    max_connections: Annotated[int, typer.Option("--max-connections", min=1, help="Most connections open at once; more are answered 503.", rich_help_panel=SERVER_PANEL)] = 64,
-    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port (0 = an ephemeral port; see --port-file).", rich_help_panel=SERVER_PANEL)] = 8000,
-    port_file: Annotated[str | None, typer.Option("--port-file", help="Write the bound port to this file once listening (for scripts using --port 0).", rich_help_panel=SERVER_PANEL)] = None,
-    served_name: Annotated[str | None, typer.Option("--served-name", help="Model id reported by /v1/models and in responses (default: --model).", rich_help_panel=SERVER_PANEL)] = None,
-    max_batch: Annotated[int | None, typer.Option("--max-batch", min=1, help="Most requests generated together (default: 8 on a CPU, 256 on CUDA).", rich_help_panel=SERVER_PANEL)] = None,
-    batch_wait_ms: Annotated[float, typer.Option("--batch-wait-ms", min=0.0, help="How long the first request of a batch waits for company.", rich_help_panel=SERVER_PANEL)] = 10.0,
-    max_tokens_limit: Annotated[int, typer.Option("--max-tokens-limit", min=1, help="Reject requests asking for more tokens than this.", rich_help_panel=SERVER_PANEL)] = 2048,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each request line and status to stderr (never bodies).", rich_help_panel=SERVER_PANEL)] = False,
-    dtype: Annotated[str | None, typer.Option("--dtype", help="auto, float32, float16, bfloat16 (default: bfloat16 on CUDA, the model's own elsewhere).", rich_help_panel=MODEL_PANEL)] = None,
-    runtime: Annotated[str, typer.Option("--runtime", help="transformers (ppt's batched decode loop) or vllm (when installed; CUDA only; no logprobs).", rich_help_panel=MODEL_PANEL)] = "transformers",
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model", "-m", help="Causal LM: alias (smollm2), local path or hub id.", rich_help_panel=MODEL_PANEL
+        ),
+    ] = "smollm2",
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host", help="Address to bind: a loopback address unless --allow-remote.", rich_help_panel=SERVER_PANEL
+        ),
+    ] = "127.0.0.1",
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote", help="Allow a non-loopback --host (requires --api-key-env).", rich_help_panel=SERVER_PANEL
+        ),
+    ] = False,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key-env",
+            help="NAME of the environment variable holding the bearer token clients must send (never the token itself).",
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            min=0.1,
+            help="Seconds a connection may stay silent (idle keep-alive, slow headers or body) before it is closed.",
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = 30.0,
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-connections",
+            min=1,
+            help="Most connections open at once; more are answered 503.",
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = 64,
+    port: Annotated[
+        int,
+        typer.Option(
+            "--port",
+            "-p",
+            min=0,
+            max=65535,
+            help="Port (0 = an ephemeral port; see --port-file).",
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = 8000,
+    port_file: Annotated[
+        str | None,
+        typer.Option(
+            "--port-file",
+            help="Write the bound port to this file once listening (for scripts using --port 0).",
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = None,
+    served_name: Annotated[
+        str | None,
+        typer.Option(
+            "--served-name",
+            help="Model id reported by /v1/models and in responses (default: --model).",
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = None,
+    max_batch: Annotated[
+        int | None,
+        typer.Option(
+            "--max-batch",
+            min=1,
+            help="Most requests generated together (default: 8 on a CPU, 256 on CUDA).",
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = None,
+    batch_wait_ms: Annotated[
+        float,
+        typer.Option(
+            "--batch-wait-ms",
+            min=0.0,
+            help="How long the first request of a batch waits for company.",
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = 10.0,
+    max_tokens_limit: Annotated[
+        int,
+        typer.Option(
+            "--max-tokens-limit",
+            min=1,
+            help="Reject requests asking for more tokens than this.",
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = 2048,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Log each request line and status to stderr (never bodies).",
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = False,
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype",
+            help="auto, float32, float16, bfloat16 (default: bfloat16 on CUDA, the model's own elsewhere).",
+            rich_help_panel=MODEL_PANEL,
+        ),
+    ] = None,
+    runtime: Annotated[
+        str,
+        typer.Option(
+            "--runtime",
+            help="transformers (ppt's batched decode loop) or vllm (when installed; CUDA only; no logprobs).",
+            rich_help_panel=MODEL_PANEL,
+        ),
+    ] = "transformers",
     device: DeviceOpt = "auto",
     quiet: QuietOpt = False,
 ) -> None:
@@ -75,26 +183,46 @@ def serve(
             check_env_name(api_key_env)
             api_key = os.environ.get(api_key_env, "").strip() or None
             if api_key is None:
-                raise PptError(env_not_set_message(api_key_env), ExitCode.CONFIG,
-                               hint="export a random token first, e.g. export PPT_SERVE_KEY=$(openssl rand -hex 16)")
+                raise PptError(
+                    env_not_set_message(api_key_env),
+                    ExitCode.CONFIG,
+                    hint="export a random token first, e.g. export PPT_SERVE_KEY=$(openssl rand -hex 16)",
+                )
         if not is_loopback_host(host):
             if not allow_remote:
-                raise PptError(f"--host {host[:64]} is not a loopback address; refusing to expose the model",
-                               ExitCode.USAGE, hint="keep the default 127.0.0.1, or pass --allow-remote with "
-                                                    "--api-key-env NAME so clients need a bearer token")
+                raise PptError(
+                    f"--host {host[:64]} is not a loopback address; refusing to expose the model",
+                    ExitCode.USAGE,
+                    hint="keep the default 127.0.0.1, or pass --allow-remote with "
+                    "--api-key-env NAME so clients need a bearer token",
+                )
             if api_key is None:
-                raise PptError("--allow-remote requires --api-key-env NAME (clients must send a bearer token)",
-                               ExitCode.USAGE, hint="export PPT_SERVE_KEY=$(openssl rand -hex 16), then pass "
-                                                    "--api-key-env PPT_SERVE_KEY")
-            warn(f"serving on {host[:64]} over plain http: the bearer token and prompts cross the network "
-                 "unencrypted; put a TLS proxy in front")
+                raise PptError(
+                    "--allow-remote requires --api-key-env NAME (clients must send a bearer token)",
+                    ExitCode.USAGE,
+                    hint="export PPT_SERVE_KEY=$(openssl rand -hex 16), then pass --api-key-env PPT_SERVE_KEY",
+                )
+            warn(
+                f"serving on {host[:64]} over plain http: the bearer token and prompts cross the network "
+                "unencrypted; put a TLS proxy in front"
+            )
 
         try:  # bind first: a taken port fails at once, before seconds of model loading
-            server = make_server(None, host, port, verbose=verbose, api_key=api_key, socket_timeout_s=timeout,
-                                 max_connections=max_connections)
+            server = make_server(
+                None,
+                host,
+                port,
+                verbose=verbose,
+                api_key=api_key,
+                socket_timeout_s=timeout,
+                max_connections=max_connections,
+            )
         except OSError as e:
-            raise PptError(f"cannot bind {host}:{port}: {e.strerror}", ExitCode.UNAVAILABLE,
-                           hint="pick another --port, or --port 0 for a free one") from None
+            raise PptError(
+                f"cannot bind {host}:{port}: {e.strerror}",
+                ExitCode.UNAVAILABLE,
+                hint="pick another --port, or --port 0 for a free one",
+            ) from None
         try:
             with stdout_guard():
                 gen = load_generator(runtime, model, device=device, dtype=dtype, batch_size=max_batch)
@@ -102,8 +230,13 @@ def serve(
             server.server_close()
             raise
         max_batch = max_batch or gen.batch_size or 256
-        service = ModelService(gen, served_name or model, max_batch=max_batch, max_wait_s=batch_wait_ms / 1000,
-                               max_tokens_limit=max_tokens_limit)
+        service = ModelService(
+            gen,
+            served_name or model,
+            max_batch=max_batch,
+            max_wait_s=batch_wait_ms / 1000,
+            max_tokens_limit=max_tokens_limit,
+        )
         server.service = service
         if port_file:
             tmp = f"{port_file}.{os.getpid()}.tmp"
@@ -111,9 +244,13 @@ def serve(
                 fh.write(f"{server.server_address[1]}\n")
             os.replace(tmp, port_file)
         if not quiet:
-            print(f"ppt: serve: {served_name or model} on {server.base_url} ({describe_transport(server.transport)}, "
-                  f"max batch {max_batch}, device {gen.describe()['device']}{'; bearer token required' if api_key else ''}"
-                  "); Ctrl-C to stop", file=sys.stderr, flush=True)
+            print(
+                f"ppt: serve: {served_name or model} on {server.base_url} ({describe_transport(server.transport)}, "
+                f"max batch {max_batch}, device {gen.describe()['device']}{'; bearer token required' if api_key else ''}"
+                "); Ctrl-C to stop",
+                file=sys.stderr,
+                flush=True,
+            )
 
         def stop(signum, frame):  # noqa: ARG001 - signal handler signature
             threading.Thread(target=server.shutdown, daemon=True).start()
@@ -137,4 +274,6 @@ def serve(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("serve", help=HELP, short_help="OpenAI-compatible HTTP server over a local model (offline pipelines, tests).")(serve)
+    app.command(
+        "serve", help=HELP, short_help="OpenAI-compatible HTTP server over a local model (offline pipelines, tests)."
+    )(serve)

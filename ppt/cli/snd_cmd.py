@@ -20,16 +20,35 @@ from ppt.cli.common import (
     stream_args,
 )
 
-snd_app = typer.Typer(help="Split-N-Denoise: embeddings from a server-side model without sending text.",
-                      no_args_is_help=True)
+snd_app = typer.Typer(
+    help="Split-N-Denoise: embeddings from a server-side model without sending text.", no_args_is_help=True
+)
 
 MODEL_PANEL = "Model and noise"
 TRAIN_PANEL = "Training"
 SERVER_PANEL = "Server"
 
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="minilm (sentence encoder), smollm2 (causal LM, mean of last hidden states), a local path or a hub id.", rich_help_panel=MODEL_PANEL)]
-EtaOpt = Annotated[float, typer.Option("--eta", help="d_chi noise: each token vector is eta * d_chi private (L2 distance in the input-embedding space); larger = less noise; inf = none.", rich_help_panel=MODEL_PANEL)]
-MaxLenOpt = Annotated[int, typer.Option("--max-length", min=1, help="Tokens kept per text (the rest is cut).", rich_help_panel=MODEL_PANEL)]
+ModelOpt = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="minilm (sentence encoder), smollm2 (causal LM, mean of last hidden states), a local path or a hub id.",
+        rich_help_panel=MODEL_PANEL,
+    ),
+]
+EtaOpt = Annotated[
+    float,
+    typer.Option(
+        "--eta",
+        help="d_chi noise: each token vector is eta * d_chi private (L2 distance in the input-embedding space); larger = less noise; inf = none.",
+        rich_help_panel=MODEL_PANEL,
+    ),
+]
+MaxLenOpt = Annotated[
+    int,
+    typer.Option("--max-length", min=1, help="Tokens kept per text (the rest is cut).", rich_help_panel=MODEL_PANEL),
+]
 
 TRAIN_HELP = """Train the client-side denoiser for one model and eta on a public corpus (JSONL, --text-field).
 
@@ -84,23 +103,68 @@ SIGTERM.
 
 @snd_app.command("train-denoiser", help=TRAIN_HELP, short_help="Train the client-side denoiser on a public corpus.")
 def train_denoiser(
-    corpus: Annotated[str, typer.Option("--corpus", help="Public JSONL corpus to train on.", rich_help_panel=TRAIN_PANEL)],
+    corpus: Annotated[
+        str, typer.Option("--corpus", help="Public JSONL corpus to train on.", rich_help_panel=TRAIN_PANEL)
+    ],
     eta: EtaOpt = 100.0,
     model: ModelOpt = "minilm",
     text_field: TextFieldOpt = "text",
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Use at most this many texts.", rich_help_panel=TRAIN_PANEL)] = None,
-    epochs: Annotated[int, typer.Option("--epochs", min=1, help="Passes over the corpus (fresh noise each).", rich_help_panel=TRAIN_PANEL)] = 3,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Texts per step.", rich_help_panel=TRAIN_PANEL)] = 32,
-    lr: Annotated[float, typer.Option("--lr", min=0.0, help="AdamW learning rate.", rich_help_panel=TRAIN_PANEL)] = 1e-3,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Use at most this many texts.", rich_help_panel=TRAIN_PANEL)
+    ] = None,
+    epochs: Annotated[
+        int,
+        typer.Option("--epochs", min=1, help="Passes over the corpus (fresh noise each).", rich_help_panel=TRAIN_PANEL),
+    ] = 3,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", min=1, help="Texts per step.", rich_help_panel=TRAIN_PANEL)
+    ] = 32,
+    lr: Annotated[
+        float, typer.Option("--lr", min=0.0, help="AdamW learning rate.", rich_help_panel=TRAIN_PANEL)
+    ] = 1e-3,
     width: Annotated[int, typer.Option("--width", min=8, help="Denoiser width.", rich_help_panel=TRAIN_PANEL)] = 128,
-    layers: Annotated[int, typer.Option("--layers", min=1, help="Denoiser transformer layers.", rich_help_panel=TRAIN_PANEL)] = 2,
-    heads: Annotated[int, typer.Option("--heads", min=1, help="Attention heads (must divide --width).", rich_help_panel=TRAIN_PANEL)] = 4,
+    layers: Annotated[
+        int, typer.Option("--layers", min=1, help="Denoiser transformer layers.", rich_help_panel=TRAIN_PANEL)
+    ] = 2,
+    heads: Annotated[
+        int, typer.Option("--heads", min=1, help="Attention heads (must divide --width).", rich_help_panel=TRAIN_PANEL)
+    ] = 4,
     ff: Annotated[int, typer.Option("--ff", min=8, help="Feed-forward width.", rich_help_panel=TRAIN_PANEL)] = 256,
     max_length: MaxLenOpt = 128,
-    checkpoint_every: Annotated[int, typer.Option("--checkpoint-every", min=1, help="Steps between checkpoints (also at each epoch end).", rich_help_panel=TRAIN_PANEL)] = 200,
-    checkpoint_dir: Annotated[str | None, typer.Option("--checkpoint-dir", help="Where checkpoints go (default: a build directory in the cache, removed when done).", rich_help_panel=TRAIN_PANEL)] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue from the last checkpoint of the same model, eta, architecture and corpus.", rich_help_panel=TRAIN_PANEL)] = False,
-    output: Annotated[str | None, typer.Option("--output", "-o", help="Write the denoiser to this directory instead of the cache.", rich_help_panel=TRAIN_PANEL)] = None,
+    checkpoint_every: Annotated[
+        int,
+        typer.Option(
+            "--checkpoint-every",
+            min=1,
+            help="Steps between checkpoints (also at each epoch end).",
+            rich_help_panel=TRAIN_PANEL,
+        ),
+    ] = 200,
+    checkpoint_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--checkpoint-dir",
+            help="Where checkpoints go (default: a build directory in the cache, removed when done).",
+            rich_help_panel=TRAIN_PANEL,
+        ),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue from the last checkpoint of the same model, eta, architecture and corpus.",
+            rich_help_panel=TRAIN_PANEL,
+        ),
+    ] = False,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the denoiser to this directory instead of the cache.",
+            rich_help_panel=TRAIN_PANEL,
+        ),
+    ] = None,
     seed: SeedOpt = None,
     device: DeviceOpt = "auto",
     quiet: QuietOpt = False,
@@ -122,24 +186,70 @@ def train_denoiser(
         texts = read_texts(corpus, text_field, limit)
         with stdout_guard():
             split = SplitModel.load(model, device=device, max_length=max_length)
-        cfg = TrainConfig(eta=eta, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, checkpoint_every=checkpoint_every,
-                          arch={"width": width, "layers": layers, "heads": heads, "ff": ff})
+        cfg = TrainConfig(
+            eta=eta,
+            epochs=epochs,
+            batch_size=batch_size,
+            lr=lr,
+            seed=seed,
+            checkpoint_every=checkpoint_every,
+            arch={"width": width, "layers": layers, "heads": heads, "ff": ff},
+        )
         with stdout_guard():
-            summary = train_and_store(split, texts, cfg, out_dir=output, checkpoint_dir=checkpoint_dir, resume=resume,
-                                      quiet=quiet)
+            summary = train_and_store(
+                split, texts, cfg, out_dir=output, checkpoint_dir=checkpoint_dir, resume=resume, quiet=quiet
+            )
         typer.echo(orjson.dumps(summary).decode())
 
 
-@snd_app.command("embed", help=EMBED_HELP, short_help="Private embeddings: noise on the client, model on the server, denoise.")
+@snd_app.command(
+    "embed", help=EMBED_HELP, short_help="Private embeddings: noise on the client, model on the server, denoise."
+)
 def embed(
     eta: EtaOpt = 100.0,
     model: ModelOpt = "minilm",
-    denoiser: Annotated[str | None, typer.Option("--denoiser", help="A directory from train-denoiser -o, a cache key, or auto (the newest cached one for this model and eta).", rich_help_panel=MODEL_PANEL)] = None,
-    server: Annotated[str | None, typer.Option("--server", help="URL of a `ppt snd serve` (default: the server half runs in-process).", rich_help_panel=SERVER_PANEL)] = None,
-    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="NAME of the environment variable holding the server's bearer token.", rich_help_panel=SERVER_PANEL)] = None,
-    emit: Annotated[str, typer.Option("--emit", help="Comma-separated: noisy, denoised, clean (default: both with --denoiser, else noisy).", rich_help_panel=MODEL_PANEL)] = "",
-    fmt: Annotated[str, typer.Option("--format", help="jsonl (vectors in the record), npy or parquet (vector files at --vectors).")] = "jsonl",
-    vectors: Annotated[str | None, typer.Option("--vectors", help="Prefix of the vector files for --format npy|parquet (PREFIX.noisy.npy, PREFIX.parquet, ...).")] = None,
+    denoiser: Annotated[
+        str | None,
+        typer.Option(
+            "--denoiser",
+            help="A directory from train-denoiser -o, a cache key, or auto (the newest cached one for this model and eta).",
+            rich_help_panel=MODEL_PANEL,
+        ),
+    ] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server",
+            help="URL of a `ppt snd serve` (default: the server half runs in-process).",
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key-env",
+            help="NAME of the environment variable holding the server's bearer token.",
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = None,
+    emit: Annotated[
+        str,
+        typer.Option(
+            "--emit",
+            help="Comma-separated: noisy, denoised, clean (default: both with --denoiser, else noisy).",
+            rich_help_panel=MODEL_PANEL,
+        ),
+    ] = "",
+    fmt: Annotated[
+        str, typer.Option("--format", help="jsonl (vectors in the record), npy or parquet (vector files at --vectors).")
+    ] = "jsonl",
+    vectors: Annotated[
+        str | None,
+        typer.Option(
+            "--vectors",
+            help="Prefix of the vector files for --format npy|parquet (PREFIX.noisy.npy, PREFIX.parquet, ...).",
+        ),
+    ] = None,
     field_prefix: Annotated[str, typer.Option("--field-prefix", help="Prefix of the output fields.")] = "snd_",
     max_length: MaxLenOpt = 128,
     seed: SeedOpt = None,
@@ -160,7 +270,9 @@ def embed(
         from ppt.snd.split import SplitModel
         from ppt.stages.snd import SndEmbedStage
 
-        kinds = tuple(e.strip() for e in emit.split(",") if e.strip()) or (("noisy", "denoised") if denoiser else ("noisy",))
+        kinds = tuple(e.strip() for e in emit.split(",") if e.strip()) or (
+            ("noisy", "denoised") if denoiser else ("noisy",)
+        )
         pool, where = None, "in-process"
         if server is not None:
             from ppt.remote.auth import check_env_name, env_not_set_message, redact_url
@@ -180,10 +292,30 @@ def embed(
             with stdout_guard():
                 return SplitModel.load(model, device=device, max_length=max_length)
 
-        stage = SndEmbedStage(load, eta=eta, seed=seed, denoiser=denoiser, pool=pool, server=where, emit=kinds, fmt=fmt,
-                              vectors=vectors, field_prefix=field_prefix, device=device)
-        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
-                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device, private=True)
+        stage = SndEmbedStage(
+            load,
+            eta=eta,
+            seed=seed,
+            denoiser=denoiser,
+            pool=pool,
+            server=where,
+            emit=kinds,
+            fmt=fmt,
+            vectors=vectors,
+            field_prefix=field_prefix,
+            device=device,
+        )
+        args = stream_args(
+            input=input,
+            output=output,
+            text_field=text_field,
+            id_field=id_field,
+            on_error=on_error,
+            batch_size=batch_size,
+            quiet=quiet,
+            device=device,
+            private=True,
+        )
         try:
             code = run_stream(args, stage, desc="snd embed")
             stage.finish()
@@ -196,18 +328,70 @@ def embed(
         raise typer.Exit(code)
 
 
-@snd_app.command("serve", help=SERVE_HELP, short_help="Serve the model half: privatized token rows in, pooled embeddings out.")
+@snd_app.command(
+    "serve", help=SERVE_HELP, short_help="Serve the model half: privatized token rows in, pooled embeddings out."
+)
 def serve(
     model: ModelOpt = "minilm",
-    host: Annotated[str, typer.Option("--host", help="Address to bind: a loopback address unless --allow-remote.", rich_help_panel=SERVER_PANEL)] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port (0 = ephemeral; see --port-file).", rich_help_panel=SERVER_PANEL)] = 8100,
-    port_file: Annotated[str | None, typer.Option("--port-file", help="Write the bound port to this file once listening.", rich_help_panel=SERVER_PANEL)] = None,
-    allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Allow a non-loopback --host (requires --api-key-env).", rich_help_panel=SERVER_PANEL)] = False,
-    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="NAME of the environment variable holding the bearer token clients must send.", rich_help_panel=SERVER_PANEL)] = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds a connection may stay silent before it is closed.", rich_help_panel=SERVER_PANEL)] = 30.0,
-    max_connections: Annotated[int, typer.Option("--max-connections", min=1, help="Most connections open at once (503 beyond).", rich_help_panel=SERVER_PANEL)] = 32,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host", help="Address to bind: a loopback address unless --allow-remote.", rich_help_panel=SERVER_PANEL
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[
+        int,
+        typer.Option(
+            "--port",
+            "-p",
+            min=0,
+            max=65535,
+            help="Port (0 = ephemeral; see --port-file).",
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = 8100,
+    port_file: Annotated[
+        str | None,
+        typer.Option(
+            "--port-file", help="Write the bound port to this file once listening.", rich_help_panel=SERVER_PANEL
+        ),
+    ] = None,
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote", help="Allow a non-loopback --host (requires --api-key-env).", rich_help_panel=SERVER_PANEL
+        ),
+    ] = False,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key-env",
+            help="NAME of the environment variable holding the bearer token clients must send.",
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            min=0.1,
+            help="Seconds a connection may stay silent before it is closed.",
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = 30.0,
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-connections", min=1, help="Most connections open at once (503 beyond).", rich_help_panel=SERVER_PANEL
+        ),
+    ] = 32,
     max_length: MaxLenOpt = 128,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log request lines and statuses (never bodies).", rich_help_panel=SERVER_PANEL)] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Log request lines and statuses (never bodies).", rich_help_panel=SERVER_PANEL
+        ),
+    ] = False,
     device: DeviceOpt = "auto",
     quiet: QuietOpt = False,
 ) -> None:
@@ -232,23 +416,44 @@ def serve(
             check_env_name(api_key_env)
             api_key = os.environ.get(api_key_env, "").strip() or None
             if api_key is None:
-                raise PptError(env_not_set_message(api_key_env), ExitCode.CONFIG,
-                               hint="export a random token first, e.g. export PPT_SND_KEY=$(openssl rand -hex 16)")
+                raise PptError(
+                    env_not_set_message(api_key_env),
+                    ExitCode.CONFIG,
+                    hint="export a random token first, e.g. export PPT_SND_KEY=$(openssl rand -hex 16)",
+                )
         if not is_loopback_host(host):
             if not allow_remote:
-                raise PptError(f"--host {host[:64]} is not a loopback address; refusing to expose the model",
-                               ExitCode.USAGE, hint="keep the default 127.0.0.1, or pass --allow-remote with --api-key-env NAME")
+                raise PptError(
+                    f"--host {host[:64]} is not a loopback address; refusing to expose the model",
+                    ExitCode.USAGE,
+                    hint="keep the default 127.0.0.1, or pass --allow-remote with --api-key-env NAME",
+                )
             if api_key is None:
-                raise PptError("--allow-remote requires --api-key-env NAME (clients must send a bearer token)",
-                               ExitCode.USAGE, hint="export PPT_SND_KEY=$(openssl rand -hex 16), then pass --api-key-env PPT_SND_KEY")
-            warn(f"serving on {host[:64]} over plain http: the bearer token crosses the network unencrypted; "
-                 "put a TLS proxy in front")
+                raise PptError(
+                    "--allow-remote requires --api-key-env NAME (clients must send a bearer token)",
+                    ExitCode.USAGE,
+                    hint="export PPT_SND_KEY=$(openssl rand -hex 16), then pass --api-key-env PPT_SND_KEY",
+                )
+            warn(
+                f"serving on {host[:64]} over plain http: the bearer token crosses the network unencrypted; "
+                "put a TLS proxy in front"
+            )
         try:
-            server = make_snd_server(None, host, port, api_key=api_key, socket_timeout_s=timeout,
-                                     max_connections=max_connections, verbose=verbose)
+            server = make_snd_server(
+                None,
+                host,
+                port,
+                api_key=api_key,
+                socket_timeout_s=timeout,
+                max_connections=max_connections,
+                verbose=verbose,
+            )
         except OSError as e:
-            raise PptError(f"cannot bind {host}:{port}: {e.strerror}", ExitCode.UNAVAILABLE,
-                           hint="pick another --port, or --port 0 for a free one") from None
+            raise PptError(
+                f"cannot bind {host}:{port}: {e.strerror}",
+                ExitCode.UNAVAILABLE,
+                hint="pick another --port, or --port 0 for a free one",
+            ) from None
         try:
             with stdout_guard():
                 split = SplitModel.load(model, device=device, max_length=max_length)
@@ -262,8 +467,12 @@ def serve(
                 fh.write(f"{server.server_address[1]}\n")
             os.replace(tmp, port_file)
         if not quiet:
-            print(f"ppt: snd serve: {split.name} (hash {split.hash}) on {server.base_url}"
-                  f"{'; bearer token required' if api_key else ''}; Ctrl-C to stop", file=sys.stderr, flush=True)
+            print(
+                f"ppt: snd serve: {split.name} (hash {split.hash}) on {server.base_url}"
+                f"{'; bearer token required' if api_key else ''}; Ctrl-C to stop",
+                file=sys.stderr,
+                flush=True,
+            )
 
         def stop(signum, frame):
             threading.Thread(target=server.shutdown, daemon=True).start()

@@ -72,12 +72,18 @@ def query_pld(eps0: float, rate: float, interval: float = 1e-4):
 
         upper, lower = subsampled_rr(eps0, rate)
         _PLD_CACHE[key] = pld_lib.from_two_probability_mass_functions(
-            {k: math.log(v) for k, v in lower.items()}, {k: math.log(v) for k, v in upper.items()},
-            pessimistic_estimate=True, value_discretization_interval=interval, symmetric=True)
+            {k: math.log(v) for k, v in lower.items()},
+            {k: math.log(v) for k, v in upper.items()},
+            pessimistic_estimate=True,
+            value_discretization_interval=interval,
+            symmetric=True,
+        )
     return _PLD_CACHE[key]
 
 
-def published_epsilon(eps0: float, rate: float, delta0: float, queries: int, delta: float, method: str = "pld") -> float:
+def published_epsilon(
+    eps0: float, rate: float, delta0: float, queries: int, delta: float, method: str = "pld"
+) -> float:
     """What the published code claims for Gumbel(1/eps0) noise: each query counted as eps0 (it is 2 eps0)."""
     return composed_epsilon(eps0, rate, delta0, queries, delta, method)
 

@@ -19,8 +19,8 @@ def _left_pad(seqs: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tens
     attn = torch.zeros((len(seqs), width), dtype=torch.long)
     for i, s in enumerate(seqs):
         if s:
-            ids[i, width - len(s):] = torch.tensor(s, dtype=torch.long)
-            attn[i, width - len(s):] = 1
+            ids[i, width - len(s) :] = torch.tensor(s, dtype=torch.long)
+            attn[i, width - len(s) :] = 1
     return ids, attn
 
 
@@ -46,8 +46,13 @@ class EnsembleDecoder:
         n = self.attn.shape[0]
         step = torch.full((n, 1), int(token), dtype=torch.long, device=self.dev)
         self.attn = torch.cat([self.attn, torch.ones((n, 1), dtype=self.attn.dtype, device=self.dev)], dim=1)
-        out = self.model(input_ids=step, attention_mask=self.attn, position_ids=self.next_pos,
-                         **{self.cache_kw: self.cache}, use_cache=True)
+        out = self.model(
+            input_ids=step,
+            attention_mask=self.attn,
+            position_ids=self.next_pos,
+            **{self.cache_kw: self.cache},
+            use_cache=True,
+        )
         self.cache = returned_cache(out)
         self.next_pos = self.next_pos + 1
         self.logits = out.logits[:, -1, :].float()

@@ -10,7 +10,9 @@ import numpy as np
 from ppt.dpopt.templates import forward
 
 
-def label_logprobs(model, tokenizer, instruction: str, texts: list[str], labels: list[str], batch_size: int = 16) -> np.ndarray:
+def label_logprobs(
+    model, tokenizer, instruction: str, texts: list[str], labels: list[str], batch_size: int = 16
+) -> np.ndarray:
     """[len(texts), len(labels)] sum log P(' ' + label | forward template) under a local causal LM."""
     from ppt.lm.base import bos_prefix, pad_id
     from ppt.lm.score import continuation_logprobs
@@ -28,7 +30,9 @@ def label_logprobs(model, tokenizer, instruction: str, texts: list[str], labels:
     return np.array([s for s, _ in scores], dtype=np.float64).reshape(len(texts), len(labels))
 
 
-def _single_token_logprobs(model, prefixes: list[list[int]], label_ids: list[int], pad: int, batch_size: int) -> np.ndarray:
+def _single_token_logprobs(
+    model, prefixes: list[list[int]], label_ids: list[int], pad: int, batch_size: int
+) -> np.ndarray:
     import torch
 
     from ppt.lm.base import gathered_logits, length_batches, model_device, right_pad

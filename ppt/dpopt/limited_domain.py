@@ -47,7 +47,9 @@ def candidates(counts: torch.Tensor, eps0: float, delta0: float, k_bar: int) -> 
     return top.indices, scores
 
 
-def release_probabilities(counts: torch.Tensor, eps0: float, delta0: float, k_bar: int) -> tuple[torch.Tensor, torch.Tensor]:
+def release_probabilities(
+    counts: torch.Tensor, eps0: float, delta0: float, k_bar: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The exact output distribution (Gumbel-max = softmax of scores / scale): (token ids, P[token]..., P[bottom])."""
     ids, scores = candidates(counts, eps0, delta0, k_bar)
     b = noise_scale(eps0)

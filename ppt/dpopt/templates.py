@@ -28,8 +28,9 @@ def forward(prompt: str, text: str) -> str:
     return FORWARD.format(prompt=prompt.strip(), input=" ".join(str(text).split()))
 
 
-def backward(instruction: str, successes: list[tuple[str, str]], errors: list[tuple[str, str, str]],
-             message: int = 0) -> str:
+def backward(
+    instruction: str, successes: list[tuple[str, str]], errors: list[tuple[str, str, str]], message: int = 0
+) -> str:
     """The meta-prompt of one subset: ``successes`` are (input, label), ``errors`` (input, predicted, label).
 
     It ends with ``Improved Instruction:`` so that the generated tokens continue it directly.

@@ -74,8 +74,15 @@ class TuneConfig:
         return self.delta / (2.0 * self.rate * self.max_queries())
 
     def accountant_for(self) -> Accountant:
-        return Accountant(eps=self.eps, delta=self.delta, eps0=self.eps0, delta0=self.delta0(), rate=self.rate,
-                          method=self.accountant, cap=self.max_queries())
+        return Accountant(
+            eps=self.eps,
+            delta=self.delta,
+            eps0=self.eps0,
+            delta0=self.delta0(),
+            rate=self.rate,
+            method=self.accountant,
+            cap=self.max_queries(),
+        )
 
 
 @dataclass
@@ -89,49 +96,84 @@ class Plan:
     signature: dict[str, Any]
 
 
-def prepare(cfg: TuneConfig, texts: list[str], labels: list[str], *, checkpoint: str | None = None,
-            model_name: str = "") -> Plan:
+def prepare(
+    cfg: TuneConfig, texts: list[str], labels: list[str], *, checkpoint: str | None = None, model_name: str = ""
+) -> Plan:
     """Every check that needs no model (bad labels, too few records, a budget below one token) and the
     checkpoint, if one is there: its accountant replaces a fresh one, so nothing is spent twice."""
     if len(cfg.labels) < 2 or len(set(cfg.labels)) != len(cfg.labels) or any(not y.strip() for y in cfg.labels):
-        raise PptError("--labels needs at least two distinct, non-empty labels", ExitCode.USAGE,
-                       hint="e.g. --labels 'negative,positive'")
+        raise PptError(
+            "--labels needs at least two distinct, non-empty labels",
+            ExitCode.USAGE,
+            hint="e.g. --labels 'negative,positive'",
+        )
     known = set(cfg.labels)
     bad = [i for i, y in enumerate(labels) if y not in known]
     if bad:
-        raise PptError(f"{len(bad)} record(s) have a label outside --labels (first at record {bad[0] + 1})",
-                       ExitCode.DATAERR, hint="list every label value in --labels, or filter the input")
-    for name, v, lo in (("--ensemble", cfg.ensemble, 1), ("--shots", cfg.shots, 1), ("--max-prompts", cfg.max_prompts, 1),
-                        ("--max-tokens", cfg.max_tokens, 1), ("--k-bar", cfg.k_bar, 1)):
+        raise PptError(
+            f"{len(bad)} record(s) have a label outside --labels (first at record {bad[0] + 1})",
+            ExitCode.DATAERR,
+            hint="list every label value in --labels, or filter the input",
+        )
+    for name, v, lo in (
+        ("--ensemble", cfg.ensemble, 1),
+        ("--shots", cfg.shots, 1),
+        ("--max-prompts", cfg.max_prompts, 1),
+        ("--max-tokens", cfg.max_tokens, 1),
+        ("--k-bar", cfg.k_bar, 1),
+    ):
         if v < lo:
             raise PptError(f"{name} must be >= {lo}", ExitCode.USAGE)
-    if not (cfg.eps > 0) or (cfg.delta is not None and not 0 < cfg.delta < 1) or not 0 < cfg.rate <= 1 \
-            or not cfg.eps0 > 0 or not 0 < cfg.val_fraction < 1 or cfg.temperature < 0:
-        raise PptError("need eps > 0, 0 < delta < 1, 0 < rate <= 1, eps0 > 0, 0 < val-fraction < 1, temperature >= 0",
-                       ExitCode.USAGE)
+    if (
+        not (cfg.eps > 0)
+        or (cfg.delta is not None and not 0 < cfg.delta < 1)
+        or not 0 < cfg.rate <= 1
+        or not cfg.eps0 > 0
+        or not 0 < cfg.val_fraction < 1
+        or cfg.temperature < 0
+    ):
+        raise PptError(
+            "need eps > 0, 0 < delta < 1, 0 < rate <= 1, eps0 > 0, 0 < val-fraction < 1, temperature >= 0",
+            ExitCode.USAGE,
+        )
     r = cfg.resolved(len(texts))
-    signature = {k: (str(v) if isinstance(v, float) and math.isinf(v) else v) for k, v in asdict(r).items()
-                 if k != "seed"} | {"n": len(texts), "model": model_name,
-                                      "input": _digest(texts, labels)}
+    signature = {
+        k: (str(v) if isinstance(v, float) and math.isinf(v) else v) for k, v in asdict(r).items() if k != "seed"
+    } | {"n": len(texts), "model": model_name, "input": _digest(texts, labels)}
     state = ckpt.load(checkpoint)
     if state is not None and state.get("signature") != signature:
-        raise PptError("the checkpoint belongs to another run (options, input or model differ)", ExitCode.USAGE,
-                       hint="use a new --checkpoint directory, or the same options and input")
+        raise PptError(
+            "the checkpoint belongs to another run (options, input or model differ)",
+            ExitCode.USAGE,
+            hint="use a new --checkpoint directory, or the same options and input",
+        )
     key = bytes.fromhex(state["key"]) if state is not None else make_key(r.seed)
     gen, val = split(key, texts, labels, r.val_fraction)
     need = r.ensemble + MIN_VALIDATION
     if len(gen) < r.ensemble or len(val) < MIN_VALIDATION:
-        raise PptError(f"{len(texts)} records are too few for an ensemble of {r.ensemble} subsets plus a validation split",
-                       ExitCode.DATAERR, hint=f"give at least ~{int(need / (1 - r.val_fraction)) + 1} records, or lower --ensemble")
+        raise PptError(
+            f"{len(texts)} records are too few for an ensemble of {r.ensemble} subsets plus a validation split",
+            ExitCode.DATAERR,
+            hint=f"give at least ~{int(need / (1 - r.val_fraction)) + 1} records, or lower --ensemble",
+        )
     acct = r.accountant_for()
     if r.private and acct.max_queries() == 0:
-        raise PptError(f"budget eps={r.eps:g} delta={r.delta:g} cannot cover one token at eps0={r.eps0:g}, rate={r.rate:g}",
-                       ExitCode.USAGE, hint="raise --eps, or lower --eps0 or --rate")
+        raise PptError(
+            f"budget eps={r.eps:g} delta={r.delta:g} cannot cover one token at eps0={r.eps0:g}, rate={r.rate:g}",
+            ExitCode.USAGE,
+            hint="raise --eps, or lower --eps0 or --rate",
+        )
     if state is not None:
         acct = Accountant.from_state(state["accountant"])
     else:
-        state = {"signature": signature, "key": key.hex(), "candidates": [], "current": None,
-                 "generation_done": False, "budget_stop": False}
+        state = {
+            "signature": signature,
+            "key": key.hex(),
+            "candidates": [],
+            "current": None,
+            "generation_done": False,
+            "budget_stop": False,
+        }
     return Plan(r, acct, key, state, signature)
 
 
@@ -169,8 +211,17 @@ def _stops(tok, token: int, eos: set[int], so_far: list[int]) -> bool:
     return "\n" in tok.decode([token]) and bool(tok.decode(so_far, skip_special_tokens=True).strip())
 
 
-def tune(model, tok, plan: Plan, texts: list[str], labels: list[str], *, checkpoint: str | None = None,
-         progress: Callable[[dict], None] | None = None, model_name: str = "") -> dict[str, Any]:
+def tune(
+    model,
+    tok,
+    plan: Plan,
+    texts: list[str],
+    labels: list[str],
+    *,
+    checkpoint: str | None = None,
+    progress: Callable[[dict], None] | None = None,
+    model_name: str = "",
+) -> dict[str, Any]:
     """Run DP-OPT on (texts, labels) as ``plan`` (from :func:`prepare`) says; returns the result object
     (instruction, candidates, stamp block). ``checkpoint``: the directory the state is saved to."""
     import torch
@@ -202,7 +253,9 @@ def tune(model, tok, plan: Plan, texts: list[str], labels: list[str], *, checkpo
         if not acct.allow():  # not even one query left: build no meta-prompts
             state["budget_stop"] = True
             break
-        cur = state["current"] if state["current"] is not None and state["current"]["p"] == p else {"p": p, "tokens": []}
+        cur = (
+            state["current"] if state["current"] is not None and state["current"]["p"] == p else {"p": p, "tokens": []}
+        )
         state["current"] = cur
         subsets = assign(key, gtexts, glabels, cfg.ensemble, cfg.shots, salt=str(p))
         prompts = _demos(model, tok, cfg, gtexts, glabels, subsets)
@@ -267,24 +320,41 @@ def tune(model, tok, plan: Plan, texts: list[str], labels: list[str], *, checkpo
         "generation": {
             "eps": eps_gen if cfg.private else "inf",
             "accountant": f"{cfg.accountant} (dp-accounting): Poisson-subsampled randomized response dominating pair"
-            if cfg.accountant == "pld" else "rdp (dp-accounting via ppt.accounting events)",
+            if cfg.accountant == "pld"
+            else "rdp (dp-accounting via ppt.accounting events)",
             "amplification": f"Poisson subset participation, rate {cfg.rate:g} per query (advanced joint convexity)",
-            "queries": acct.queries, "failures": acct.failures,
-            "eps0": cfg.eps0 if cfg.private else "inf", "delta0": acct.delta0,
+            "queries": acct.queries,
+            "failures": acct.failures,
+            "eps0": cfg.eps0 if cfg.private else "inf",
+            "delta0": acct.delta0,
             "delta_limited_domain": acct.queries * cfg.rate * acct.delta0,
-            "k_bar": cfg.k_bar, "noise": "Gumbel(2/eps0): vote histograms are not monotone",
-            "ensemble": cfg.ensemble, "shots": cfg.shots, "temperature": cfg.temperature,
-            "subsets": "keyed hash of each record", "stopped": "budget" if state["budget_stop"] else "done",
+            "k_bar": cfg.k_bar,
+            "noise": "Gumbel(2/eps0): vote histograms are not monotone",
+            "ensemble": cfg.ensemble,
+            "shots": cfg.shots,
+            "temperature": cfg.temperature,
+            "subsets": "keyed hash of each record",
+            "stopped": "budget" if state["budget_stop"] else "done",
             "events": acct.events().to_dict() if cfg.private else None,
         },
-        "selection": {"eps": cfg.eps_select if cfg.private else "inf",
-                      "mechanism": "report-noisy-max, Gumbel(1/eps), monotone correct-counts",
-                      "split": f"keyed-hash validation split ({cfg.val_fraction:g}), disjoint: parallel composition",
-                      "released": "chosen index only" if cfg.private else "exact counts (eps = inf)"},
+        "selection": {
+            "eps": cfg.eps_select if cfg.private else "inf",
+            "mechanism": "report-noisy-max, Gumbel(1/eps), monotone correct-counts",
+            "split": f"keyed-hash validation split ({cfg.val_fraction:g}), disjoint: parallel composition",
+            "released": "chosen index only" if cfg.private else "exact counts (eps = inf)",
+        },
         "private": cfg.private,
         "seeded": cfg.seed is not None,
         "model": model_name,
     }
-    return {"instruction": pool[chosen], "init": cfg.init, "labels": list(cfg.labels), "template": templates.FORWARD,
-            "candidates": pool, "chosen": chosen, "validation_correct": released_scores,
-            "validation_n": len(val) if not cfg.private else None, "block": block}
+    return {
+        "instruction": pool[chosen],
+        "init": cfg.init,
+        "labels": list(cfg.labels),
+        "template": templates.FORWARD,
+        "candidates": pool,
+        "chosen": chosen,
+        "validation_correct": released_scores,
+        "validation_n": len(val) if not cfg.private else None,
+        "block": block,
+    }

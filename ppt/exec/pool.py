@@ -125,8 +125,9 @@ def _watch_parent() -> None:
     threading.Thread(target=watch, name="ppt-parent-watch", daemon=True).start()
 
 
-def _init(make_stage: Callable[[], Stage], env: dict[str, str], threads: int, log_level: int,
-          build_hint: str | None) -> None:
+def _init(
+    make_stage: Callable[[], Stage], env: dict[str, str], threads: int, log_level: int, build_hint: str | None
+) -> None:
     """Worker initializer: build the stage once. Never raises (an initializer that raises breaks the
     pool with a traceback on stderr); a failure is kept and raised by the first batch instead."""
     global _STAGE, _INIT_ERROR
@@ -231,8 +232,16 @@ class StagePool:
     cores available (1 for a stage on a GPU). ``build_hint`` names the command that builds a table a
     worker finds missing."""
 
-    def __init__(self, recipe: Callable[[], Stage], workers: int | None = None, *, stage: Stage | None = None,
-                 per_worker: int = PER_WORKER, build_hint: str | None = None, help_while_starting: bool = True) -> None:
+    def __init__(
+        self,
+        recipe: Callable[[], Stage],
+        workers: int | None = None,
+        *,
+        stage: Stage | None = None,
+        per_worker: int = PER_WORKER,
+        build_hint: str | None = None,
+        help_while_starting: bool = True,
+    ) -> None:
         check_workers(workers)
         self.recipe, self.stage, self.build_hint = recipe, stage, build_hint
         self.help_while_starting = help_while_starting
@@ -272,8 +281,12 @@ class StagePool:
         self.stage.prepare()
         self.workers = self.requested or default_workers(self.stage)
         if self.workers > 1 and getattr(type(self.stage), "summary", Stage.summary) is not Stage.summary:
-            raise PptError(f"{self.stage.name or type(self.stage).__name__} writes an end-of-run summary, which "
-                           "worker processes cannot merge yet", ExitCode.USAGE, hint="run it with --workers 1")
+            raise PptError(
+                f"{self.stage.name or type(self.stage).__name__} writes an end-of-run summary, which "
+                "worker processes cannot merge yet",
+                ExitCode.USAGE,
+                hint="run it with --workers 1",
+            )
 
     def signature(self) -> dict[str, Any]:
         assert self.stage is not None
@@ -308,10 +321,15 @@ class StagePool:
             ctx.set_forkserver_preload(PRELOAD + _mechanism_module(self.stage))
         threads = max(1, available_cores() // self.workers)
         level = logging.getLogger("ppt").getEffectiveLevel()
-        self._executor = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init,
-                                             initargs=(self.recipe, dict(os.environ), threads, level, self.build_hint))
-        self._starter = threading.Thread(target=self._start_workers, args=(self._executor,), name="ppt-pool-start",
-                                         daemon=True)
+        self._executor = ProcessPoolExecutor(
+            self.workers,
+            mp_context=ctx,
+            initializer=_init,
+            initargs=(self.recipe, dict(os.environ), threads, level, self.build_hint),
+        )
+        self._starter = threading.Thread(
+            target=self._start_workers, args=(self._executor,), name="ppt-pool-start", daemon=True
+        )
         self._starter.start()
 
     def _start_workers(self, executor: Any) -> None:
@@ -425,8 +443,12 @@ def _terminate(executor: Any) -> None:
 
 
 def _died() -> PptError:
-    return PptError("a worker process died before its batch was done (killed, or out of memory?); "
-                    "no output was written past the last finished batch", ExitCode.TEMPFAIL, hint=HINT)
+    return PptError(
+        "a worker process died before its batch was done (killed, or out of memory?); "
+        "no output was written past the last finished batch",
+        ExitCode.TEMPFAIL,
+        hint=HINT,
+    )
 
 
 def _mechanism_module(stage: Stage) -> list[str]:
@@ -435,9 +457,16 @@ def _mechanism_module(stage: Stage) -> list[str]:
     return [module] if module.startswith("ppt.") else []
 
 
-def run_stage_in_workers(args: StreamArgs, recipe: Callable[[], Stage], *, workers: int | None = None,
-                         stage: Stage | None = None, desc: str = "records", build_hint: str | None = None,
-                         **streams: Any) -> int:
+def run_stage_in_workers(
+    args: StreamArgs,
+    recipe: Callable[[], Stage],
+    *,
+    workers: int | None = None,
+    stage: Stage | None = None,
+    desc: str = "records",
+    build_hint: str | None = None,
+    **streams: Any,
+) -> int:
     """``run_stream`` with the stage's batches in ``workers`` processes (None: the cores available);
     ``workers=1`` runs in this process, exactly as ``run_stream(args, stage or recipe())``. ``streams``:
     run_stream's ``_stdin``/``_stdout``/``_stderr``."""

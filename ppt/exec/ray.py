@@ -69,14 +69,17 @@ def require_ray() -> Any:
         import ray
         import ray.data
     except ImportError:
-        raise PptError("--engine ray needs Ray, which is not installed", ExitCode.CONFIG,
-                       hint=f"install it with: {INSTALL}") from None
+        raise PptError(
+            "--engine ray needs Ray, which is not installed", ExitCode.CONFIG, hint=f"install it with: {INSTALL}"
+        ) from None
     return ray
 
 
 def check_options(args: StreamArgs, options: RayOptions) -> None:
     if args.on_error not in ON_ERROR_MODES:
-        raise PptError(f"unknown --on-error mode {args.on_error!r}", ExitCode.USAGE, hint="use one of: fail, skip, record")
+        raise PptError(
+            f"unknown --on-error mode {args.on_error!r}", ExitCode.USAGE, hint="use one of: fail, skip, record"
+        )
     if not isinstance(args.batch_size, int) or args.batch_size < 1:
         raise PptError(f"--batch-size must be >= 1 (got {args.batch_size})", ExitCode.USAGE)
     if options.actors is not None and options.actors < 1:
@@ -126,7 +129,12 @@ def shard_rows(path: str, fmt: str, shard: int, start: int) -> Iterator[dict[str
                     try:
                         yield {"shard": shard, "line_no": n, "raw": orjson.dumps(row), "bad": ""}
                     except TypeError:
-                        yield {"shard": shard, "line_no": n, "raw": b"", "bad": "a column holds a value JSON cannot represent"}
+                        yield {
+                            "shard": shard,
+                            "line_no": n,
+                            "raw": b"",
+                            "bad": "a column holds a value JSON cannot represent",
+                        }
         return
     with _open(path) as f:
         for line_no, raw in iter_lines(f):
@@ -188,9 +196,14 @@ class StageActor:
             out.append(dumps_line({self.opts.id_field: item.id, "error": item.error.to_dict(item.line_no)}))
             etype.append(item.error.type)
             emsg.append(item.error.message)
-        return {"shard": np.asarray(batch["shard"]), "line_no": np.asarray(batch["line_no"]),
-                "status": np.asarray(status, dtype=np.int8), "out": np.asarray(out, dtype=object),
-                "etype": np.asarray(etype, dtype=object), "emsg": np.asarray(emsg, dtype=object)}
+        return {
+            "shard": np.asarray(batch["shard"]),
+            "line_no": np.asarray(batch["line_no"]),
+            "status": np.asarray(status, dtype=np.int8),
+            "out": np.asarray(out, dtype=object),
+            "etype": np.asarray(etype, dtype=object),
+            "emsg": np.asarray(emsg, dtype=object),
+        }
 
 
 # ------------------------------------------------------------------------------------ the driver
@@ -215,17 +228,24 @@ def _connect(ray: Any, address: str | None) -> bool:
     if ray.is_initialized():
         return False
     # ppt owns stderr (its own summary and errors); the workers' logs stay in `ray logs`
-    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR,
-                              "configure_logging": True, "log_to_driver": False}
+    kwargs: dict[str, Any] = {
+        "include_dashboard": False,
+        "logging_level": logging.ERROR,
+        "configure_logging": True,
+        "log_to_driver": False,
+    }
     env = {k: os.environ[k] for k in ("PPT_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE") if k in os.environ}
     if env:  # workers read the same cache path (shared storage on a multi-node cluster)
         kwargs["runtime_env"] = {"env_vars": env}
     try:
         ray.init(address=address, **kwargs)
     except (ConnectionError, RuntimeError, ValueError) as e:
-        raise PptError(f"cannot connect to the Ray cluster at {address or os.environ.get('RAY_ADDRESS', 'a new local cluster')} "
-                       f"({type(e).__name__})", ExitCode.UNAVAILABLE,
-                       hint="start one with `ray start --head` and pass --ray-address HOST:6379, or omit it for a local cluster") from None
+        raise PptError(
+            f"cannot connect to the Ray cluster at {address or os.environ.get('RAY_ADDRESS', 'a new local cluster')} "
+            f"({type(e).__name__})",
+            ExitCode.UNAVAILABLE,
+            hint="start one with `ray start --head` and pass --ray-address HOST:6379, or omit it for a local cluster",
+        ) from None
     return True
 
 
@@ -240,8 +260,11 @@ def _worker_error(exc: BaseException) -> PptError:
             return cur
         cause = getattr(cur, "cause", None)
         cur = cause if isinstance(cause, BaseException) else (cur.__cause__ or cur.__context__)
-    return PptError(f"the Ray job failed ({type(exc).__name__})", ExitCode.TEMPFAIL,
-                    hint="see the worker logs (`ray logs`); records are never echoed in this message")
+    return PptError(
+        f"the Ray job failed ({type(exc).__name__})",
+        ExitCode.TEMPFAIL,
+        hint="see the worker logs (`ray logs`); records are never echoed in this message",
+    )
 
 
 def _task_pool(ray: Any, size: int) -> dict[str, Any]:
@@ -266,8 +289,14 @@ def _plan(ray: Any, args: StreamArgs, options: RayOptions) -> tuple[int, float]:
     return max(1, actors), num_gpus
 
 
-def build_dataset(ray: Any, shards: list[InputShard], make_stage: Callable[[], Stage], args: StreamArgs,
-                  options: RayOptions, build_hint: str | None) -> tuple[Any, int, float]:
+def build_dataset(
+    ray: Any,
+    shards: list[InputShard],
+    make_stage: Callable[[], Stage],
+    args: StreamArgs,
+    options: RayOptions,
+    build_hint: str | None,
+) -> tuple[Any, int, float]:
     """The lazy dataset of result rows, in input order, and the (actors, GPUs per actor) it runs on."""
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order = True
@@ -281,18 +310,32 @@ def build_dataset(ray: Any, shards: list[InputShard], make_stage: Callable[[], S
     start = 0
     for row in sorted(counted, key=lambda r: r["shard"]):
         row["start"], start = start, start + int(row["rows"])
-    lines = ray.data.from_items(sorted(counted, key=lambda r: r["shard"]), override_num_blocks=len(items)).flat_map(_read_row, **io)
+    lines = ray.data.from_items(sorted(counted, key=lambda r: r["shard"]), override_num_blocks=len(items)).flat_map(
+        _read_row, **io
+    )
     actors, num_gpus = _plan(ray, args, options)
     compute = ray.data.ActorPoolStrategy(size=actors)
     results = lines.map_batches(
-        StageActor, fn_constructor_args=(make_stage, args, build_hint), batch_size=args.batch_size,
-        batch_format="numpy", compute=compute, num_cpus=options.num_cpus, num_gpus=num_gpus or None,
+        StageActor,
+        fn_constructor_args=(make_stage, args, build_hint),
+        batch_size=args.batch_size,
+        batch_format="numpy",
+        compute=compute,
+        num_cpus=options.num_cpus,
+        num_gpus=num_gpus or None,
     )  # Ray Data restarts a dead actor and retries its batches (max_restarts=-1, max_task_retries=-1)
     return results, actors, num_gpus
 
 
-def run_stage_on_ray(args: StreamArgs, make_stage: Callable[[], Stage], *, options: RayOptions | None = None,
-                     desc: str = "records", build_hint: str | None = None, _stderr: IO[str] | None = None) -> int:
+def run_stage_on_ray(
+    args: StreamArgs,
+    make_stage: Callable[[], Stage],
+    *,
+    options: RayOptions | None = None,
+    desc: str = "records",
+    build_hint: str | None = None,
+    _stderr: IO[str] | None = None,
+) -> int:
     """Run ``make_stage()`` over the shards named by ``args.input`` on Ray and write ``part-NNNNN.jsonl``
     shards plus ``summary.json`` into the directory ``args.output``; return the exit code a local
     ``run_stream`` gives on the same records (0, 1 some failed, 65 bad input under fail).
@@ -311,8 +354,12 @@ def run_stage_on_ray(args: StreamArgs, make_stage: Callable[[], Stage], *, optio
         stage = make_stage()
         stage.prepare()
     if getattr(type(stage), "summary", Stage.summary) is not Stage.summary:
-        raise PptError(f"{stage.name or type(stage).__name__} writes an end-of-run summary, which --engine ray cannot merge "
-                       "across actors yet", ExitCode.USAGE, hint="run it with --engine local")
+        raise PptError(
+            f"{stage.name or type(stage).__name__} writes an end-of-run summary, which --engine ray cannot merge "
+            "across actors yet",
+            ExitCode.USAGE,
+            hint="run it with --engine local",
+        )
     signature = stage.signature()
     private = bool(args.private or getattr(stage, "private_output", False))
     del stage
@@ -343,9 +390,18 @@ def run_stage_on_ray(args: StreamArgs, make_stage: Callable[[], Stage], *, optio
     finally:
         if started:
             ray.shutdown()
-    _write_summary(out_dir, shards, names, tally, code, signature=signature, actors=actors, num_gpus=num_gpus,
-                   seconds=time.perf_counter() - t0,
-                   first_result_seconds=None if tally.first_result is None else tally.first_result - t0)
+    _write_summary(
+        out_dir,
+        shards,
+        names,
+        tally,
+        code,
+        signature=signature,
+        actors=actors,
+        num_gpus=num_gpus,
+        seconds=time.perf_counter() - t0,
+        first_result_seconds=None if tally.first_result is None else tally.first_result - t0,
+    )
     return code
 
 
@@ -356,8 +412,9 @@ def _drain(results: Any, args: StreamArgs, tally: _Tally, writer: ShardWriter) -
             tally.first_result = time.perf_counter()
         pending: dict[int, list[bytes]] = {}
         fatal = None
-        for shard, line_no, status, out, etype, emsg in zip(batch["shard"], batch["line_no"], batch["status"],
-                                                            batch["out"], batch["etype"], batch["emsg"]):
+        for shard, line_no, status, out, etype, emsg in zip(
+            batch["shard"], batch["line_no"], batch["status"], batch["out"], batch["etype"], batch["emsg"]
+        ):
             shard = int(shard)
             if status == OK:
                 pending.setdefault(shard, []).append(bytes(out))
@@ -378,11 +435,17 @@ def _drain(results: Any, args: StreamArgs, tally: _Tally, writer: ShardWriter) -
     return None
 
 
-def _write_summary(out_dir: Any, shards: list[InputShard], names: list[str], tally: _Tally, code: int, **info: Any) -> None:
+def _write_summary(
+    out_dir: Any, shards: list[InputShard], names: list[str], tally: _Tally, code: int, **info: Any
+) -> None:
     """``summary.json``: the counts and exit code (what the stderr summary says, for scripts), per shard too."""
     doc = {
-        "engine": "ray", "exit_code": code, "ok": tally.ok, "failed": dict(tally.failed),
-        "on_error": tally.opts.on_error, **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in info.items()},
+        "engine": "ray",
+        "exit_code": code,
+        "ok": tally.ok,
+        "failed": dict(tally.failed),
+        "on_error": tally.opts.on_error,
+        **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in info.items()},
         "shards": [{"input": s.path, "output": n, **tally.per_shard[s.index]} for s, n in zip(shards, names)],
     }
     tmp = out_dir / f".{SUMMARY_NAME}.tmp"
@@ -390,5 +453,14 @@ def _write_summary(out_dir: Any, shards: list[InputShard], names: list[str], tal
     os.replace(tmp, out_dir / SUMMARY_NAME)
 
 
-__all__ = ["INSTALL", "RayOptions", "StageActor", "build_dataset", "check_options", "count_rows",
-           "require_ray", "run_stage_on_ray", "shard_rows"]
+__all__ = [
+    "INSTALL",
+    "RayOptions",
+    "StageActor",
+    "build_dataset",
+    "check_options",
+    "count_rows",
+    "require_ray",
+    "run_stage_on_ray",
+    "shard_rows",
+]

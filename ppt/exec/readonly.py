@@ -25,8 +25,12 @@ def read_only_cache(hint: str | None = None) -> Iterator[None]:
     def get_or_build(self, kind, deps, build, *, deep=True, on_rebuild=None):
         art = self.lookup(kind, deps, deep=deep)
         if art is None:
-            raise PptError(f"the cache at {self.root} has no usable {kind} artifact for this job; "
-                           "cluster workers read the cache and never build it", ExitCode.CONFIG, hint=hint)
+            raise PptError(
+                f"the cache at {self.root} has no usable {kind} artifact for this job; "
+                "cluster workers read the cache and never build it",
+                ExitCode.CONFIG,
+                hint=hint,
+            )
         return art
 
     Cache.get_or_build = get_or_build

@@ -49,8 +49,11 @@ def _is_uri(spec: str) -> bool:
 
 
 def _data_files(names: list[str]) -> list[str]:
-    return sorted(n for n in names if n.lower().endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES)
-                  and not os.path.basename(n).startswith((".", "_")))
+    return sorted(
+        n
+        for n in names
+        if n.lower().endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES) and not os.path.basename(n).startswith((".", "_"))
+    )
 
 
 def resolve_inputs(spec: str) -> list[InputShard]:
@@ -58,8 +61,11 @@ def resolve_inputs(spec: str) -> list[InputShard]:
     a URI (``s3://bucket/dir/``, a file or a directory; no globs) through pyarrow's filesystems; sorted
     by path. Stdin is refused: a cluster reads files its workers can open."""
     if spec in ("", "-"):
-        raise PptError("--engine ray reads files, not stdin", ExitCode.USAGE,
-                       hint="give --input a file, a directory or a glob such as 'data/*.jsonl'")
+        raise PptError(
+            "--engine ray reads files, not stdin",
+            ExitCode.USAGE,
+            hint="give --input a file, a directory or a glob such as 'data/*.jsonl'",
+        )
     spec = spec.removeprefix("file://")
     if _is_uri(spec):
         paths = _resolve_uri(spec)
@@ -72,8 +78,11 @@ def resolve_inputs(spec: str) -> list[InputShard]:
     else:
         raise PptError(f"input not found: {spec}", ExitCode.NOINPUT, hint="give a file, a directory or a glob")
     if not paths:
-        raise PptError(f"no input files in {spec}", ExitCode.NOINPUT,
-                       hint="a directory is read for *.jsonl, *.ndjson, *.json and *.parquet files")
+        raise PptError(
+            f"no input files in {spec}",
+            ExitCode.NOINPUT,
+            hint="a directory is read for *.jsonl, *.ndjson, *.json and *.parquet files",
+        )
     return [InputShard(i, p, shard_format(p)) for i, p in enumerate(paths)]
 
 
@@ -100,16 +109,22 @@ def prepare_output_dir(path: str) -> Path:
     """The output directory, created if absent. It must be empty or hold only a previous run's shards and
     summary (which this run replaces): other files are never overwritten."""
     if path in ("", "-"):
-        raise PptError("--engine ray writes a directory of shards, not stdout", ExitCode.USAGE,
-                       hint="give --output a directory, e.g. -o private/")
+        raise PptError(
+            "--engine ray writes a directory of shards, not stdout",
+            ExitCode.USAGE,
+            hint="give --output a directory, e.g. -o private/",
+        )
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise PptError(f"--output must be a directory with --engine ray: {path}", ExitCode.USAGE)
     if out.is_dir():
         foreign = [p.name for p in out.iterdir() if not (_PART_RE.fullmatch(p.name) or p.name == SUMMARY_NAME)]
         if foreign:
-            raise PptError(f"output directory {path} holds files this run did not write ({len(foreign)})",
-                           ExitCode.CONFIG, hint="give an empty or new directory")
+            raise PptError(
+                f"output directory {path} holds files this run did not write ({len(foreign)})",
+                ExitCode.CONFIG,
+                hint="give an empty or new directory",
+            )
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -143,7 +158,7 @@ class ShardWriter:
         view = memoryview(data)
         try:
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         except OSError as e:
             raise PptError(f"cannot write output: {e.strerror or e}", ExitCode.IOERR) from None
 

@@ -77,6 +77,14 @@ def bbc_docs(per_class: int, n_tokens: int = 50, skip: int = 0) -> list[dict]:
     by_cls = []
     for cls in BBC_CLASSES:
         files = sorted((root / cls).iterdir())[skip : skip + per_class]
-        by_cls.append([{"id": f"{cls}/{f.stem}", "label": cls,
-                        "text": prefix(f.read_text(encoding="utf-8", errors="replace"), n_tokens, enc)} for f in files])
+        by_cls.append(
+            [
+                {
+                    "id": f"{cls}/{f.stem}",
+                    "label": cls,
+                    "text": prefix(f.read_text(encoding="utf-8", errors="replace"), n_tokens, enc),
+                }
+                for f in files
+            ]
+        )
     return [d for group in zip(*by_cls) for d in group]

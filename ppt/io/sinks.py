@@ -127,7 +127,9 @@ class _FileSink(Sink):
         if not os.path.isdir(directory):
             raise PptError(f"output directory does not exist: {directory}", ExitCode.IOERR, hint="create it first")
         self.existing = existing
-        self.mode = stat.S_IMODE(existing.st_mode) if existing is not None else (0o600 if private else 0o666 & ~_umask())
+        self.mode = (
+            stat.S_IMODE(existing.st_mode) if existing is not None else (0o600 if private else 0o666 & ~_umask())
+        )
         self.private = private
         self.tmp: str | None = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
         try:
@@ -242,8 +244,11 @@ def open_output(path: str, stdout: IO[bytes] | None = None, *, private: bool = F
         try:
             return _FdSink(os.dup(fd))
         except OSError as exc:
-            raise PptError(f"cannot write output {path}: {exc.strerror}", ExitCode.IOERR,
-                           hint="the descriptor is not open in this process") from None
+            raise PptError(
+                f"cannot write output {path}: {exc.strerror}",
+                ExitCode.IOERR,
+                hint="the descriptor is not open in this process",
+            ) from None
     try:
         st: os.stat_result | None = os.stat(path)  # follows symlinks
     except FileNotFoundError:

@@ -35,7 +35,9 @@ def _open_input(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], bool]:
             raise PptError("stdin is closed", ExitCode.NOINPUT, hint="give a file with -i, or pipe JSONL in")
         return sys.stdin.buffer, False
     if os.path.isdir(path):
-        raise PptError(f"input path is a directory: {path}", ExitCode.NOINPUT, hint="give a JSONL file, or '-' for stdin")
+        raise PptError(
+            f"input path is a directory: {path}", ExitCode.NOINPUT, hint="give a JSONL file, or '-' for stdin"
+        )
     try:
         return open(path, "rb"), True  # noqa: SIM115 - closed by run_stream
     except FileNotFoundError:

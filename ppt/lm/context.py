@@ -165,7 +165,9 @@ class ContextModel:
         return jobs
 
     @torch.inference_mode()
-    def features(self, ids_list: list[np.ndarray], positions_list: list[np.ndarray], mix_records: bool = False) -> torch.Tensor:
+    def features(
+        self, ids_list: list[np.ndarray], positions_list: list[np.ndarray], mix_records: bool = False
+    ) -> torch.Tensor:
         """Head inputs for every requested position of every text, in (text, position) order:
         [total, hidden] (restricted head) or candidate logits [total, |C|] (full-logits fallback).
         ``mix_records`` lets one padded forward pass hold several texts (faster; float rounding then

@@ -43,8 +43,9 @@ class InverseCDFSampler:
         self.temperature, self.top_p, self.uniforms = temperature, top_p, uniforms
 
     @classmethod
-    def for_records(cls, temperature: float, top_p: float, generators: Sequence[Any], steps: int,
-                    device: Any) -> InverseCDFSampler:
+    def for_records(
+        cls, temperature: float, top_p: float, generators: Sequence[Any], steps: int, device: Any
+    ) -> InverseCDFSampler:
         """Draw ``steps`` uniforms from each generator (CPU torch.Generator) onto ``device``."""
         import torch
 
@@ -163,9 +164,15 @@ def decode(
     eos = torch.tensor(list(eos_ids), dtype=torch.long, device=device)
     out = torch.full((rows, max_new_tokens), pad_id, dtype=torch.long, device=device)
     done = torch.zeros(rows, dtype=torch.bool, device=device)
-    logits = model(input_ids=input_ids, attention_mask=mask[:, :width] if static_cache else mask,
-                   position_ids=positions, **{kv: cache}, use_cache=True, cache_position=cache_position,
-                   logits_to_keep=1).logits[:, -1]
+    logits = model(
+        input_ids=input_ids,
+        attention_mask=mask[:, :width] if static_cache else mask,
+        position_ids=positions,
+        **{kv: cache},
+        use_cache=True,
+        cache_position=cache_position,
+        logits_to_keep=1,
+    ).logits[:, -1]
     positions = positions[:, -1:]
     for step in range(max_new_tokens):
         nxt = pick(logits, step)
@@ -183,6 +190,12 @@ def decode(
         cache_position = cache_position[-1:] + 1
         if not static_cache:
             mask = torch.cat([mask, mask.new_ones((rows, 1))], dim=1)
-        logits = forward(input_ids=nxt[:, None], attention_mask=mask, position_ids=positions, **{kv: cache},
-                         use_cache=True, cache_position=cache_position).logits[:, -1]
+        logits = forward(
+            input_ids=nxt[:, None],
+            attention_mask=mask,
+            position_ids=positions,
+            **{kv: cache},
+            use_cache=True,
+            cache_position=cache_position,
+        ).logits[:, -1]
     return out.cpu()

@@ -65,8 +65,12 @@ class SamplingParams:
             raise ValueError("stop sequences must be non-empty strings")
 
     def to_dict(self) -> dict:
-        return {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
-                "stop": list(self.stop)}
+        return {
+            "max_new_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "stop": list(self.stop),
+        }
 
 
 @dataclass
@@ -78,8 +82,11 @@ class Completion:
 
     @property
     def usage(self) -> dict:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "total_tokens": self.prompt_tokens + self.completion_tokens}
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        }
 
 
 @dataclass
@@ -96,8 +103,17 @@ class LocalGenerator:
 
     can_score = True  # score() / logits_at() work (logprobs in ppt serve)
 
-    def __init__(self, model: Any, tokenizer: Any, *, name: str | None = None, batch_size: int | None = 8,
-                 decoder: str = "loop", static_cache: bool | None = None, compile: bool = False) -> None:  # noqa: A002
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        name: str | None = None,
+        batch_size: int | None = 8,
+        decoder: str = "loop",
+        static_cache: bool | None = None,
+        compile: bool = False,
+    ) -> None:  # noqa: A002
         if decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {', '.join(DECODERS)} (got {decoder!r})")
         self.model, self.tokenizer = model, tokenizer
@@ -121,8 +137,9 @@ class LocalGenerator:
         self.context_length = context_length(model)
 
     @classmethod
-    def load(cls, name: str, device: Any = "auto", dtype: Any = None, batch_size: int | None = 8,
-             **options: Any) -> LocalGenerator:
+    def load(
+        cls, name: str, device: Any = "auto", dtype: Any = None, batch_size: int | None = 8, **options: Any
+    ) -> LocalGenerator:
         """Load a causal LM by alias (``smollm2``), local path or hub id (see ppt.models).
 
         On CUDA, ``dtype`` None means bfloat16 (float16 where bf16 is unsupported) and ``batch_size``
@@ -147,8 +164,12 @@ class LocalGenerator:
     def describe(self) -> dict:
         """What a stamp says about the model."""
         dtype = next(self.model.parameters()).dtype
-        return {"model": self.name, "device": str(self.device), "dtype": str(dtype).removeprefix("torch."),
-                "chat_template": self.has_chat_template}
+        return {
+            "model": self.name,
+            "device": str(self.device),
+            "dtype": str(dtype).removeprefix("torch."),
+            "chat_template": self.has_chat_template,
+        }
 
     # ------------------------------------------------------------------ prompts
 
@@ -191,7 +212,9 @@ class LocalGenerator:
         for i, p in enumerate(params):
             groups.setdefault(p, []).append(i)
         for p, idx in groups.items():
-            res = self._generate([prompts[i] for i in idx], p, None if generators is None else [generators[i] for i in idx])
+            res = self._generate(
+                [prompts[i] for i in idx], p, None if generators is None else [generators[i] for i in idx]
+            )
             for i, r in zip(idx, res):
                 out[i] = r
         return out
@@ -234,8 +257,11 @@ class LocalGenerator:
             items.append(item)
         todo = [it for it in items if it.error is None]
         # a compiled step: one cache shape for every batch of the call (else one compile per prompt length)
-        self._min_cache_len = max((len(it.ids) for it in todo), default=0) + params.max_new_tokens \
-            if self._compiled_step() is not None else 0
+        self._min_cache_len = (
+            max((len(it.ids) for it in todo), default=0) + params.max_new_tokens
+            if self._compiled_step() is not None
+            else 0
+        )
         with torch.inference_mode():
             for batch in length_batches([len(it.ids) for it in todo], self.batch_size):
                 chunk = [todo[j] for j in batch]
@@ -254,18 +280,26 @@ class LocalGenerator:
         attention_mask = batch["attention_mask"].to(device)
         pick: Any = greedy
         if params.temperature > 0:
-            pick = InverseCDFSampler.for_records(params.temperature, params.top_p, [it.generator for it in chunk],
-                                                 params.max_new_tokens, device)
+            pick = InverseCDFSampler.for_records(
+                params.temperature, params.top_p, [it.generator for it in chunk], params.max_new_tokens, device
+            )
         stopper = _StopStrings(self.tokenizer, params.stop, 0, len(chunk)) if params.stop else None
         step = self._compiled_step()
 
         def run() -> list[list[int]]:
             return decode(
-                self.model, input_ids, attention_mask, max_new_tokens=params.max_new_tokens, eos_ids=self.eos_ids,
-                pad_id=pad_id(self.tokenizer), pick=pick,
+                self.model,
+                input_ids,
+                attention_mask,
+                max_new_tokens=params.max_new_tokens,
+                eos_ids=self.eos_ids,
+                pad_id=pad_id(self.tokenizer),
+                pick=pick,
                 stop_rows=None if stopper is None else (lambda tokens, _t: stopper(tokens, None)),
-                static_cache=self.static_cache, step_forward=step,
-                check_every=1 if device.type == "cpu" else 8, cache_pool=self._cache_pool,
+                static_cache=self.static_cache,
+                step_forward=step,
+                check_every=1 if device.type == "cpu" else 8,
+                cache_pool=self._cache_pool,
                 min_cache_len=self._min_cache_len,
             ).tolist()
 
@@ -324,8 +358,9 @@ class LocalGenerator:
         )
         self._finish(chunk, out[:, width:].tolist(), params, stopper)
 
-    def _finish(self, chunk: list[_Encoded], new: list[list[int]], params: SamplingParams,
-                stopper: _StopStrings | None) -> None:
+    def _finish(
+        self, chunk: list[_Encoded], new: list[list[int]], params: SamplingParams, stopper: _StopStrings | None
+    ) -> None:
         """Cut each row at its first EOS / stop string and decode it into the record's Completion."""
         eos = set(self.eos_ids)
         for row, it in enumerate(chunk):

@@ -15,7 +15,9 @@ from ppt.lm.base import gathered_logits, right_pad
 
 
 @torch.inference_mode()
-def masked_argmax(model: Any, copies: list[list[int]], mask_at: list[tuple[int, int]], pad: int, device: Any) -> list[list[int]]:
+def masked_argmax(
+    model: Any, copies: list[list[int]], mask_at: list[tuple[int, int]], pad: int, device: Any
+) -> list[list[int]]:
     """The masked LM's most likely token id at each mask, per copy: ``mask_at[i]`` = (first mask
     position, number of consecutive masks) in ``copies[i]``."""
     input_ids, attn = right_pad(copies, pad)

@@ -14,7 +14,9 @@ from ppt.lm.base import pad_id as tokenizer_pad_id
 
 
 @torch.inference_mode()
-def continuation_logprobs(model, pairs: list[tuple[list[int], list[int]]], pad_id: int = 0, batch_size: int = 16) -> list[tuple[float, int]]:
+def continuation_logprobs(
+    model, pairs: list[tuple[list[int], list[int]]], pad_id: int = 0, batch_size: int = 16
+) -> list[tuple[float, int]]:
     """(sum of log P(continuation | prefix), number of continuation tokens) per pair.
 
     Sequences longer than the model's context keep their last ``context`` tokens (the prefix is cut
@@ -55,7 +57,10 @@ def last_token_features(model, tokenizer, texts: list[str], batch_size: int = 16
     feats = []
     pad = tokenizer_pad_id(tokenizer)
     for s in range(0, len(texts), batch_size):
-        enc = [tokenizer(t, add_special_tokens=False)["input_ids"][-max_length:] or [pad] for t in texts[s : s + batch_size]]
+        enc = [
+            tokenizer(t, add_special_tokens=False)["input_ids"][-max_length:] or [pad]
+            for t in texts[s : s + batch_size]
+        ]
         ids, attn = right_pad(enc, pad)
         out = model(input_ids=ids.to(dev), attention_mask=attn.to(dev), output_hidden_states=True)
         h = out.hidden_states[-1].float().cpu()

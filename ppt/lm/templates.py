@@ -17,7 +17,9 @@ from typing import Any
 from ppt.io import ExitCode, PptError, RecordError
 
 # InferDPT's remote prompt (MECHANISMS.md "InferDPT pipeline"; Cape appendix D), {text} = perturbed document.
-QUERY_TEMPLATE = "Your task is to extend Prefix Text.\n- Prefix Text: {text}\n\n Provide only your Continuation.\n- Continuation:"
+QUERY_TEMPLATE = (
+    "Your task is to extend Prefix Text.\n- Prefix Text: {text}\n\n Provide only your Continuation.\n- Continuation:"
+)
 
 # InferDPT's extraction prompt (papers/cape.txt appendix D, as used by InferDPT), for the local model.
 EXTRACT_TEMPLATE = (
@@ -55,8 +57,10 @@ class Template:
                 parts.append((True, m.group(1).strip()))
             else:
                 raise PptError(
-                    f"template: bad placeholder {tok[:40]!r} at character {m.start() + 1}", ExitCode.USAGE,
-                    hint="use {field} for a record field, {{ and }} for literal braces")
+                    f"template: bad placeholder {tok[:40]!r} at character {m.start() + 1}",
+                    ExitCode.USAGE,
+                    hint="use {field} for a record field, {{ and }} for literal braces",
+                )
             pos = m.end()
         if pos < len(source):
             parts.append((False, source[pos:]))
@@ -111,7 +115,9 @@ def lookup(data: Any, path: str) -> tuple[bool, Any]:
     return True, cur
 
 
-def load_template(value: str | None, default: str, default_name: str, mapping: dict[str, str] | None = None) -> Template:
+def load_template(
+    value: str | None, default: str, default_name: str, mapping: dict[str, str] | None = None
+) -> Template:
     """``--template`` value -> Template: None = the paper's default (placeholders renamed by
     ``mapping``), ``@path`` = read a file, anything else = the template text itself."""
     if value is None:
@@ -127,6 +133,9 @@ def load_template(value: str | None, default: str, default_name: str, mapping: d
         value = value.rstrip("\n")
     tpl = Template.parse(value)
     if not tpl.fields:
-        raise PptError("the template names no record field, so every request would be identical", ExitCode.USAGE,
-                       hint="put a placeholder such as {text} where the record's text goes")
+        raise PptError(
+            "the template names no record field, so every request would be identical",
+            ExitCode.USAGE,
+            hint="put a placeholder such as {text} where the record's text goes",
+        )
     return tpl

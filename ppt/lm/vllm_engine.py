@@ -35,8 +35,11 @@ def require_vllm() -> None:
     from ppt.io import ExitCode, PptError
 
     if not vllm_available():
-        raise PptError("--runtime vllm: the vllm package is not installed", ExitCode.CONFIG,
-                       hint="pip install vllm (Linux with a CUDA GPU), or use --runtime transformers (the default)")
+        raise PptError(
+            "--runtime vllm: the vllm package is not installed",
+            ExitCode.CONFIG,
+            hint="pip install vllm (Linux with a CUDA GPU), or use --runtime transformers (the default)",
+        )
 
 
 class VllmGenerator(LocalGenerator):
@@ -51,16 +54,20 @@ class VllmGenerator(LocalGenerator):
         self.eos_ids, self.context_length = eos, context
 
     @classmethod
-    def load(cls, name: str, device: Any = "auto", dtype: Any = None, batch_size: int | None = None,
-             **options: Any) -> VllmGenerator:  # noqa: ARG003 - vLLM schedules its own batches
+    def load(
+        cls, name: str, device: Any = "auto", dtype: Any = None, batch_size: int | None = None, **options: Any
+    ) -> VllmGenerator:  # noqa: ARG003 - vLLM schedules its own batches
         """Load the model directory that ppt.models resolves ``name`` to into a vLLM engine."""
         require_vllm()
         from ppt.io import ExitCode, PptError
         from ppt.models.device import resolve_device
 
         if resolve_device(device).type != "cuda":
-            raise PptError("--runtime vllm runs on a CUDA GPU only", ExitCode.CONFIG,
-                           hint="use --device cuda, or --runtime transformers on this device")
+            raise PptError(
+                "--runtime vllm runs on a CUDA GPU only",
+                ExitCode.CONFIG,
+                hint="use --device cuda, or --runtime transformers on this device",
+            )
         from vllm import LLM  # type: ignore[import-not-found]
 
         from ppt.lm.base import context_length, eos_ids
@@ -70,8 +77,7 @@ class VllmGenerator(LocalGenerator):
         path = getattr(model, "name_or_path", None) or model.config._name_or_path
         context, eos = context_length(model), eos_ids(model, tok)
         del model
-        llm = LLM(model=str(path), tokenizer=str(path), dtype=str(dtype or "auto").removeprefix("torch."),
-                  seed=0)
+        llm = LLM(model=str(path), tokenizer=str(path), dtype=str(dtype or "auto").removeprefix("torch."), seed=0)
         return cls(llm, tok, name=name, context=context, eos=eos)
 
     @property
@@ -79,8 +85,13 @@ class VllmGenerator(LocalGenerator):
         return "cuda"
 
     def describe(self) -> dict:
-        return {"model": self.name, "device": "cuda", "dtype": "auto", "chat_template": self.has_chat_template,
-                "runtime": "vllm"}
+        return {
+            "model": self.name,
+            "device": "cuda",
+            "dtype": "auto",
+            "chat_template": self.has_chat_template,
+            "runtime": "vllm",
+        }
 
     def score(self, pairs: list[tuple[list[int], list[int]]], batch_size: int = 16) -> list[tuple[float, int]]:
         raise NotImplementedError("the vllm runtime does not score continuations")
@@ -88,8 +99,9 @@ class VllmGenerator(LocalGenerator):
     def logits_at(self, input_ids: Any, attn: Any, rows: Any, cols: Any) -> Any:
         raise NotImplementedError("the vllm runtime does not expose logits")
 
-    def _generate(self, prompts: Sequence[Prompt], params: SamplingParams,
-                  generators: Sequence[Any] | None) -> list[Completion | RecordError]:
+    def _generate(
+        self, prompts: Sequence[Prompt], params: SamplingParams, generators: Sequence[Any] | None
+    ) -> list[Completion | RecordError]:
         import torch
         from vllm import SamplingParams as VSampling  # type: ignore[import-not-found]
 
@@ -104,30 +116,45 @@ class VllmGenerator(LocalGenerator):
                 results[i] = RecordError("empty_prompt", "the prompt encodes to zero tokens")
                 continue
             if self.context_length and len(ids) + params.max_new_tokens > self.context_length:
-                results[i] = RecordError("prompt_too_long", f"prompt has {len(ids)} tokens; with max_new_tokens "
-                                         f"{params.max_new_tokens} it exceeds the model's context of "
-                                         f"{self.context_length}")
+                results[i] = RecordError(
+                    "prompt_too_long",
+                    f"prompt has {len(ids)} tokens; with max_new_tokens "
+                    f"{params.max_new_tokens} it exceeds the model's context of "
+                    f"{self.context_length}",
+                )
                 continue
             seed = None
             if params.temperature > 0:
                 g = generators[i] if generators is not None else record_torch_generator(None, i)
                 seed = int(torch.randint(0, 2**31 - 1, (1,), generator=g))
-            requests.append(({"prompt_token_ids": ids}, VSampling(
-                max_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,
-                stop=list(params.stop) or None, stop_token_ids=self.eos_ids or None, seed=seed)))
+            requests.append(
+                (
+                    {"prompt_token_ids": ids},
+                    VSampling(
+                        max_tokens=params.max_new_tokens,
+                        temperature=params.temperature,
+                        top_p=params.top_p,
+                        stop=list(params.stop) or None,
+                        stop_token_ids=self.eos_ids or None,
+                        seed=seed,
+                    ),
+                )
+            )
             todo.append((i, len(ids)))
         if requests:
             outs = self.llm.generate([r for r, _ in requests], [s for _, s in requests], use_tqdm=False)
             for (i, n_prompt), out in zip(todo, outs):
                 c = out.outputs[0]
                 reason = "stop" if c.finish_reason == "stop" else "length"
-                results[i] = Completion(text=c.text, prompt_tokens=n_prompt, completion_tokens=len(c.token_ids),
-                                        finish_reason=reason)
+                results[i] = Completion(
+                    text=c.text, prompt_tokens=n_prompt, completion_tokens=len(c.token_ids), finish_reason=reason
+                )
         return results
 
 
-def load_generator(runtime: str, name: str, device: Any = "auto", dtype: Any = None,
-                   batch_size: int | None = None) -> LocalGenerator:
+def load_generator(
+    runtime: str, name: str, device: Any = "auto", dtype: Any = None, batch_size: int | None = None
+) -> LocalGenerator:
     """LocalGenerator (``transformers``) or VllmGenerator (``vllm``; PptError when it is not installed)."""
     if runtime not in RUNTIMES:
         from ppt.io import ExitCode, PptError

@@ -18,4 +18,15 @@ from ppt.mechanisms.pipeline import TokenMechanism, TokenPipeline
 from ppt.mechanisms.policy import Policy
 from ppt.mechanisms.registry import MECHANISMS, available, get_mechanism, mechanism_class
 
-__all__ = ["MECHANISMS", "Accounting", "Mechanism", "Policy", "Sanitized", "TokenMechanism", "TokenPipeline", "available", "get_mechanism", "mechanism_class"]
+__all__ = [
+    "MECHANISMS",
+    "Accounting",
+    "Mechanism",
+    "Policy",
+    "Sanitized",
+    "TokenMechanism",
+    "TokenPipeline",
+    "available",
+    "get_mechanism",
+    "mechanism_class",
+]

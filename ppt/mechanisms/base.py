@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+
 from ppt.lazy import lazy_module
 
 torch = lazy_module("torch")
@@ -74,7 +75,9 @@ class Mechanism(ABC):
         """Every parameter that determines the output distribution (for the stamp)."""
 
     @abstractmethod
-    def sanitize_batch(self, texts: list[str], generators: list[np.random.Generator], *, reproducible: bool = True) -> list[Sanitized]:
+    def sanitize_batch(
+        self, texts: list[str], generators: list[np.random.Generator], *, reproducible: bool = True
+    ) -> list[Sanitized]:
         """One :class:`Sanitized` per text, each drawn from its own generator (a numpy generator with a
         128-bit seed, :func:`ppt.rng.record_generator`).
 
@@ -112,8 +115,12 @@ class Mechanism(ABC):
         as its own claim, never as a proven bound."""
         from ppt.accounting import ClaimedEvent, SelfComposedEvent
 
-        return [SelfComposedEvent(ClaimedEvent(float(acc.eps_per_token), f"{self.name}: the mechanism's own claim, not checked by ppt"),
-                                  int(acc.n_perturbed))]
+        return [
+            SelfComposedEvent(
+                ClaimedEvent(float(acc.eps_per_token), f"{self.name}: the mechanism's own claim, not checked by ppt"),
+                int(acc.n_perturbed),
+            )
+        ]
 
     def signature_params(self) -> dict[str, Any]:
         """The key parameters of the compact stamp signature (:mod:`ppt.mechanisms.signature`), besides

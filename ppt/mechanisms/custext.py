@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+
 from ppt.lazy import lazy_module
 
 torch = lazy_module("torch")
@@ -59,7 +60,9 @@ def freq_order(freq_rank: np.ndarray) -> np.ndarray:
     return np.lexsort((np.arange(len(freq_rank)), np.asarray(freq_rank, dtype=np.int64)))
 
 
-def build_groups(emb: torch.Tensor, freq_rank: np.ndarray, k: int, chunk: int = 128, progress=None) -> tuple[np.ndarray, np.ndarray]:
+def build_groups(
+    emb: torch.Tensor, freq_rank: np.ndarray, k: int, chunk: int = 128, progress=None
+) -> tuple[np.ndarray, np.ndarray]:
     """Greedy disjoint groups: (members [V] int64 in group order, offsets [G+1] int64).
 
     Sequential over groups (|V|/K steps, each one masked top-k over the vocabulary); similarities of
@@ -121,7 +124,9 @@ def build_cdf(emb: torch.Tensor, members: np.ndarray, offsets: np.ndarray, k: in
     hi = sims.masked_fill(~pair_ok, float("-inf")).amax(2, keepdim=True)
     lo = sims.masked_fill(~pair_ok, float("inf")).amin(2, keepdim=True)
     span = hi - lo
-    norm = torch.where(span > 0, (sims - lo) / torch.where(span > 0, span, torch.ones_like(span)), torch.zeros_like(sims))
+    norm = torch.where(
+        span > 0, (sims - lo) / torch.where(span > 0, span, torch.ones_like(span)), torch.zeros_like(sims)
+    )
     logits = (eps / 2.0) * norm
     logits = logits.masked_fill(~pair_ok, float("-inf"))
     # padded x rows: give them a harmless distribution (never used)
@@ -139,13 +144,23 @@ class CusText(TokenMechanism):
     """CusText: each word resampled within its fixed group of K similar words (eps-LDP per group)."""
 
     name: ClassVar[str] = "custext"
-    notion: ClassVar[str] = "eps-LDP only among the K words of the input word's group (conditional; other groups distinguishable with certainty)"
+    notion: ClassVar[str] = (
+        "eps-LDP only among the K words of the input word's group (conditional; other groups distinguishable with certainty)"
+    )
     summary: ClassVar[str] = "CusText: resample each word within its fixed group of K similar words (GloVe, K=20)"
     defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "k": 20}
     default_space: ClassVar[str] = "glove-6b-50d"
     default_policy: ClassVar[Policy] = Policy(oov="uniform", numbers="random-digits", punct="keep", stopwords="perturb")
 
-    def __init__(self, eps: float = 1.0, space=None, policy: Policy | None = None, device: str = "auto", quiet: bool = False, k: int | None = None):
+    def __init__(
+        self,
+        eps: float = 1.0,
+        space=None,
+        policy: Policy | None = None,
+        device: str = "auto",
+        quiet: bool = False,
+        k: int | None = None,
+    ):
         k = self.defaults["k"] if k is None else k
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k (group size) must be a positive integer (got {k!r})")
@@ -166,23 +181,36 @@ class CusText(TokenMechanism):
 
     def params(self) -> dict[str, Any]:
         return {
-            "eps": self.eps, "k": self.k, "similarity": SIMILARITY, "space": self.space.name, "space_hash": self.space.hash,
-            "oov": self.policy.oov, "numbers": self.policy.numbers, "punct": self.policy.punct, "stopwords": self.policy.stopwords,
+            "eps": self.eps,
+            "k": self.k,
+            "similarity": SIMILARITY,
+            "space": self.space.name,
+            "space_hash": self.space.hash,
+            "oov": self.policy.oov,
+            "numbers": self.policy.numbers,
+            "punct": self.policy.punct,
+            "stopwords": self.policy.stopwords,
         }
 
     # ---- artifacts ---------------------------------------------------------------------------------
 
     def groups_deps(self) -> dict[str, Any]:
-        freq = hashlib.sha256(np.ascontiguousarray(np.asarray(self.space.freq_rank, dtype=np.int64)).tobytes()).hexdigest()[:16]
-        return self.space._table_deps("custext-groups", k=self.k, similarity=SIMILARITY, order="freq_rank", freq=freq, format=GROUPS_FORMAT)
+        freq = hashlib.sha256(
+            np.ascontiguousarray(np.asarray(self.space.freq_rank, dtype=np.int64)).tobytes()
+        ).hexdigest()[:16]
+        return self.space._table_deps(
+            "custext-groups", k=self.k, similarity=SIMILARITY, order="freq_rank", freq=freq, format=GROUPS_FORMAT
+        )
 
     def load_groups(self) -> tuple[np.ndarray, np.ndarray]:
         sp = self.space
 
         def build(tmp: Path) -> dict:
             BUILD_COUNTS["custext-groups"] += 1
-            with stage(f"building CusText groups of {sp.name} (k={self.k})", self.quiet, tmp), \
-                    progress_bar(sp.size, f"custext groups {sp.name} k={self.k}", self.quiet, unit="word") as bar:
+            with (
+                stage(f"building CusText groups of {sp.name} (k={self.k})", self.quiet, tmp),
+                progress_bar(sp.size, f"custext groups {sp.name} k={self.k}", self.quiet, unit="word") as bar,
+            ):
                 members, offsets = build_groups(sp.embeddings, sp.freq_rank, self.k, progress=bar.update)
                 np.save(tmp / "members.npy", members)
                 np.save(tmp / "offsets.npy", offsets)
@@ -197,7 +225,12 @@ class CusText(TokenMechanism):
             return
         sp = self.space
         members, offsets = self.load_groups()
-        deps = {"groups": self.groups_artifact.content_hash, "groups_key": self.groups_artifact.key, "eps": self.eps, "format": TABLE_FORMAT}
+        deps = {
+            "groups": self.groups_artifact.content_hash,
+            "groups_key": self.groups_artifact.key,
+            "eps": self.eps,
+            "format": TABLE_FORMAT,
+        }
 
         def build(tmp: Path) -> dict:
             BUILD_COUNTS["custext-table"] += 1
@@ -210,8 +243,13 @@ class CusText(TokenMechanism):
         group_of = np.full(sp.size, -1, dtype=np.int64)
         group_of[members] = np.repeat(np.arange(len(sizes)), sizes)
         # numpy (the cdf memory-mapped: a batch reads only its words' rows); tensors made on first use
-        self.np_tables = {"members": members, "offsets": offsets, "group_of": group_of, "group_size": sizes,
-                          "cdf": np.load(art.file("cdf.npy"), mmap_mode="r")}
+        self.np_tables = {
+            "members": members,
+            "offsets": offsets,
+            "group_of": group_of,
+            "group_size": sizes,
+            "cdf": np.load(art.file("cdf.npy"), mmap_mode="r"),
+        }
         self._loaded = True
 
     def _tensor(self, name: str) -> torch.Tensor:
@@ -243,7 +281,9 @@ class CusText(TokenMechanism):
     def draw(self, n: int, g: np.random.Generator) -> dict[str, np.ndarray]:
         return {"u": g.random(n)}
 
-    def perturb_rows_np(self, rows: np.ndarray, rand: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def perturb_rows_np(
+        self, rows: np.ndarray, rand: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The numpy sampler: the same inverse CDF over the same cumulative rows as :meth:`perturb_rows`
         (count of cdf entries <= u is searchsorted(right=True) on a nondecreasing row)."""
         self._load()
@@ -257,7 +297,9 @@ class CusText(TokenMechanism):
         j = np.minimum(j, t["group_size"][grp] - 1)
         return t["members"][t["offsets"][grp] + j], {}
 
-    def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def perturb_rows(
+        self, rows: torch.Tensor, rand: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         if self.backend == "numpy":
             return self._rows_via_numpy(rows, rand)
         self._load()

@@ -22,6 +22,7 @@ from operator import itemgetter
 from typing import Any, ClassVar
 
 import numpy as np
+
 from ppt.lazy import lazy_module
 
 torch = lazy_module("torch")
@@ -146,7 +147,12 @@ class TokenPipeline(Mechanism):
         return {k: _concat([d[k] for d in draws]) for k in draws[0]} if draws else {}
 
     def draw_and_perturb(
-        self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], generators: list[np.random.Generator], reproducible: bool = True
+        self,
+        tb: TokenBatch,
+        perturb: np.ndarray,
+        counts: list[int],
+        generators: list[np.random.Generator],
+        reproducible: bool = True,
     ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
         """Draw every record's randomness (``draw_batch``; also for records with nothing to perturb),
         then perturb the batch's pieces under ``perturb`` (``perturb_batch``): new rows and
@@ -164,13 +170,17 @@ class TokenPipeline(Mechanism):
             offset += n
         return out
 
-    def record_accounting(self, diag: dict[str, torch.Tensor], counts: list[int]) -> tuple[list[float], list[dict[str, Any]]]:
+    def record_accounting(
+        self, diag: dict[str, torch.Tensor], counts: list[int]
+    ) -> tuple[list[float], list[dict[str, Any]]]:
         """Each record's composed epsilon (basic composition: n_perturbed x ``eps_per_token``) and
         extra accounting fields (``record_extras``)."""
         eps_tok = self.eps_per_token()
         return [n * eps_tok for n in counts], self.record_extras(diag, counts)
 
-    def sanitize_batch(self, texts: list[str], generators: list[np.random.Generator], *, reproducible: bool = True) -> list[Sanitized]:
+    def sanitize_batch(
+        self, texts: list[str], generators: list[np.random.Generator], *, reproducible: bool = True
+    ) -> list[Sanitized]:
         # the batch's pieces, concatenated: every per-piece step below is an array operation
         tb = self.tokenize_batch(texts)
         n_texts, bounds, core, codes, rows = len(tb), tb.bounds.tolist(), tb.core, tb.codes, tb.rows
@@ -203,8 +213,13 @@ class TokenPipeline(Mechanism):
             # always reported (0 when the record, or the whole batch, had nothing to perturb), so
             # a record's accounting does not depend on what else is in its batch
             unchanged = diag.get("unchanged")
-            kept_by = np.zeros(n_texts, np.int64) if unchanged is None else np.bincount(
-                rec[perturb], weights=np.asarray(unchanged).astype(np.float64), minlength=n_texts).astype(np.int64)
+            kept_by = (
+                np.zeros(n_texts, np.int64)
+                if unchanged is None
+                else np.bincount(
+                    rec[perturb], weights=np.asarray(unchanged).astype(np.float64), minlength=n_texts
+                ).astype(np.int64)
+            )
             for b, (extra, k) in enumerate(zip(extras, kept_by.tolist())):
                 extra.setdefault("kept_by_mechanism", k)
                 # a word the mechanism kept verbatim is unprotected: outside the composed eps
@@ -215,9 +230,27 @@ class TokenPipeline(Mechanism):
         part_bounds = [0]
         for b in range(n_texts):
             lo, hi = bounds[b], bounds[b + 1]
-            texts_out.append(rebuild_pieces(tb.lead[lo:hi], core[lo:hi], tb.kinds[lo:hi], out_list[lo:hi], case=self.policy.case, parts_out=parts))
+            texts_out.append(
+                rebuild_pieces(
+                    tb.lead[lo:hi],
+                    core[lo:hi],
+                    tb.kinds[lo:hi],
+                    out_list[lo:hi],
+                    case=self.policy.case,
+                    parts_out=parts,
+                )
+            )
             part_bounds.append(len(parts))
-        pairs = token_pairs(rows[perturb], new_rows, np.flatnonzero(perturb), actions != DROP, rec[perturb], parts, part_bounds, texts_out)
+        pairs = token_pairs(
+            rows[perturb],
+            new_rows,
+            np.flatnonzero(perturb),
+            actions != DROP,
+            rec[perturb],
+            parts,
+            part_bounds,
+            texts_out,
+        )
         pair_bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64).tolist()
         out = []
         for b in range(n_texts):
@@ -269,7 +302,9 @@ class TokenMechanism(TokenPipeline):
     default_space: ClassVar[str] = "cl100k-minilm"
 
     @abstractmethod
-    def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def perturb_rows(
+        self, rows: torch.Tensor, rand: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """New rows for all perturbed positions of a batch, plus per-position diagnostics (tensors; a
         mechanism with a numpy sampler runs it here when :attr:`backend` is ``"numpy"``)."""
 
@@ -301,8 +336,10 @@ class TokenMechanism(TokenPipeline):
 
     def _rows_via_numpy(self, rows: torch.Tensor, rand: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """``perturb_rows`` on the numpy backend: tensors in and out, the numpy sampler in between."""
-        out, diag = self.perturb_rows_np(torch.as_tensor(rows).cpu().numpy().astype(np.int64, copy=False),
-                                         {k: np.asarray(torch.as_tensor(v).cpu()) for k, v in rand.items()})
+        out, diag = self.perturb_rows_np(
+            torch.as_tensor(rows).cpu().numpy().astype(np.int64, copy=False),
+            {k: np.asarray(torch.as_tensor(v).cpu()) for k, v in rand.items()},
+        )
         return torch.from_numpy(np.asarray(out)), {k: torch.from_numpy(np.asarray(v)) for k, v in diag.items()}
 
     # ---- the pipeline's hooks, over the space's rows -------------------------------------------------
@@ -316,7 +353,9 @@ class TokenMechanism(TokenPipeline):
         """``perturb_rows`` on the perturbed pieces' rows (a row's new row depends on the row alone); the
         numpy backend never touches torch."""
         if self.backend == "numpy":
-            out, diag = self.perturb_rows_np(np.asarray(tb.rows[perturb], dtype=np.int64), {k: np.asarray(v) for k, v in rand.items()})
+            out, diag = self.perturb_rows_np(
+                np.asarray(tb.rows[perturb], dtype=np.int64), {k: np.asarray(v) for k, v in rand.items()}
+            )
             return np.asarray(out, dtype=np.int64), diag
         rows = torch.from_numpy(tb.rows[perturb]).to(self.device)
         new_rows, diag = self.perturb_rows(rows, {k: torch.as_tensor(v).to(self.device) for k, v in rand.items()})
@@ -339,8 +378,14 @@ def _concat(parts: list) -> Any:
 
 
 def token_pairs(
-    orig_rows: np.ndarray, new_rows: np.ndarray, piece_idx: np.ndarray, surviving: np.ndarray, piece_rec: np.ndarray,
-    parts: list[str], part_bounds: list[int], texts: list[str],
+    orig_rows: np.ndarray,
+    new_rows: np.ndarray,
+    piece_idx: np.ndarray,
+    surviving: np.ndarray,
+    piece_rec: np.ndarray,
+    parts: list[str],
+    part_bounds: list[int],
+    texts: list[str],
 ) -> np.ndarray:
     """[orig_row, new_row, start, end] of every perturbed piece of a batch (int64 [n, 4], records' pieces in order).
 

@@ -52,7 +52,13 @@ class Policy:
     case: str = "sentence"
 
     def __post_init__(self) -> None:
-        for name, allowed in (("oov", OOV_POLICIES), ("numbers", NUMBER_POLICIES), ("punct", PUNCT_POLICIES), ("stopwords", STOPWORD_POLICIES), ("case", CASE_POLICIES)):
+        for name, allowed in (
+            ("oov", OOV_POLICIES),
+            ("numbers", NUMBER_POLICIES),
+            ("punct", PUNCT_POLICIES),
+            ("stopwords", STOPWORD_POLICIES),
+            ("case", CASE_POLICIES),
+        ):
             value = getattr(self, name)
             if value not in allowed:
                 raise ValueError(f"--{name} must be one of {', '.join(allowed)} (got {value!r})")
@@ -86,7 +92,12 @@ _POLICY_ACTION = {"drop": DROP, "uniform": UNIFORM, "keep": KEEP, "random-digits
 
 
 def plan_codes(
-    policy: Policy, codes: np.ndarray, rows: np.ndarray, lead: list[str], core: list[str], starts: np.ndarray | None = None
+    policy: Policy,
+    codes: np.ndarray,
+    rows: np.ndarray,
+    lead: list[str],
+    core: list[str],
+    starts: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Action and reason code (``REASONS``) of every piece, both int8 [n], under ``policy``.
 
@@ -143,7 +154,20 @@ def whole_word_stopwords(codes: np.ndarray, lead: list[str], core: list[str], st
 
 
 __all__ = [
-    "Policy", "stopwords_en", "plan_codes", "whole_word_stopwords", "REASONS", "REASON_NAMES",
-    "PERTURB", "KEEP", "DROP", "UNIFORM", "DIGITS",
-    "OOV_POLICIES", "NUMBER_POLICIES", "PUNCT_POLICIES", "STOPWORD_POLICIES", "CASE_POLICIES",
+    "Policy",
+    "stopwords_en",
+    "plan_codes",
+    "whole_word_stopwords",
+    "REASONS",
+    "REASON_NAMES",
+    "PERTURB",
+    "KEEP",
+    "DROP",
+    "UNIFORM",
+    "DIGITS",
+    "OOV_POLICIES",
+    "NUMBER_POLICIES",
+    "PUNCT_POLICIES",
+    "STOPWORD_POLICIES",
+    "CASE_POLICIES",
 ]

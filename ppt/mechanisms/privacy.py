@@ -67,7 +67,9 @@ def counted_unprotected(acc: Accounting) -> list[UnprotectedEvent]:
     return [UnprotectedEvent(int(acc.kept[r]), why) for r, why in RAW_KEPT.items() if acc.kept.get(r)]
 
 
-def privacy_block(mech: Mechanism, acc: Accounting, *, diagnostics: bool = False, compact: bool = False) -> dict[str, Any]:
+def privacy_block(
+    mech: Mechanism, acc: Accounting, *, diagnostics: bool = False, compact: bool = False
+) -> dict[str, Any]:
     """The stamp's ``privacy`` block for one record (see the module docstring).
 
     ``diagnostics=False`` (the stamp): events from public parameters and the record's perturbed-token
@@ -106,10 +108,21 @@ def warn_worst_case(name: str, eps: float, worst: float, unit: str) -> None:
         return
     from ppt.log import LeakWarning, warn
 
-    warn(f"{name} at eps {eps:g} per unit of {unit}: two vocabulary words can be up to {worst:.3g} apart in "
-         f"log-probability (above {WORST_CASE_WARN:g}); names and rare words may pass through unchanged. "
-         "Lower --eps for protection", LeakWarning)
+    warn(
+        f"{name} at eps {eps:g} per unit of {unit}: two vocabulary words can be up to {worst:.3g} apart in "
+        f"log-probability (above {WORST_CASE_WARN:g}); names and rare words may pass through unchanged. "
+        "Lower --eps for protection",
+        LeakWarning,
+    )
 
 
-__all__ = ["privacy_block", "policy_passes", "counted_unprotected", "RAW_KEPT", "PASS_THROUGH", "WORST_CASE_WARN",
-           "warn_worst_case", "worst_case_log_ratio"]
+__all__ = [
+    "privacy_block",
+    "policy_passes",
+    "counted_unprotected",
+    "RAW_KEPT",
+    "PASS_THROUGH",
+    "WORST_CASE_WARN",
+    "warn_worst_case",
+    "worst_case_log_ratio",
+]

@@ -52,6 +52,7 @@ import threading
 from typing import Any, ClassVar
 
 import numpy as np
+
 from ppt.lazy import lazy_module
 
 torch = lazy_module("torch")
@@ -64,7 +65,9 @@ from ppt.spaces import distances
 
 KEPT_REASON = "kept by SanText+ (non-sensitive, 1-p)"  # the unprotected reason of the words it keeps
 SENSITIVE_RULE = "least-frequent floor(w*V+0.5) min 1, ties by row"
-BAND_NATS = 8.0  # (a power of two: see bands()) width of a band of the inverse CDF, in nats of gap (see the module docstring)
+BAND_NATS = (
+    8.0  # (a power of two: see bands()) width of a band of the inverse CDF, in nats of gap (see the module docstring)
+)
 MAX_GAP = 760.0  # exp(-gap) is 0 in float64 beyond ~745: gaps are clipped here, such an output has probability 0
 ROW_CHUNK = 128  # distinct input words whose rows are held at once ([ROW_CHUNK, |V_s|] float64)
 ROW_CACHE_BYTES = 256 << 20  # default cap of the per-instance cache of prepared rows (SanText.row_cache_bytes)
@@ -101,7 +104,9 @@ def search_rows(cdf: torch.Tensor, rows: torch.Tensor, r: torch.Tensor) -> torch
     return lo
 
 
-def bands(gap: torch.Tensor, top: float | None = None) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
+def bands(
+    gap: torch.Tensor, top: float | None = None
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
     """(weights exp(-gap), band of each column (uint8; None: all in band 0), band totals [n, B], band offsets
     [n, B]) of gap rows [n, m] (``top``: their maximum, if known).
     ``gap`` is consumed (its storage becomes the weights: one pass fewer over the rows).
@@ -117,7 +122,9 @@ def bands(gap: torch.Tensor, top: float | None = None) -> tuple[torch.Tensor, to
         band = None
         # the same scatter-add as below, so a row's total never depends on which rows share its chunk
         zero = torch.zeros((), dtype=torch.int64, device=gap.device).expand(weight.shape)
-        totals = torch.zeros((weight.shape[0], 1), dtype=weight.dtype, device=weight.device).scatter_add_(1, zero, weight)
+        totals = torch.zeros((weight.shape[0], 1), dtype=weight.dtype, device=weight.device).scatter_add_(
+            1, zero, weight
+        )
     else:
         n_bands = int(min(top, MAX_GAP) // BAND_NATS) + 1  # the band of the largest gap, + 1
         # floor(gap / BAND_NATS) as truncation of gap * (1 / BAND_NATS) (gap >= 0): exact, since BAND_NATS
@@ -125,7 +132,9 @@ def bands(gap: torch.Tensor, top: float | None = None) -> tuple[torch.Tensor, to
         # cost; uint8 (at most MAX_GAP / BAND_NATS = 95) for the band masks, int64 for the scatter-add
         band = gap.mul(1.0 / BAND_NATS).to(torch.uint8)
         weight = gap.neg_().exp_()  # 0 at MAX_GAP
-        totals = torch.zeros((weight.shape[0], n_bands), dtype=weight.dtype, device=weight.device).scatter_add_(1, band.to(torch.int64), weight)
+        totals = torch.zeros((weight.shape[0], n_bands), dtype=weight.dtype, device=weight.device).scatter_add_(
+            1, band.to(torch.int64), weight
+        )
     offsets = totals.flip(1).cumsum(1).flip(1) - totals
     return weight, band, totals, offsets
 
@@ -147,8 +156,14 @@ def sample_cdf(c: torch.Tensor, at: torch.Tensor, u: torch.Tensor) -> torch.Tens
     return search_rows(c, at, t)
 
 
-def sample_banded(weight: torch.Tensor, band: torch.Tensor | None, totals: torch.Tensor, offsets: torch.Tensor,
-                  at: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+def sample_banded(
+    weight: torch.Tensor,
+    band: torch.Tensor | None,
+    totals: torch.Tensor,
+    offsets: torch.Tensor,
+    at: torch.Tensor,
+    u: torch.Tensor,
+) -> torch.Tensor:
     """Columns drawn by the banded inverse CDF from rows ``at`` of :func:`bands`' output (totals/offsets
     may carry extra all-zero bands: they are never hit and change no offset)."""
     out = torch.empty_like(at)
@@ -218,8 +233,9 @@ def sample_cdf_np(c: np.ndarray, at: np.ndarray, u: np.ndarray) -> np.ndarray:
     return search_rows_np(c, at, t)
 
 
-def sample_banded_np(weight: np.ndarray, band: np.ndarray | None, totals: np.ndarray, offsets: np.ndarray,
-                     at: np.ndarray, u: np.ndarray) -> np.ndarray:
+def sample_banded_np(
+    weight: np.ndarray, band: np.ndarray | None, totals: np.ndarray, offsets: np.ndarray, at: np.ndarray, u: np.ndarray
+) -> np.ndarray:
     out = np.empty_like(at)
     total = offsets[at, 0] + totals[at, 0]
     t = np.minimum(u * total, np.nextafter(total, 0.0))
@@ -261,8 +277,14 @@ class RowCache:
         self.seen = torch.zeros(vocab, dtype=torch.bool, **kw)  # computed before (admitted if computed again)
         self.clock = 0
 
-    def put(self, rows: torch.Tensor, row: torch.Tensor, band: torch.Tensor | None, totals: torch.Tensor | None,
-            offsets: torch.Tensor | None) -> None:
+    def put(
+        self,
+        rows: torch.Tensor,
+        row: torch.Tensor,
+        band: torch.Tensor | None,
+        totals: torch.Tensor | None,
+        offsets: torch.Tensor | None,
+    ) -> None:
         """Store the prepared rows computed before (``seen``) in the least recently used slots that the
         current batch does not use."""
         idx = torch.nonzero(self.seen[rows]).squeeze(1)
@@ -294,7 +316,9 @@ class SanText(TokenMechanism):
     """SanText: every in-vocabulary word is resampled from the whole vocabulary (w = 1)."""
 
     name: ClassVar[str] = "santext"
-    notion: ClassVar[str] = "metric LDP (d_X-privacy): eps per unit of embedding distance (eps/2 in the exponent as in the paper); worst case eps * D over the vocabulary"
+    notion: ClassVar[str] = (
+        "metric LDP (d_X-privacy): eps per unit of embedding distance (eps/2 in the exponent as in the paper); worst case eps * D over the vocabulary"
+    )
     summary: ClassVar[str] = "SanText: resample every word with P ~ exp(-eps/2 d(x,y)) over the vocabulary (GloVe)"
     # eps 0.8 (the paper's examples use 3): worst case 0.8 * D = 18.2 (<= 20) on glove-6b-50d; names came
     # through unchanged 18.4% of the time at eps 3 and 0% at 0.8 (CHANGELOG)
@@ -304,7 +328,15 @@ class SanText(TokenMechanism):
     fixed_w: ClassVar[float | None] = 1.0
     row_cache_bytes: int = ROW_CACHE_BYTES  # memory cap of the rows cached across batches (0: none)
 
-    def __init__(self, eps: float = 0.8, space=None, policy: Policy | None = None, device: str = "auto", quiet: bool = False, w: float | None = None):
+    def __init__(
+        self,
+        eps: float = 0.8,
+        space=None,
+        policy: Policy | None = None,
+        device: str = "auto",
+        quiet: bool = False,
+        w: float | None = None,
+    ):
         self.w = self._check_w(w)
         super().__init__(eps, space=space, policy=policy, device=device, quiet=quiet)
         self.sensitive = sensitive_rows(self.space.freq_rank, self.w)  # [|V_s|] sorted rows
@@ -351,7 +383,9 @@ class SanText(TokenMechanism):
     def _check_w(self, w: float | None) -> float:
         if self.fixed_w is not None:
             if w is not None and float(w) != self.fixed_w:
-                raise ValueError(f"{self.name} uses w = {self.fixed_w} (every word sensitive); use santext+ for a smaller sensitive set")
+                raise ValueError(
+                    f"{self.name} uses w = {self.fixed_w} (every word sensitive); use santext+ for a smaller sensitive set"
+                )
             return self.fixed_w
         w = self.defaults["w"] if w is None else w
         try:
@@ -364,9 +398,17 @@ class SanText(TokenMechanism):
 
     def params(self) -> dict[str, Any]:
         return {
-            "eps": self.eps, "w": self.w, "n_sensitive": int(len(self.sensitive)), "sensitive_rule": SENSITIVE_RULE,
-            "space": self.space.name, "space_hash": self.space.hash, "metric": self.space.metric,
-            "oov": self.policy.oov, "numbers": self.policy.numbers, "punct": self.policy.punct, "stopwords": self.policy.stopwords,
+            "eps": self.eps,
+            "w": self.w,
+            "n_sensitive": int(len(self.sensitive)),
+            "sensitive_rule": SENSITIVE_RULE,
+            "space": self.space.name,
+            "space_hash": self.space.hash,
+            "metric": self.space.metric,
+            "oov": self.policy.oov,
+            "numbers": self.policy.numbers,
+            "punct": self.policy.punct,
+            "stopwords": self.policy.stopwords,
         }
 
     # ---- the distribution ---------------------------------------------------------------------------
@@ -404,7 +446,9 @@ class SanText(TokenMechanism):
                 part = torch.cat([part, part[-1:].expand(GEMM_BLOCK - k)])
             a = emb[part].to(torch.float64)
             if self.space.metric != "l2":
-                d[s : s + k] = distances.pairwise(a, tt.T, self.space.metric, dtype=torch.float64)[:k].mul_(self.eps / 2.0)
+                d[s : s + k] = distances.pairwise(a, tt.T, self.space.metric, dtype=torch.float64)[:k].mul_(
+                    self.eps / 2.0
+                )
                 continue
             a = torch.cat([a, (a * a).sum(1, keepdim=True), torch.ones_like(a[:, :1])], dim=1)
             if k == GEMM_BLOCK:
@@ -509,7 +553,9 @@ class SanText(TokenMechanism):
             self._row_cache = RowCache(self.space.size, len(self.sensitive), slots, dev) if slots else None
         return self._row_cache
 
-    def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def perturb_rows(
+        self, rows: torch.Tensor, rand: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         if self.backend == "numpy":
             return self._rows_via_numpy(rows, rand)
         return self.sample(rows, rand["u"]), {}
@@ -522,7 +568,10 @@ class SanText(TokenMechanism):
             emb = self.space.array
             t = np.asarray(emb[self.sensitive], dtype=np.float64)
             if self.space.metric == "l2":
-                t = np.concatenate([-2.0 * t, np.ones((t.shape[0], 1)), (t * t).sum(1, keepdims=True)], axis=1) * (self.eps / 2.0) ** 2
+                t = (
+                    np.concatenate([-2.0 * t, np.ones((t.shape[0], 1)), (t * t).sum(1, keepdims=True)], axis=1)
+                    * (self.eps / 2.0) ** 2
+                )
             col_of = np.full(emb.shape[0], -1, dtype=np.int64)
             col_of[self.sensitive] = np.arange(self.sensitive.size)
             self._target_np = (np.ascontiguousarray(t.T), col_of)
@@ -576,7 +625,9 @@ class SanText(TokenMechanism):
             out[pos] = sample_banded_np(weight, band, totals, offsets, local, u[pos])
         return self.sensitive[out]
 
-    def perturb_rows_np(self, rows: np.ndarray, rand: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def perturb_rows_np(
+        self, rows: np.ndarray, rand: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         return self.sample_np(rows, rand["u"]), {}
 
 
@@ -590,7 +641,16 @@ class SanTextPlus(SanText):
     fixed_w: ClassVar[float | None] = None
     keeps_words: ClassVar[bool] = True
 
-    def __init__(self, eps: float = 0.8, space=None, policy: Policy | None = None, device: str = "auto", quiet: bool = False, w: float | None = None, p: float | None = None):
+    def __init__(
+        self,
+        eps: float = 0.8,
+        space=None,
+        policy: Policy | None = None,
+        device: str = "auto",
+        quiet: bool = False,
+        w: float | None = None,
+        p: float | None = None,
+    ):
         p = self.defaults["p"] if p is None else p
         try:
             p = float(p)
@@ -610,22 +670,28 @@ class SanTextPlus(SanText):
     def mechanism_leaks(self) -> list[str]:
         if self.p >= 1.0 or self.w >= 1.0:
             return []
-        return [f"santext+ keeps each non-sensitive (frequent) word verbatim with probability 1-p = {1 - self.p:g} "
-                f"(w = {self.w:g}: the {1 - self.w:.0%} most frequent words, names among them)"]
+        return [
+            f"santext+ keeps each non-sensitive (frequent) word verbatim with probability 1-p = {1 - self.p:g} "
+            f"(w = {self.w:g}: the {1 - self.w:.0%} most frequent words, names among them)"
+        ]
 
     def draw(self, n: int, g: np.random.Generator) -> dict[str, np.ndarray]:
         # two decisions per position, each with its own uniform: resample or keep, then which word
         flip = g.random(n)
         return {"flip": flip, "u": self.uniform(n, g)}
 
-    def perturb_rows_np(self, rows: np.ndarray, rand: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def perturb_rows_np(
+        self, rows: np.ndarray, rand: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         resample = self._is_sensitive_np[rows] | (np.asarray(rand["flip"]) < self.p)
         out = rows.copy()
         if resample.any():
             out[resample] = self.sample_np(rows[resample], np.asarray(rand["u"])[resample])
         return out, {"unchanged": ~resample}
 
-    def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def perturb_rows(
+        self, rows: torch.Tensor, rand: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         if self.backend == "numpy":
             return self._rows_via_numpy(rows, rand)
         resample = self._is_sensitive[rows] | (torch.as_tensor(rand["flip"]).to(rows.device) < self.p)

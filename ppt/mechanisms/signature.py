@@ -81,8 +81,15 @@ def parse_signature(sig: str) -> dict[str, Any]:
     name, *fields = sig.split("|")
     if not name or ":" in name:
         raise ValueError(f"not a ppt stamp signature: bad mechanism name {name!r}")
-    out: dict[str, Any] = {"mechanism": name, "eps": None, "space": None, "space_hash": None,
-                           "params": {}, "policy": None, "version": None}
+    out: dict[str, Any] = {
+        "mechanism": name,
+        "eps": None,
+        "space": None,
+        "space_hash": None,
+        "params": {},
+        "policy": None,
+        "version": None,
+    }
     for f in fields:
         key, sep, value = f.partition(":")
         if not sep or not key:
@@ -142,8 +149,9 @@ def stamp_view(block: Any) -> dict[str, Any]:
         out["model"] = params["model"]
     if not out["policy"]:
         nested = params.get("policy") if isinstance(params.get("policy"), dict) else {}
-        out["policy"] = {k: (nested.get(k) if k in nested else params.get(k)) for k in POLICY_FIELDS
-                         if k in nested or k in params}
+        out["policy"] = {
+            k: (nested.get(k) if k in nested else params.get(k)) for k in POLICY_FIELDS if k in nested or k in params
+        }
     out["stopwords"] = out["policy"].get("stopwords")
     return out
 

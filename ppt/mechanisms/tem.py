@@ -39,8 +39,8 @@ import torch
 
 from ppt.accounting import MetricDpEvent, SelfComposedEvent
 from ppt.mechanisms.pipeline import TokenMechanism
-from ppt.mechanisms.privacy import warn_worst_case
 from ppt.mechanisms.policy import Policy
+from ppt.mechanisms.privacy import warn_worst_case
 from ppt.samplers.exponential import grouped_searchsorted
 from ppt.spaces.distances import diameter_bound, distance_rows
 
@@ -51,7 +51,9 @@ class TEM(TokenMechanism):
     """Truncated exponential mechanism: exponential mechanism on -min(d, gamma), bottom -> uniform outside."""
 
     name: ClassVar[str] = "tem"
-    notion: ClassVar[str] = "metric LDP (d_X-privacy): eps per unit of embedding distance; worst case eps * min(D, gamma) over the vocabulary"
+    notion: ClassVar[str] = (
+        "metric LDP (d_X-privacy): eps per unit of embedding distance; worst case eps * min(D, gamma) over the vocabulary"
+    )
     summary: ClassVar[str] = "Carvalho et al.'s TEM: exponential mechanism within gamma, uniform word beyond"
     default_space: ClassVar[str] = "glove-6b-50d"
     default_policy: ClassVar[Policy] = Policy()
@@ -97,8 +99,11 @@ class TEM(TokenMechanism):
         return self.eps * min(diameter_bound(self.space), self.gamma)
 
     def privacy_events(self, acc, *, diagnostics: bool = False) -> list:
-        return [SelfComposedEvent(MetricDpEvent(self.eps, unit=self.unit, worst_case_eps=self.worst_case_eps),
-                                  int(acc.n_perturbed))]
+        return [
+            SelfComposedEvent(
+                MetricDpEvent(self.eps, unit=self.unit, worst_case_eps=self.worst_case_eps), int(acc.n_perturbed)
+            )
+        ]
 
     def signature_params(self) -> dict[str, Any]:
         return {"beta": self.beta}
@@ -123,7 +128,9 @@ class TEM(TokenMechanism):
         u2 = g.random(n)
         return {"u": u, "u2": u2}
 
-    def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def perturb_rows(
+        self, rows: torch.Tensor, rand: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         dev = self.space.device
         rows = rows.to(dev)
         u = torch.as_tensor(rand["u"]).to(dev, torch.float64)
@@ -144,7 +151,9 @@ class TEM(TokenMechanism):
             inside = d <= gamma
             n_out = V - inside.sum(1)
             logits = torch.empty((ids.numel(), V + 1), dtype=torch.float64, device=dev)
-            torch.where(inside, d * -half, torch.tensor(float("-inf"), dtype=torch.float64, device=dev), out=logits[:, :V])
+            torch.where(
+                inside, d * -half, torch.tensor(float("-inf"), dtype=torch.float64, device=dev), out=logits[:, :V]
+            )
             logits[:, V] = -half * gamma + torch.log(n_out.double())  # ln 0 = -inf: no bottom when L_x = V
             # the rule of ppt.samplers.exponential.sample_from_logits_inverse_cdf, one table per unique id
             cdf = torch.softmax(logits, dim=1).cumsum(1)

@@ -15,8 +15,15 @@ DEFAULT_TEMPLATE = "{text}\n\nQuestion: which of these topics is the text above 
 
 
 class ZeroShotClassifier:
-    def __init__(self, model, tokenizer, labels: list[str], template: str = DEFAULT_TEMPLATE, length_norm: bool = False,
-                 batch_size: int = 16):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        labels: list[str],
+        template: str = DEFAULT_TEMPLATE,
+        length_norm: bool = False,
+        batch_size: int = 16,
+    ):
         if "{text}" not in template:
             raise ValueError("the template must contain {text}")
         labels = [str(x) for x in labels]

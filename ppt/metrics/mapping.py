@@ -20,7 +20,9 @@ import torch
 from ppt.rng import record_generator
 
 
-def probe(mech, rows: np.ndarray, draws: int = 1000, generator: np.random.Generator | None = None, chunk: int = 200_000) -> dict:
+def probe(
+    mech, rows: np.ndarray, draws: int = 1000, generator: np.random.Generator | None = None, chunk: int = 200_000
+) -> dict:
     """N_w and retention from ``draws`` perturbations of each row (TokenMechanism kernels only).
 
     Returns {"n_tokens", "draws", "n_w_mean", "n_w_median", "retention", "n_w": [per row]}."""
@@ -33,7 +35,9 @@ def probe(mech, rows: np.ndarray, draws: int = 1000, generator: np.random.Genera
     for s in range(0, flat.size, chunk):
         part = torch.from_numpy(flat[s : s + chunk])
         rand = mech.draw(part.numel(), g)
-        out, _ = mech.perturb_rows(part.to(mech.device), {k: torch.as_tensor(v).to(mech.device) for k, v in rand.items()})
+        out, _ = mech.perturb_rows(
+            part.to(mech.device), {k: torch.as_tensor(v).to(mech.device) for k, v in rand.items()}
+        )
         new[s : s + chunk] = out.cpu().numpy()
     new = new.reshape(len(rows), draws)
     n_w = [int(np.unique(r).size) for r in new]
@@ -62,7 +66,11 @@ class MappingTally:
         kept = int((orig_rows == new_rows).sum())
         self.pairs += int(orig_rows.size)
         self.retained += kept
-        return {"pairs": int(orig_rows.size), "retained": kept, "retention": kept / orig_rows.size if orig_rows.size else None}
+        return {
+            "pairs": int(orig_rows.size),
+            "retained": kept,
+            "retention": kept / orig_rows.size if orig_rows.size else None,
+        }
 
     def summary(self) -> dict:
         sizes = [len(s) for s in self.targets.values()]

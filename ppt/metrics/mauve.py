@@ -28,8 +28,15 @@ def _kl(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sum(a[nz] * np.log(a[nz] / b[nz])))
 
 
-def quantize(p_feats: np.ndarray, q_feats: np.ndarray, num_buckets: int | str = "auto", explained_variance: float = 0.9,
-             seed: int = 25, n_init: int = 5, max_iter: int = 500) -> tuple[np.ndarray, np.ndarray]:
+def quantize(
+    p_feats: np.ndarray,
+    q_feats: np.ndarray,
+    num_buckets: int | str = "auto",
+    explained_variance: float = 0.9,
+    seed: int = 25,
+    n_init: int = 5,
+    max_iter: int = 500,
+) -> tuple[np.ndarray, np.ndarray]:
     """Histograms (p, q) over shared k-means clusters of the PCA-reduced, normalised features."""
     from sklearn.cluster import KMeans
     from sklearn.decomposition import PCA
@@ -71,9 +78,20 @@ def area(curve: np.ndarray) -> float:
     return float(0.5 * (np.trapezoid(y[ix], x[ix]) + np.trapezoid(x[iy], y[iy])))
 
 
-def mauve(p_feats: np.ndarray, q_feats: np.ndarray, num_buckets: int | str = "auto", seed: int = 25,
-          scale: float = 5.0, n_points: int = 25) -> dict:
+def mauve(
+    p_feats: np.ndarray,
+    q_feats: np.ndarray,
+    num_buckets: int | str = "auto",
+    seed: int = 25,
+    scale: float = 5.0,
+    n_points: int = 25,
+) -> dict:
     """{"mauve", "num_buckets", "p_hist", "q_hist"} for generated (P) vs reference (Q) features."""
     p, q = quantize(p_feats, q_feats, num_buckets=num_buckets, seed=seed)
     score = area(divergence_curve(p, q, n_points, scale))
-    return {"mauve": min(1.0, max(0.0, score)), "num_buckets": int(p.shape[0]), "p_hist": p.tolist(), "q_hist": q.tolist()}
+    return {
+        "mauve": min(1.0, max(0.0, score)),
+        "num_buckets": int(p.shape[0]),
+        "p_hist": p.tolist(),
+        "q_hist": q.tolist(),
+    }

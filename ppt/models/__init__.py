@@ -8,10 +8,10 @@ or a hub id, resolved in that order. Nothing here imports torch or transformers 
 
 from __future__ import annotations
 
+from ppt.models.catalog import OFFLINE, Asset
 from ppt.models.device import describe_devices, device_name, gpu_may_exist, resolve_device, resolve_dtype
 from ppt.models.encoder import SentenceEncoder, load_sentence_encoder
 from ppt.models.loaders import load_causal_lm, load_masked_lm, load_model_input_embeddings, load_tokenizer
-from ppt.models.catalog import OFFLINE, Asset
 from ppt.models.registry import (
     asset_files,
     asset_root,

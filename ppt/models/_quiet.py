@@ -41,4 +41,3 @@ def quiet_loading(progress: bool | None = None):
             if buf is not None and buf.getvalue():
                 real_err.write(buf.getvalue()[-4000:])
             raise
-

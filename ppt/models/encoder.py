@@ -46,7 +46,11 @@ class SentenceEncoder:
             for s in range(0, n, max(1, int(batch_size))):
                 idx = order[s : s + batch_size]
                 batch = self.tokenizer(
-                    [texts[i] for i in idx], padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+                    [texts[i] for i in idx],
+                    padding=True,
+                    truncation=True,
+                    max_length=self.max_length,
+                    return_tensors="pt",
                 ).to(self.device)
                 hidden = self.model(**batch).last_hidden_state
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)

@@ -29,8 +29,9 @@ def file_sha256(path: Path, cache=None) -> str:
     from ppt.cache import Cache, sha256_file
 
     cache = cache or Cache()
-    art = cache.get_or_build("file-sha256", {"file": _stat_key(Path(path))},
-                             lambda _tmp: {"sha256": sha256_file(Path(path))}, deep=False)
+    art = cache.get_or_build(
+        "file-sha256", {"file": _stat_key(Path(path))}, lambda _tmp: {"sha256": sha256_file(Path(path))}, deep=False
+    )
     return art.meta["sha256"]
 
 
@@ -78,8 +79,14 @@ class GgufSource:
             self.path = path
             self.sha256 = file_sha256(path, self.cache)
             # the same bytes as a packaged GGUF share its converted checkpoint
-            self.label = next((a.alias for a in OFFLINE.values() if a.kind == "causal-lm" and not a.assembled
-                               and self.sha256 in a.files.values()), "gguf")
+            self.label = next(
+                (
+                    a.alias
+                    for a in OFFLINE.values()
+                    if a.kind == "causal-lm" and not a.assembled and self.sha256 in a.files.values()
+                ),
+                "gguf",
+            )
 
     def deps(self) -> dict:
         return {"format": FORMAT, "gguf_sha256": self.sha256}
@@ -110,8 +117,11 @@ class GgufSource:
             from ppt.io import ExitCode, PptError
 
             if sha256_file(target) != sha:
-                raise PptError(f"{self.asset.alias}: the assembled {name} fails its sha256 check",
-                               exit_code=ExitCode.CONFIG, hint=self.asset.reinstall_hint)
+                raise PptError(
+                    f"{self.asset.alias}: the assembled {name} fails its sha256 check",
+                    exit_code=ExitCode.CONFIG,
+                    hint=self.asset.reinstall_hint,
+                )
             return fn(tmpdir, name)
         finally:
             shutil.rmtree(tmpdir, ignore_errors=True)
@@ -122,8 +132,11 @@ def find_gguf(directory: Path) -> Path:
 
     found = sorted(directory.glob("*.gguf"))
     if len(found) != 1:
-        raise PptError(f"{directory}: expected exactly one .gguf file, found {len(found)}", exit_code=ExitCode.CONFIG,
-                       hint="pass the .gguf file itself")
+        raise PptError(
+            f"{directory}: expected exactly one .gguf file, found {len(found)}",
+            exit_code=ExitCode.CONFIG,
+            hint="pass the .gguf file itself",
+        )
     return found[0]
 
 
@@ -143,8 +156,9 @@ def _verified_artifact(cache, kind: str, deps: dict, build: Callable[[Path], dic
         expected = {art.path / rel: info["sha256"] for rel, info in art.manifest["files"].items()}
         try:
             # a fresh build was hashed by write_manifest moments ago: record it without re-hashing
-            verify_files(expected, f"cached {kind}/{art.key}", "it is rebuilt automatically", cache=cache,
-                         trusted=bool(built))
+            verify_files(
+                expected, f"cached {kind}/{art.key}", "it is rebuilt automatically", cache=cache, trusted=bool(built)
+            )
             return art
         except PptError:
             if attempt:

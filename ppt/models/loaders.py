@@ -15,7 +15,14 @@ from ppt.models._quiet import quiet_loading
 from ppt.models.registry import verify_asset
 from ppt.models.resolve import Resolved, offline_error, resolve
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "tokenizer.model", "vocab.json", "spiece.model")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "tokenizer.model",
+    "vocab.json",
+    "spiece.model",
+)
 
 
 def _ppt_error(message: str, hint: str | None = None):
@@ -39,8 +46,10 @@ def _target(r: Resolved, want_kinds: tuple[str, ...], what: str) -> str:
     """The from_pretrained argument for a non-GGUF name (verifying an alias's files first)."""
     if r.source == "alias":
         if r.asset.kind not in want_kinds:
-            raise _ppt_error(f"{r.asset.alias} is a {r.asset.kind} model, not a {what}",
-                             hint="see `ppt models ls` for what each alias is")
+            raise _ppt_error(
+                f"{r.asset.alias} is a {r.asset.kind} model, not a {what}",
+                hint="see `ppt models ls` for what each alias is",
+            )
         path = r.require_installed()
         verify_asset(r.asset.alias)
         return str(path)
@@ -64,8 +73,10 @@ def from_pretrained(cls, r: Resolved, target: str, **kwargs):
         if r.source == "hub":
             raise offline_error(r.hub_id, e) from None
         first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
-        raise _ppt_error(f"cannot load {r.name!r} with {cls.__name__}: {first}",
-                         hint="a local model directory needs config.json, weights and tokenizer files") from None
+        raise _ppt_error(
+            f"cannot load {r.name!r} with {cls.__name__}: {first}",
+            hint="a local model directory needs config.json, weights and tokenizer files",
+        ) from None
 
 
 def _finish_causal_tokenizer(tok):

@@ -152,7 +152,7 @@ def asset_files(alias: str, verify: bool = True) -> dict[str, Path]:
         p = locate_file(asset, rel)
         if p is None:
             raise not_installed_error(alias)
-        key = rel[len(prefix):] if rel.startswith(prefix) else rel.rsplit("/", 1)[-1]
+        key = rel[len(prefix) :] if rel.startswith(prefix) else rel.rsplit("/", 1)[-1]
         paths[key] = p
     if verify:
         verify_asset(alias)
@@ -192,7 +192,8 @@ def verify_files(expected: dict[Path, str], label: str, hint: str, cache=None, *
             names = ", ".join(str(p) for p in bad)
             raise PptError(
                 f"{label}: sha256 mismatch (corrupt or modified file): {names}",
-                exit_code=ExitCode.CONFIG, hint=hint,
+                exit_code=ExitCode.CONFIG,
+                hint=hint,
             )
         return {"label": label, "n_files": len(expected)}
 

@@ -61,7 +61,11 @@ def resolve(name: str | os.PathLike) -> Resolved:
     raw = os.fspath(name)
     text = raw.strip()
     if not text:
-        raise PptError("empty model name", exit_code=ExitCode.USAGE, hint="pass a path, an alias (" + ", ".join(OFFLINE) + ") or a hub id")
+        raise PptError(
+            "empty model name",
+            exit_code=ExitCode.USAGE,
+            hint="pass a path, an alias (" + ", ".join(OFFLINE) + ") or a hub id",
+        )
     p = Path(text).expanduser()
     if p.exists():
         return Resolved(name=raw, source="path", path=p.resolve())

@@ -142,8 +142,11 @@ def get_encoding(name: str):
 
                 ranks = load_tiktoken_bpe(URL.format(name=rank_name), expected_hash=RANK_SHA256[rank_name])
                 enc = tiktoken.Encoding(
-                    name="gpt2", pat_str=r50k_pat_str, mergeable_ranks=ranks,
-                    special_tokens={ENDOFTEXT: 50256}, explicit_n_vocab=50257,
+                    name="gpt2",
+                    pat_str=r50k_pat_str,
+                    mergeable_ranks=ranks,
+                    special_tokens={ENDOFTEXT: 50256},
+                    explicit_n_vocab=50257,
                 )
             else:
                 import tiktoken_ext.openai_public as public
@@ -176,7 +179,11 @@ def parsed_ranks(rank_name: str, directory: Path, loader) -> dict[bytes, int]:
     path = cache_dir() / "tiktoken-parsed" / f"{rank_name}.{RANK_SHA256[rank_name][:16]}.ranks"
     try:
         blob = path.read_bytes()
-        head, digest, payload = blob[: len(RANKS_FORMAT)], blob[len(RANKS_FORMAT) : len(RANKS_FORMAT) + 32], blob[len(RANKS_FORMAT) + 32 :]
+        head, digest, payload = (
+            blob[: len(RANKS_FORMAT)],
+            blob[len(RANKS_FORMAT) : len(RANKS_FORMAT) + 32],
+            blob[len(RANKS_FORMAT) + 32 :],
+        )
         if head == RANKS_FORMAT and hashlib.sha256(payload).digest() == digest:
             ranks = marshal.loads(payload)
             if isinstance(ranks, dict):

@@ -33,8 +33,12 @@ def check_bearer(expected: str | None, header: str | None) -> ServiceError | Non
     given = (header or "").strip()
     scheme, _, token = given.partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), expected.encode()):
-        return ServiceError(401, "missing or wrong bearer token (send Authorization: Bearer <key>)",
-                            "invalid_request_error", "invalid_api_key")
+        return ServiceError(
+            401,
+            "missing or wrong bearer token (send Authorization: Bearer <key>)",
+            "invalid_request_error",
+            "invalid_api_key",
+        )
     return None
 
 
@@ -64,8 +68,9 @@ def declared_length(values: list[str], max_bytes: int = MAX_BODY_BYTES) -> int |
     except ValueError:
         length = -1
     if length < 0 or length > max_bytes:
-        return ServiceError(413 if length > max_bytes else 400,
-                            f"Content-Length must be one integer in [0, {max_bytes}]")
+        return ServiceError(
+            413 if length > max_bytes else 400, f"Content-Length must be one integer in [0, {max_bytes}]"
+        )
     return length
 
 

@@ -34,19 +34,29 @@ def check_base_url(url: str) -> str:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError:
-        raise PptError("--base-url is not a valid URL", ExitCode.USAGE,
-                       hint="e.g. --base-url http://127.0.0.1:8000/v1") from None
+        raise PptError(
+            "--base-url is not a valid URL", ExitCode.USAGE, hint="e.g. --base-url http://127.0.0.1:8000/v1"
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise PptError(f"--base-url must be an http(s) URL with a host (got {redact_url(url) or url[:40]!r})",
-                       ExitCode.USAGE, hint="e.g. --base-url http://127.0.0.1:8000/v1")
+        raise PptError(
+            f"--base-url must be an http(s) URL with a host (got {redact_url(url) or url[:40]!r})",
+            ExitCode.USAGE,
+            hint="e.g. --base-url http://127.0.0.1:8000/v1",
+        )
     if parts.query or parts.fragment or url.endswith(("?", "#")):
-        raise PptError(f"--base-url must not have a query string or fragment ({redact_url(url)}?...): ppt appends "
-                       "/chat/completions or /completions to its path", ExitCode.USAGE,
-                       hint="pass the base path only, e.g. --base-url https://host/v1; keys go in the environment "
-                            "(--api-key-env NAME)")
+        raise PptError(
+            f"--base-url must not have a query string or fragment ({redact_url(url)}?...): ppt appends "
+            "/chat/completions or /completions to its path",
+            ExitCode.USAGE,
+            hint="pass the base path only, e.g. --base-url https://host/v1; keys go in the environment "
+            "(--api-key-env NAME)",
+        )
     if parts.username is not None or parts.password is not None:
-        raise PptError(f"--base-url must not carry credentials ({redact_url(url)})", ExitCode.USAGE,
-                       hint="put the key in an environment variable and pass --api-key-env NAME")
+        raise PptError(
+            f"--base-url must not carry credentials ({redact_url(url)})",
+            ExitCode.USAGE,
+            hint="put the key in an environment variable and pass --api-key-env NAME",
+        )
     return url.rstrip("/")
 
 
@@ -78,8 +88,11 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def check_env_name(name: str, option: str = "--api-key-env") -> None:
     if not _ENV_NAME.fullmatch(name):
-        raise PptError(f"{option} takes the NAME of an environment variable, not a key", ExitCode.USAGE,
-                       hint=f"export MY_KEY=... then pass {option} MY_KEY")
+        raise PptError(
+            f"{option} takes the NAME of an environment variable, not a key",
+            ExitCode.USAGE,
+            hint=f"export MY_KEY=... then pass {option} MY_KEY",
+        )
 
 
 def env_not_set_message(name: str, option: str = "--api-key-env") -> str:
@@ -107,13 +120,19 @@ def resolve_api_key(api_key_env: str | None, base_url: str, *, required: bool = 
         check_env_name(api_key_env)
         key = os.environ.get(api_key_env, "").strip()
         if not key and required:
-            raise PptError(env_not_set_message(api_key_env), ExitCode.CONFIG,
-                           hint="export it before running ppt query (pass the variable's NAME, never the key)")
+            raise PptError(
+                env_not_set_message(api_key_env),
+                ExitCode.CONFIG,
+                hint="export it before running ppt query (pass the variable's NAME, never the key)",
+            )
         return key or None
     if is_openai(base_url):
         key = os.environ.get("OPENAI_API_KEY", "").strip()
         if not key and required:
-            raise PptError("the OpenAI API needs a key and OPENAI_API_KEY is not set", ExitCode.CONFIG,
-                           hint="export OPENAI_API_KEY=..., or name another variable with --api-key-env NAME")
+            raise PptError(
+                "the OpenAI API needs a key and OPENAI_API_KEY is not set",
+                ExitCode.CONFIG,
+                hint="export OPENAI_API_KEY=..., or name another variable with --api-key-env NAME",
+            )
         return key or None
     return None

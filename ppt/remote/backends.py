@@ -51,23 +51,54 @@ class GenRequest:
 CHAT_ROLES = frozenset({"system", "developer", "user", "assistant"})
 MAX_N = 8
 MAX_LOGPROBS = {"completions": 5, "chat": 20}  # OpenAI's limits
-_COMMON_KEYS = {"model", "max_tokens", "temperature", "top_p", "stop", "seed", "n", "stream", "stream_options",
-                "logprobs", "user", "metadata", "store"}
-_KEYS = {"chat": _COMMON_KEYS | {"messages", "max_completion_tokens", "top_logprobs"},
-         "completions": _COMMON_KEYS | {"prompt"}}
+_COMMON_KEYS = {
+    "model",
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "stop",
+    "seed",
+    "n",
+    "stream",
+    "stream_options",
+    "logprobs",
+    "user",
+    "metadata",
+    "store",
+}
+_KEYS = {
+    "chat": _COMMON_KEYS | {"messages", "max_completion_tokens", "top_logprobs"},
+    "completions": _COMMON_KEYS | {"prompt"},
+}
 # accepted only at the value that means "off": anything else would be silently ignored, so it is refused
-_DEFAULT_ONLY = {"presence_penalty": (0, 0.0), "frequency_penalty": (0, 0.0), "logit_bias": ({},), "echo": (False,),
-                 "best_of": (1,), "suffix": ("",), "tools": ([],), "tool_choice": ("none",), "functions": ([],),
-                 "function_call": ("none",), "parallel_tool_calls": (False, True),
-                 "response_format": ({"type": "text"},)}
+_DEFAULT_ONLY = {
+    "presence_penalty": (0, 0.0),
+    "frequency_penalty": (0, 0.0),
+    "logit_bias": ({},),
+    "echo": (False,),
+    "best_of": (1,),
+    "suffix": ("",),
+    "tools": ([],),
+    "tool_choice": ("none",),
+    "functions": ([],),
+    "function_call": ("none",),
+    "parallel_tool_calls": (False, True),
+    "response_format": ({"type": "text"},),
+}
 
 
 def _int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def parse_request(body: Any, kind: str, *, max_tokens_limit: int | None = None,
-                  features: frozenset[str] | set[str] = frozenset(), strict: bool = True) -> GenRequest:
+def parse_request(
+    body: Any,
+    kind: str,
+    *,
+    max_tokens_limit: int | None = None,
+    features: frozenset[str] | set[str] = frozenset(),
+    strict: bool = True,
+) -> GenRequest:
     """Validate an OpenAI chat/completions body; ValueError (a message safe to show) when it is bad.
 
     Every parameter is either honoured or refused, never ignored: ``features`` names what the caller
@@ -101,8 +132,11 @@ def parse_request(body: Any, kind: str, *, max_tokens_limit: int | None = None,
     if options is not None:
         if not stream:
             raise ValueError("'stream_options' is only allowed with stream=true")
-        if not isinstance(options, dict) or set(options) - {"include_usage"} or \
-                not isinstance(options.get("include_usage", False), bool):
+        if (
+            not isinstance(options, dict)
+            or set(options) - {"include_usage"}
+            or not isinstance(options.get("include_usage", False), bool)
+        ):
             raise ValueError("'stream_options' supports only {\"include_usage\": true|false}")
         include_usage = bool(options.get("include_usage", False))
     n = body.get("n")
@@ -137,17 +171,22 @@ def parse_request(body: Any, kind: str, *, max_tokens_limit: int | None = None,
             if not isinstance(m, dict) or not isinstance(m.get("role"), str):
                 raise ValueError("each message needs a string 'role'")
             if m["role"] not in CHAT_ROLES:
-                raise ValueError(f"message role must be one of {', '.join(sorted(CHAT_ROLES))} "
-                                 "(tools and functions are not supported)")
+                raise ValueError(
+                    f"message role must be one of {', '.join(sorted(CHAT_ROLES))} "
+                    "(tools and functions are not supported)"
+                )
             extra = set(m) - {"role", "content", "name"}
             if extra:
                 raise ValueError(f"unsupported message field '{str(sorted(extra)[0])[:40]}'")
             content = m.get("content")
             if isinstance(content, list):
-                if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-                           for p in content):
-                    raise ValueError("message content parts must be {\"type\": \"text\", \"text\": ...} "
-                                     "(images and audio are not supported)")
+                if not all(
+                    isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content
+                ):
+                    raise ValueError(
+                        'message content parts must be {"type": "text", "text": ...} '
+                        "(images and audio are not supported)"
+                    )
             elif not isinstance(content, str):
                 raise ValueError("each message needs 'content' (a string or a list of text parts)")
         prompt: Any = messages
@@ -180,10 +219,12 @@ def parse_request(body: Any, kind: str, *, max_tokens_limit: int | None = None,
     seed = body.get("seed")
     if seed is not None and not _int(seed):
         raise ValueError("'seed' must be an integer")
-    params = SamplingParams(max_new_tokens=max_tokens, temperature=float(temperature), top_p=float(top_p),
-                            stop=tuple(stops))
-    return GenRequest(prompt=prompt, params=params, seed=seed, n=n, logprobs=logprobs, stream=stream,
-                      include_usage=include_usage)
+    params = SamplingParams(
+        max_new_tokens=max_tokens, temperature=float(temperature), top_p=float(top_p), stop=tuple(stops)
+    )
+    return GenRequest(
+        prompt=prompt, params=params, seed=seed, n=n, logprobs=logprobs, stream=stream, include_usage=include_usage
+    )
 
 
 def run_local(
@@ -229,8 +270,13 @@ class LocalQueryBackend:
         latency = time.monotonic() - t0
         for (i, _), res in zip(parsed, outs):
             if not isinstance(res, RecordError):
-                res = Answer(text=res.text, finish_reason=res.finish_reason, usage=res.usage,
-                             latency_s=round(latency, 4), model=self.generator.name)
+                res = Answer(
+                    text=res.text,
+                    finish_reason=res.finish_reason,
+                    usage=res.usage,
+                    latency_s=round(latency, 4),
+                    model=self.generator.name,
+                )
             results[i] = res
         if on_done is not None:
             for i, res in enumerate(results):

@@ -29,13 +29,24 @@ class ModelService(Service):
 
     features = frozenset({"n", "logprobs"})
 
-    def __init__(self, generator: Any, name: str | None = None, *, max_batch: int = 8, max_wait_s: float = 0.01,
-                 max_tokens_limit: int = 2048) -> None:
+    def __init__(
+        self,
+        generator: Any,
+        name: str | None = None,
+        *,
+        max_batch: int = 8,
+        max_wait_s: float = 0.01,
+        max_tokens_limit: int = 2048,
+    ) -> None:
         self.generator = generator
         if not getattr(generator, "can_score", True):  # e.g. the vllm runtime: logprobs are refused (400)
             self.features = self.features - {"logprobs"}
         self.name = name or str(generator.name)
-        self.max_batch, self.max_wait_s, self.max_tokens_limit = max(1, max_batch), max(0.0, max_wait_s), max_tokens_limit
+        self.max_batch, self.max_wait_s, self.max_tokens_limit = (
+            max(1, max_batch),
+            max(0.0, max_wait_s),
+            max_tokens_limit,
+        )
         self.batches: list[int] = []  # sizes of the batches run (for tests and benchmarks)
         self.dropped = 0  # requests whose client left before they were generated
         self._queue: queue.Queue = queue.Queue()
@@ -48,8 +59,7 @@ class ModelService(Service):
         from ppt.remote.backends import parse_request
 
         try:
-            req = parse_request(body, kind, max_tokens_limit=self.max_tokens_limit,
-                                features=self.features | {"stream"})
+            req = parse_request(body, kind, max_tokens_limit=self.max_tokens_limit, features=self.features | {"stream"})
         except ValueError as e:
             raise ServiceError(400, str(e)) from None
         futs: list[Future] = []
@@ -85,8 +95,11 @@ class ModelService(Service):
         choices = [{"text": c.text, "finish_reason": c.finish_reason, "logprobs": lp} for c, lp in results]
         prompt_tokens = results[0][0].prompt_tokens
         completion = sum(c.completion_tokens for c, _ in results)
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
-                 "total_tokens": prompt_tokens + completion}
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion,
+            "total_tokens": prompt_tokens + completion,
+        }
         return {"choices": choices, "usage": usage}
 
     def _take_batch(self) -> list[tuple[Any, int, Future]]:
@@ -116,13 +129,20 @@ class ModelService(Service):
             self.batches.append(len(batch))
             reqs = [r for r, _, _ in batch]
             # choice c of a seeded request samples from its own stream: batching never changes it
-            gens = [record_torch_generator(None if r.seed is None else derive_seed(r.seed, "serve"), c) for r, c, _ in batch]
+            gens = [
+                record_torch_generator(None if r.seed is None else derive_seed(r.seed, "serve"), c) for r, c, _ in batch
+            ]
             try:
                 results = run_local(self.generator, reqs, gens)
-                results = [res if isinstance(res, RecordError) else
-                           (res, None if r.logprobs is None else token_logprobs(self.generator, r.prompt, res.text,
-                                                                                r.logprobs))
-                           for r, res in zip(reqs, results)]
+                results = [
+                    res
+                    if isinstance(res, RecordError)
+                    else (
+                        res,
+                        None if r.logprobs is None else token_logprobs(self.generator, r.prompt, res.text, r.logprobs),
+                    )
+                    for r, res in zip(reqs, results)
+                ]
             except Exception as e:  # noqa: BLE001 - report to every waiting client, keep serving
                 logger.warning(f"serve: generation failed ({type(e).__name__}: {str(e)[:200]})")
                 err = ServiceError(500, "generation failed", "server_error")

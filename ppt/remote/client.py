@@ -33,6 +33,7 @@ from ppt.io import ExitCode, PptError, RecordError
 from ppt.remote.auth import check_base_url, redact_url
 from ppt.remote.backends import ENDPOINTS, Answer, OnDone
 from ppt.remote.wire import error_detail, parse_response, retry_after_s
+
 RETRY_STATUSES = frozenset({408, 409, 429})
 MAX_RETRY_AFTER_S = 300.0
 _ABORTED = object()
@@ -101,8 +102,16 @@ class HttpBackend:
 
     kind = "http"
 
-    def __init__(self, base_url: str, *, api_key: str | None = None, concurrency: int = 4, timeout_s: float = 120.0,
-                 retry: RetryPolicy | None = None, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        concurrency: int = 4,
+        timeout_s: float = 120.0,
+        retry: RetryPolicy | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
         import httpx
 
         from ppt import __version__
@@ -224,13 +233,21 @@ class HttpBackend:
                     cause = f"http_{status}"
                     retry_after = retry_after_s(resp.headers)
                 elif status in (401, 403):
-                    return self._set_fatal(PptError(
-                        f"the endpoint refused the credentials (HTTP {status}{detail}) at {redact_url(url)}",
-                        ExitCode.CONFIG, hint="check the key in the variable named by --api-key-env"))
+                    return self._set_fatal(
+                        PptError(
+                            f"the endpoint refused the credentials (HTTP {status}{detail}) at {redact_url(url)}",
+                            ExitCode.CONFIG,
+                            hint="check the key in the variable named by --api-key-env",
+                        )
+                    )
                 elif status == 404:
-                    return self._set_fatal(PptError(
-                        f"not found (HTTP 404{detail}): POST {redact_url(url)}", ExitCode.CONFIG,
-                        hint="check --base-url (usually ends in /v1), --endpoint and --model"))
+                    return self._set_fatal(
+                        PptError(
+                            f"not found (HTTP 404{detail}): POST {redact_url(url)}",
+                            ExitCode.CONFIG,
+                            hint="check --base-url (usually ends in /v1), --endpoint and --model",
+                        )
+                    )
                 else:
                     return RecordError(f"http_{status}", f"the endpoint rejected the request (HTTP {status}{detail})")
             causes.append(cause)
@@ -247,10 +264,22 @@ class HttpBackend:
         last = causes[-1] if causes else "unknown"
         where = redact_url(self.base_url)
         if all(c in ("connect", "connect_timeout") or c.endswith("Error") for c in causes):
-            return self._set_fatal(PptError(
-                f"endpoint unavailable: cannot connect to {where} ({len(causes)} attempts, last: {last})",
-                ExitCode.UNAVAILABLE, hint="is the server running? check --base-url; `ppt serve` starts a local one"))
-        hint = ("the endpoint answers slower than --timeout: raise it" if last == "timeout" else
-                "try again later, or lower --concurrency") + "; --resume FILE keeps answers already paid for"
-        return self._set_fatal(PptError(
-            f"retries exhausted: {len(causes)} attempts failed (last: {last}) at {where}", ExitCode.TEMPFAIL, hint=hint))
+            return self._set_fatal(
+                PptError(
+                    f"endpoint unavailable: cannot connect to {where} ({len(causes)} attempts, last: {last})",
+                    ExitCode.UNAVAILABLE,
+                    hint="is the server running? check --base-url; `ppt serve` starts a local one",
+                )
+            )
+        hint = (
+            "the endpoint answers slower than --timeout: raise it"
+            if last == "timeout"
+            else "try again later, or lower --concurrency"
+        ) + "; --resume FILE keeps answers already paid for"
+        return self._set_fatal(
+            PptError(
+                f"retries exhausted: {len(causes)} attempts failed (last: {last}) at {where}",
+                ExitCode.TEMPFAIL,
+                hint=hint,
+            )
+        )

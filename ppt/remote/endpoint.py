@@ -19,13 +19,21 @@ class EndpointLM:
 
     tokenizer = None
 
-    def __init__(self, base_url: str, model: str, api_key_env: str | None = None, concurrency: int = 4,
-                 timeout_s: float = 120.0, client: Any = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key_env: str | None = None,
+        concurrency: int = 4,
+        timeout_s: float = 120.0,
+        client: Any = None,
+    ) -> None:
         if client is None:
             from ppt.remote.client import HttpBackend, resolve_api_key
 
-            client = HttpBackend(base_url, api_key=resolve_api_key(api_key_env, base_url), concurrency=concurrency,
-                                 timeout_s=timeout_s)
+            client = HttpBackend(
+                base_url, api_key=resolve_api_key(api_key_env, base_url), concurrency=concurrency, timeout_s=timeout_s
+            )
         self.client, self.model = client, model
         self.name = model
 
@@ -42,8 +50,12 @@ class EndpointLM:
         by_kind: dict[str, list[tuple[int, dict]]] = {}
         for i, (prompt, p) in enumerate(zip(prompts, each)):
             kind = "completions" if isinstance(prompt, str) else "chat"
-            body = {"model": self.model, ("prompt" if kind == "completions" else "messages"): prompt,
-                    "max_tokens": int(p.max_new_tokens), "temperature": p.temperature}
+            body = {
+                "model": self.model,
+                ("prompt" if kind == "completions" else "messages"): prompt,
+                "max_tokens": int(p.max_new_tokens),
+                "temperature": p.temperature,
+            }
             if p.top_p < 1.0:
                 body["top_p"] = p.top_p
             if p.stop:
@@ -52,9 +64,16 @@ class EndpointLM:
         out: list[Any] = [None] * len(prompts)
         for kind, items in by_kind.items():
             for (i, _), r in zip(items, self.client.run(items, kind)):
-                out[i] = r if isinstance(r, RecordError) else Completion(
-                    text=r.text, prompt_tokens=int(r.usage.get("prompt_tokens") or 0),
-                    completion_tokens=int(r.usage.get("completion_tokens") or 0), finish_reason=r.finish_reason or "stop")
+                out[i] = (
+                    r
+                    if isinstance(r, RecordError)
+                    else Completion(
+                        text=r.text,
+                        prompt_tokens=int(r.usage.get("prompt_tokens") or 0),
+                        completion_tokens=int(r.usage.get("completion_tokens") or 0),
+                        finish_reason=r.finish_reason or "stop",
+                    )
+                )
         return out
 
     def score(self, pairs: Any, batch_size: int = 16) -> Any:

@@ -78,8 +78,9 @@ async def read_body(request: Request, max_bytes: int) -> bytes | ServiceError:
     return b"".join(chunks)
 
 
-async def run_answer(host: Host, request: Request, kind: str, raw: bytes, limiter: anyio.CapacityLimiter
-                     ) -> Reply | None:
+async def run_answer(
+    host: Host, request: Request, kind: str, raw: bytes, limiter: anyio.CapacityLimiter
+) -> Reply | None:
     """``api.answer`` in a worker thread; None when the client left or the server is stopping first."""
     left = threading.Event()
 
@@ -131,7 +132,9 @@ def build_app(host: Host) -> Starlette:
         if reply is None:  # the client is gone (this is never delivered) or the server is stopping
             return error_response(ServiceError(503, "the server is shutting down", "server_error"), close=True)
         if reply.events is not None:
-            return Response(sse_body(reply.events), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+            return Response(
+                sse_body(reply.events), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+            )
         return json_response(reply.status, reply.body)
 
     return Starlette(routes=[Route("/{path:path}", endpoint, methods=METHODS)])

@@ -15,7 +15,6 @@ from typing import Any
 import orjson
 
 from ppt.log import logger
-from ppt.remote.capped import CappedThreadingServer
 from ppt.remote.api import (
     LOADING,
     MAX_BODY_BYTES,
@@ -29,6 +28,7 @@ from ppt.remote.api import (
     declared_length,
     route,
 )
+from ppt.remote.capped import CappedThreadingServer
 from ppt.remote.service import ClientGone, Service, ServiceError
 from ppt.remote.shapes import models_body, sse_body
 
@@ -161,26 +161,41 @@ class OpenAIServer(CappedThreadingServer):
     request_queue_size = 128
     url_suffix = "/v1"
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], service: Service | None,
-                 verbose: bool = False, *, api_key: str | None = None, socket_timeout_s: float = SOCKET_TIMEOUT_S,
-                 max_connections: int = MAX_CONNECTIONS, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        service: Service | None,
+        verbose: bool = False,
+        *,
+        api_key: str | None = None,
+        socket_timeout_s: float = SOCKET_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ) -> None:
         super().__init__(address, handler, max_connections)
         self.service, self.verbose, self.api_key = service, verbose, api_key
         self.socket_timeout_s, self.max_body_bytes = socket_timeout_s, max_body_bytes
 
     def refusal(self) -> bytes:
         body = orjson.dumps(ServiceError(503, "too many connections", "server_error").body())
-        return (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                b"Retry-After: 1\r\nConnection: close\r\nContent-Length: " + str(len(body)).encode()
-                + b"\r\n\r\n" + body)
+        return (
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            b"Retry-After: 1\r\nConnection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+        )
 
     def report_error(self, exc_name: str) -> None:
         logger.warning(f"serve: error handling a request ({exc_name})")
 
 
-def make_stdlib_server(service: Service | None, host: str = "127.0.0.1", port: int = 8000,
-                       handler: type[BaseHTTPRequestHandler] = OpenAIHandler, verbose: bool = False, **options: Any
-                       ) -> OpenAIServer:
+def make_stdlib_server(
+    service: Service | None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    handler: type[BaseHTTPRequestHandler] = OpenAIHandler,
+    verbose: bool = False,
+    **options: Any,
+) -> OpenAIServer:
     """Bind (port 0 = an ephemeral port; read it from ``server.server_address``) without serving yet.
     ``options``: api_key, socket_timeout_s, max_connections, max_body_bytes (see OpenAIServer)."""
     cls = OpenAIServer

@@ -145,11 +145,20 @@ class UvicornServer:
 
     transport = "starlette"
 
-    def __init__(self, service: Service | None, host: str = "127.0.0.1", port: int = 8000, verbose: bool = False, *,
-                 api_key: str | None = None, socket_timeout_s: float = SOCKET_TIMEOUT_S,
-                 max_connections: int = MAX_CONNECTIONS, max_body_bytes: int = MAX_BODY_BYTES,
-                 shutdown_grace_s: float = SHUTDOWN_GRACE_S,
-                 wrap_app: Callable[[Any, UvicornServer], Any] | None = None) -> None:
+    def __init__(
+        self,
+        service: Service | None,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        verbose: bool = False,
+        *,
+        api_key: str | None = None,
+        socket_timeout_s: float = SOCKET_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        shutdown_grace_s: float = SHUTDOWN_GRACE_S,
+        wrap_app: Callable[[Any, UvicornServer], Any] | None = None,
+    ) -> None:
         self.service, self.verbose, self.api_key = service, verbose, api_key
         self.max_connections, self.max_body_bytes = max(1, max_connections), max_body_bytes
         self.stopping = threading.Event()
@@ -159,8 +168,16 @@ class UvicornServer:
         if wrap_app is not None:
             app = wrap_app(app, self)
         config = uvicorn.Config(
-            app, http=TimedH11Protocol, ws="none", lifespan="off", loop="asyncio", interface="asgi3",
-            log_config=None, access_log=verbose, proxy_headers=False, server_header=False,
+            app,
+            http=TimedH11Protocol,
+            ws="none",
+            lifespan="off",
+            loop="asyncio",
+            interface="asgi3",
+            log_config=None,
+            access_log=verbose,
+            proxy_headers=False,
+            server_header=False,
             timeout_keep_alive=socket_timeout_s,  # type: ignore[arg-type] - a float works (call_later)
             limit_concurrency=self.max_connections + 1,  # uvicorn counts the connection asking: 503 at cap + 1
             h11_max_incomplete_event_size=MAX_HEADER_BYTES,

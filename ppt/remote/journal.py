@@ -78,8 +78,11 @@ class Journal:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(self.fd)
-            raise PptError(f"resume journal {self.path} is in use by another process", ExitCode.TEMPFAIL,
-                           hint="wait for the other `ppt query` to finish, or use another --resume file") from None
+            raise PptError(
+                f"resume journal {self.path} is in use by another process",
+                ExitCode.TEMPFAIL,
+                hint="wait for the other `ppt query` to finish, or use another --resume file",
+            ) from None
 
     def _load(self) -> None:
         size = os.fstat(self.fd).st_size

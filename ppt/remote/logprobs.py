@@ -30,8 +30,10 @@ def token_logprobs(generator: Any, prompt: Any, text: str, k: int) -> list[tuple
         top_vals = top.values.tolist() if top is not None else [[] for _ in c_ids]
         top_ids = top.indices.tolist() if top is not None else [[] for _ in c_ids]
     pieces = _token_strings(tok, c_ids)
-    return [(pieces[j], float(chosen[j]), [(tok.decode([t]), float(v)) for t, v in zip(top_ids[j], top_vals[j])])
-            for j in range(len(c_ids))]
+    return [
+        (pieces[j], float(chosen[j]), [(tok.decode([t]), float(v)) for t, v in zip(top_ids[j], top_vals[j])])
+        for j in range(len(c_ids))
+    ]
 
 
 def _token_strings(tok: Any, ids: list[int]) -> list[str]:
@@ -41,10 +43,10 @@ def _token_strings(tok: Any, ids: list[int]) -> list[str]:
     for j in range(len(ids)):
         cur = tok.decode(ids[: j + 1])
         if cur.startswith(prev) and not cur.endswith("\ufffd"):
-            out.append(cur[len(prev):])
+            out.append(cur[len(prev) :])
             prev = cur
         else:
             out.append("")
     if out and prev != tok.decode(ids):
-        out[-1] += tok.decode(ids)[len(prev):]
+        out[-1] += tok.decode(ids)[len(prev) :]
     return out

@@ -66,8 +66,16 @@ def describe_transport(name: str) -> str:
     return "uvicorn+starlette" if name == "starlette" else "stdlib http.server"
 
 
-def make_server(service: Service | None, host: str = "127.0.0.1", port: int = 8000, handler: Any = None,
-                verbose: bool = False, *, transport: str = "auto", **options: Any) -> Any:
+def make_server(
+    service: Service | None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    handler: Any = None,
+    verbose: bool = False,
+    *,
+    transport: str = "auto",
+    **options: Any,
+) -> Any:
     """Bind (port 0 = an ephemeral port; read it from ``server.server_address``) without serving yet.
 
     ``options``: api_key, socket_timeout_s, max_connections, max_body_bytes; the stdlib transport takes ``handler``
@@ -85,13 +93,22 @@ def make_server(service: Service | None, host: str = "127.0.0.1", port: int = 80
     return make_stdlib_server(service, host, port, handler or OpenAIHandler, verbose, **options)
 
 
-def start_server(service: Service, host: str = "127.0.0.1", port: int = 0, handler: Any = None,
-                 verbose: bool = False, *, transport: str = "auto", **options: Any) -> tuple[Any, threading.Thread]:
+def start_server(
+    service: Service,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    handler: Any = None,
+    verbose: bool = False,
+    *,
+    transport: str = "auto",
+    **options: Any,
+) -> tuple[Any, threading.Thread]:
     """Bind and serve in a daemon thread (tests, benchmarks); stop with ``server.shutdown()`` then
     ``server.server_close()``. The socket listens before this returns, so clients may connect at once."""
     server = make_server(service, host, port, handler, verbose, transport=transport, **options)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
-                              name=f"ppt-serve-{server.transport}")
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True, name=f"ppt-serve-{server.transport}"
+    )
     thread.start()
     return server, thread
 

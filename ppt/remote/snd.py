@@ -79,8 +79,14 @@ class SndService:
 
     def info(self) -> dict[str, Any]:
         d = self.split.describe()
-        return {"model": d["id"], "model_hash": d["hash"], "pooling": d["pooling"], "dim": d["dim"],
-                "out_dim": d["out_dim"], "max_rows": self.split.max_length}
+        return {
+            "model": d["id"],
+            "model_hash": d["hash"],
+            "pooling": d["pooling"],
+            "dim": d["dim"],
+            "out_dim": d["out_dim"],
+            "max_rows": self.split.max_length,
+        }
 
     def embed(self, raw: bytes) -> dict[str, Any]:
         try:
@@ -179,8 +185,16 @@ class SndHandler(BaseHTTPRequestHandler):
 class SndServer(CappedThreadingServer):
     """The SnD server half: at most ``max_connections`` threads, an empty 503 over the cap."""
 
-    def __init__(self, address: tuple[str, int], service: SndService | None, *, api_key: str | None = None,
-                 socket_timeout_s: float = 30.0, max_connections: int = 32, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        service: SndService | None,
+        *,
+        api_key: str | None = None,
+        socket_timeout_s: float = 30.0,
+        max_connections: int = 32,
+        verbose: bool = False,
+    ) -> None:
         super().__init__(address, SndHandler, max_connections)
         self.service, self.api_key, self.verbose = service, api_key, verbose
         self.socket_timeout_s = socket_timeout_s
@@ -198,8 +212,9 @@ def make_snd_server(service: SndService | None, host: str = "127.0.0.1", port: i
     return cls((host, port), service, **options)
 
 
-def start_snd_server(service: SndService, host: str = "127.0.0.1", port: int = 0, **options: Any
-                     ) -> tuple[SndServer, threading.Thread]:
+def start_snd_server(
+    service: SndService, host: str = "127.0.0.1", port: int = 0, **options: Any
+) -> tuple[SndServer, threading.Thread]:
     """Bind and serve in a daemon thread (tests); stop with ``server.shutdown()``."""
     server = make_snd_server(service, host, port, **options)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -223,15 +238,22 @@ class SndClient:
 
         where = redact_url(self.base_url)
         try:
-            r = self._http.request(method, path, content=body,
-                                   headers={"Content-Type": "application/json"} if body is not None else None)
+            r = self._http.request(
+                method, path, content=body, headers={"Content-Type": "application/json"} if body is not None else None
+            )
         except httpx.HTTPError as e:
-            raise PptError(f"snd server {where}: {type(e).__name__}", ExitCode.UNAVAILABLE,
-                           hint="is `ppt snd serve` running there?") from None
+            raise PptError(
+                f"snd server {where}: {type(e).__name__}",
+                ExitCode.UNAVAILABLE,
+                hint="is `ppt snd serve` running there?",
+            ) from None
         if r.status_code != 200:
             code = ExitCode.CONFIG if r.status_code in (401, 403) else ExitCode.UNAVAILABLE
-            raise PptError(f"snd server {where} answered HTTP {r.status_code}", code,
-                           hint="check --api-key-env" if r.status_code == 401 else None)
+            raise PptError(
+                f"snd server {where} answered HTTP {r.status_code}",
+                code,
+                hint="check --api-key-env" if r.status_code == 401 else None,
+            )
         try:
             return orjson.loads(r.content)
         except orjson.JSONDecodeError:

@@ -63,7 +63,13 @@ def parse_response(data: Any, kind: str) -> Answer | RecordError:
     if not isinstance(text, str):
         return RecordError("bad_response", "the endpoint's response has no text content")
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    usage = {k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens") if isinstance(usage.get(k), int)}
-    return Answer(text=text, finish_reason=choice.get("finish_reason"), usage=usage,
-                  response_id=data.get("id") if isinstance(data.get("id"), str) else None,
-                  model=data.get("model") if isinstance(data.get("model"), str) else None)
+    usage = {
+        k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens") if isinstance(usage.get(k), int)
+    }
+    return Answer(
+        text=text,
+        finish_reason=choice.get("finish_reason"),
+        usage=usage,
+        response_id=data.get("id") if isinstance(data.get("id"), str) else None,
+        model=data.get("model") if isinstance(data.get("model"), str) else None,
+    )

@@ -50,8 +50,13 @@ def check_eta(eta: float) -> float:
     return eta
 
 
-def dchi_noise(shape: tuple[int, int, int], eta: float, generators: Sequence[torch.Generator],
-               device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def dchi_noise(
+    shape: tuple[int, int, int],
+    eta: float,
+    generators: Sequence[torch.Generator],
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
     """Noise ``[batch, tokens, d]`` on ``device``: record b's rows from ``generators[b]``.
 
     Every record draws the same ``tokens`` rows whatever the padding: callers pass the padded shape and
@@ -72,7 +77,9 @@ def clip_norms(x: torch.Tensor, bound: float) -> torch.Tensor:
     return x * scale
 
 
-def privatize(x: torch.Tensor, eta: float, generators: Sequence[torch.Generator], bound: float) -> tuple[torch.Tensor, torch.Tensor]:
+def privatize(
+    x: torch.Tensor, eta: float, generators: Sequence[torch.Generator], bound: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(x~, z)`` for token embeddings ``x [batch, tokens, d]``: x~ = clip_C(x + noise), z = x~ - x.
 
     eta = inf adds no noise (and skips the clip: the clean embeddings are released unchanged)."""

@@ -74,8 +74,9 @@ class Denoiser(nn.Module):
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
 
-    def forward(self, e_noisy: torch.Tensor, x_noisy: torch.Tensor, z: torch.Tensor, mask: torch.Tensor,
-                eta: float) -> torch.Tensor:
+    def forward(
+        self, e_noisy: torch.Tensor, x_noisy: torch.Tensor, z: torch.Tensor, mask: torch.Tensor, eta: float
+    ) -> torch.Tensor:
         """``e_noisy [n, h]``, ``x_noisy``/``z [n, T, d]`` (right-padded), ``mask [n, T]`` -> ``[n, h]``."""
         cfg = self.cfg
         t = min(x_noisy.shape[1], cfg.max_len)

@@ -28,8 +28,9 @@ class SndBatch:
     denoised: torch.Tensor | None = None
 
 
-def privatize_rows(rows: list[torch.Tensor], eta: float, generators: Sequence,
-                   bound: float) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+def privatize_rows(
+    rows: list[torch.Tensor], eta: float, generators: Sequence, bound: float
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Each record's rows after d_chi noise and the clip, and the noise actually added (x~ - x)."""
     if not rows:
         return [], []
@@ -40,16 +41,27 @@ def privatize_rows(rows: list[torch.Tensor], eta: float, generators: Sequence,
 
 
 @torch.no_grad()
-def denoise(denoiser: torch.nn.Module, noisy: torch.Tensor, noisy_rows: list[torch.Tensor],
-            noise_rows: list[torch.Tensor], eta: float) -> torch.Tensor:
+def denoise(
+    denoiser: torch.nn.Module,
+    noisy: torch.Tensor,
+    noisy_rows: list[torch.Tensor],
+    noise_rows: list[torch.Tensor],
+    eta: float,
+) -> torch.Tensor:
     dev = next(denoiser.parameters()).device
     x, mask = pad_right(noisy_rows, dev)
     z, _ = pad_right(noise_rows, dev)
     return denoiser(noisy.to(dev), x, z, mask, eta).float().cpu()
 
 
-def snd_embed(split: SplitModel, texts: list[str], eta: float, generators: Sequence,
-              pool: Pool | None = None, denoiser: torch.nn.Module | None = None) -> SndBatch:
+def snd_embed(
+    split: SplitModel,
+    texts: list[str],
+    eta: float,
+    generators: Sequence,
+    pool: Pool | None = None,
+    denoiser: torch.nn.Module | None = None,
+) -> SndBatch:
     """Run the protocol for ``texts`` (``generators[i]`` draws text i's noise: a numpy generator from
     :func:`ppt.rng.record_generator`, 128-bit seeded)."""
     eta = check_eta(eta)

@@ -21,8 +21,12 @@ def snd_privacy(eta: float, bound: float, dim: int, model: dict[str, Any]) -> di
     """The stamp's privacy description for noise ``eta`` over ``model``'s input-embedding space."""
     unit = f"L2 distance between token vectors in the input-embedding space of {model.get('id')} (d={dim})"
     if math.isinf(eta):
-        return {"notion": "none: clean token embeddings were released (eta = inf)", "eta": "inf", "unit": unit,
-                "protected": False}
+        return {
+            "notion": "none: clean token embeddings were released (eta = inf)",
+            "eta": "inf",
+            "unit": unit,
+            "protected": False,
+        }
     return {
         "notion": NOTION,
         "eta": float(eta),

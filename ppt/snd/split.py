@@ -70,8 +70,9 @@ def _is_causal(resolved: Any) -> bool:
 class SplitModel:
     """A model split for Split-N-Denoise: ``client_rows(texts)`` and ``server_pool(rows)``."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, name: str, hash: str, pooling: str, device: Any,
-                 max_length: int = 128) -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, *, name: str, hash: str, pooling: str, device: Any, max_length: int = 128
+    ) -> None:
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}")
         self.model = model.eval()
@@ -101,8 +102,15 @@ class SplitModel:
             model, tok, pooling = enc.model, enc.tokenizer, "mean-normalized"
             max_length = min(max_length, enc.max_length)
         dev = next(model.parameters()).device
-        return cls(model.float(), tok, name=r.alias or r.name, hash=model_hash(r, model), pooling=pooling, device=dev,
-                   max_length=max_length)
+        return cls(
+            model.float(),
+            tok,
+            name=r.alias or r.name,
+            hash=model_hash(r, model),
+            pooling=pooling,
+            device=dev,
+            max_length=max_length,
+        )
 
     # ---- shapes and the clip bound --------------------------------------------------------------------
 
@@ -173,4 +181,3 @@ def pad_right(rows: list[torch.Tensor], device: Any = None) -> tuple[torch.Tenso
     x[keep] = torch.cat([r.to(dev, torch.float32) for r in rows])
     mask[keep] = 1
     return x, mask
-

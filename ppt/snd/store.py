@@ -45,8 +45,11 @@ def save_dir(directory: Path, model: Denoiser, deps: dict[str, Any], meta: dict[
     """Write a denoiser to the user's directory (files, then the manifest last)."""
     directory = Path(directory)
     if directory.exists() and any(p.name not in (WEIGHTS, META, MANIFEST) for p in directory.iterdir()):
-        raise PptError(f"{directory} exists and holds other files; refusing to write a denoiser into it",
-                       ExitCode.USAGE, hint="pass a new or empty directory to -o")
+        raise PptError(
+            f"{directory} exists and holds other files; refusing to write a denoiser into it",
+            ExitCode.USAGE,
+            hint="pass a new or empty directory to -o",
+        )
     write_files(directory, model, meta)
     write_manifest(directory, KIND, deps, meta)
     return directory
@@ -82,14 +85,20 @@ def resolve_ref(ref: str, model_hash: str, eta: float, cache: Cache | None = Non
     if ref == "auto":
         hits = find_cached(model_hash, eta, cache)
         if not hits:
-            raise PptError(f"no cached denoiser for this model (hash {model_hash}) at eta {eta:g}", ExitCode.CONFIG,
-                           hint="train one first: ppt snd train-denoiser --model ... --eta ...")
+            raise PptError(
+                f"no cached denoiser for this model (hash {model_hash}) at eta {eta:g}",
+                ExitCode.CONFIG,
+                hint="train one first: ppt snd train-denoiser --model ... --eta ...",
+            )
         return hits[0].path
     hits = [e for e in cache.scan() if e.kind == KIND and e.state == "ok" and e.key.startswith(ref)] if ref else []
     if len(hits) != 1:
         why = "no" if not hits else "more than one"
-        raise PptError(f"--denoiser {ref[:40]!r}: {why} directory or cached denoiser matches", ExitCode.CONFIG,
-                       hint="pass a directory written by `ppt snd train-denoiser -o`, a key from `ppt cache ls`, or auto")
+        raise PptError(
+            f"--denoiser {ref[:40]!r}: {why} directory or cached denoiser matches",
+            ExitCode.CONFIG,
+            hint="pass a directory written by `ppt snd train-denoiser -o`, a key from `ppt cache ls`, or auto",
+        )
     return hits[0].path
 
 
@@ -101,8 +110,11 @@ def load(directory: Path, device: Any = "cpu") -> tuple[Denoiser, dict[str, Any]
     try:
         manifest = verify(directory, deep=True, fast=True)
     except CorruptArtifact as e:
-        raise PptError(f"denoiser {directory}: {e}", ExitCode.DATAERR,
-                       hint="retrain it, or `ppt cache verify` / `ppt cache rm` a damaged cache entry") from None
+        raise PptError(
+            f"denoiser {directory}: {e}",
+            ExitCode.DATAERR,
+            hint="retrain it, or `ppt cache verify` / `ppt cache rm` a damaged cache entry",
+        ) from None
     if manifest.get("kind") != KIND:
         raise PptError(f"{directory} is a {manifest.get('kind')!r} artifact, not a denoiser", ExitCode.CONFIG)
     meta = json.loads((directory / META).read_text())

@@ -48,8 +48,14 @@ class TrainConfig:
 
     def recipe(self, corpus_hash: str, n: int) -> dict[str, Any]:
         """What, besides model, eta and architecture, determines the trained weights (never the seed)."""
-        return {"corpus": corpus_hash, "n": n, "epochs": self.epochs, "batch_size": self.batch_size, "lr": self.lr,
-                "weight_decay": self.weight_decay}
+        return {
+            "corpus": corpus_hash,
+            "n": n,
+            "epochs": self.epochs,
+            "batch_size": self.batch_size,
+            "lr": self.lr,
+            "weight_decay": self.weight_decay,
+        }
 
 
 @dataclass
@@ -70,7 +76,9 @@ def corpus_hash(texts: list[str]) -> str:
 
 def clean_outputs(split: SplitModel, texts: list[str], batch_size: int) -> torch.Tensor:
     """The clean pooled outputs ``[n, out_dim]`` (CPU), batch by batch."""
-    outs = [split.server_pool(split.client_rows(texts[s : s + batch_size]).rows) for s in range(0, len(texts), batch_size)]
+    outs = [
+        split.server_pool(split.client_rows(texts[s : s + batch_size]).rows) for s in range(0, len(texts), batch_size)
+    ]
     return torch.cat(outs) if outs else torch.zeros((0, split.out_dim))
 
 
@@ -82,8 +90,9 @@ def _error_scale(split: SplitModel, ids: list[list[int]], clean: torch.Tensor, c
         return 1.0
     k = min(n, len(ids))
     rows = split.client_rows_from_ids(ids[:k])
-    noisy_rows, _ = privatize_rows(rows, cfg.eta, [record_generator(cfg.seed, ["snd-scale", i]) for i in range(k)],
-                                   split.bound)
+    noisy_rows, _ = privatize_rows(
+        rows, cfg.eta, [record_generator(cfg.seed, ["snd-scale", i]) for i in range(k)], split.bound
+    )
     noisy = torch.cat([split.server_pool(noisy_rows[s : s + cfg.batch_size]) for s in range(0, k, cfg.batch_size)])
     return float(((noisy.to(clean.device) - clean[:k]) ** 2).mean().sqrt().clamp_min(1e-8))
 
@@ -100,9 +109,16 @@ def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
         raise
 
 
-def train_denoiser(split: SplitModel, texts: list[str], cfg: TrainConfig, *, checkpoint_dir: Path | None = None,
-                   resume: bool = False, quiet: bool = True,
-                   on_epoch: Callable[[dict[str, float]], None] | None = None) -> TrainResult:
+def train_denoiser(
+    split: SplitModel,
+    texts: list[str],
+    cfg: TrainConfig,
+    *,
+    checkpoint_dir: Path | None = None,
+    resume: bool = False,
+    quiet: bool = True,
+    on_epoch: Callable[[dict[str, float]], None] | None = None,
+) -> TrainResult:
     """Train a denoiser for ``split`` at ``cfg.eta`` on ``texts`` (on the split model's device)."""
     if not texts:
         raise PptError("the training corpus is empty", ExitCode.DATAERR)
@@ -110,20 +126,29 @@ def train_denoiser(split: SplitModel, texts: list[str], cfg: TrainConfig, *, che
     ids = split.token_ids(texts)
     clean = clean_outputs(split, texts, cfg.batch_size).to(dev)
     out_scale = float(clean.norm(dim=1).mean().clamp_min(1e-6))
-    dcfg = DenoiserConfig(in_dim=split.dim, out_dim=split.out_dim, row_scale=split.bound, out_scale=out_scale,
-                          delta_scale=_error_scale(split, ids, clean, cfg),
-                          **{"max_len": split.max_length, **cfg.arch})
+    dcfg = DenoiserConfig(
+        in_dim=split.dim,
+        out_dim=split.out_dim,
+        row_scale=split.bound,
+        out_scale=out_scale,
+        delta_scale=_error_scale(split, ids, clean, cfg),
+        **{"max_len": split.max_length, **cfg.arch},
+    )
     recipe = cfg.recipe(corpus_hash(texts), len(texts))
     recipe.pop("epochs")  # a resumed run may train for more epochs
-    tag = hashlib.sha256(canonical_json({"model": split.hash, "eta": cfg.eta, "arch": dcfg.arch(),
-                                         "recipe": recipe})).hexdigest()[:16]
+    tag = hashlib.sha256(
+        canonical_json({"model": split.hash, "eta": cfg.eta, "arch": dcfg.arch(), "recipe": recipe})
+    ).hexdigest()[:16]
     ckpt = Path(checkpoint_dir) / CKPT if checkpoint_dir is not None else None
     start_epoch, start_step, history, spent, resumed, state = 0, 0, [], 0.0, None, None
     if resume and ckpt is not None and ckpt.is_file():
         state = torch.load(ckpt, map_location=dev, weights_only=True)
         if state.get("tag") != tag:
-            raise PptError(f"{ckpt} was written for another model, eta, architecture or corpus", ExitCode.CONFIG,
-                           hint="drop --resume, or remove the checkpoint directory")
+            raise PptError(
+                f"{ckpt} was written for another model, eta, architecture or corpus",
+                ExitCode.CONFIG,
+                hint="drop --resume, or remove the checkpoint directory",
+            )
         dcfg = DenoiserConfig.from_dict(state["config"])  # the scales it was trained with
     with torch.random.fork_rng(devices=[]):  # seeded initial weights without touching the caller's global RNG
         torch.manual_seed(cfg.seed if cfg.seed is not None else torch.seed())
@@ -142,8 +167,19 @@ def train_denoiser(split: SplitModel, texts: list[str], cfg: TrainConfig, *, che
 
     def checkpoint(epoch: int, step: int) -> None:
         if ckpt is not None:
-            _save_checkpoint(ckpt, {"tag": tag, "config": dcfg.to_dict(), "model": model.state_dict(), "opt": opt.state_dict(), "epoch": epoch,
-                                    "step": step, "history": history, "seconds": spent + time.perf_counter() - t0})
+            _save_checkpoint(
+                ckpt,
+                {
+                    "tag": tag,
+                    "config": dcfg.to_dict(),
+                    "model": model.state_dict(),
+                    "opt": opt.state_dict(),
+                    "epoch": epoch,
+                    "step": step,
+                    "history": history,
+                    "seconds": spent + time.perf_counter() - t0,
+                },
+            )
 
     try:
         for epoch in range(start_epoch, cfg.epochs):
@@ -175,8 +211,11 @@ def train_denoiser(split: SplitModel, texts: list[str], cfg: TrainConfig, *, che
                 if cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0 and step + 1 < steps_per_epoch:
                     checkpoint(epoch, step + 1)
             if sums["count"]:
-                row = {"epoch": epoch + 1, "mse": sums["loss"] / sums["count"],
-                       "mse_no_denoise": sums["baseline"] / sums["count"]}
+                row = {
+                    "epoch": epoch + 1,
+                    "mse": sums["loss"] / sums["count"],
+                    "mse_no_denoise": sums["baseline"] / sums["count"],
+                }
                 history.append(row)
                 if on_epoch:
                     on_epoch(row)

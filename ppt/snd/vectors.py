@@ -29,7 +29,9 @@ def check_format(fmt: str) -> str:
         try:
             import pyarrow  # noqa: F401
         except ImportError:
-            raise PptError("--format parquet needs pyarrow", ExitCode.CONFIG, hint="pip install pyarrow, or use --format npy") from None
+            raise PptError(
+                "--format parquet needs pyarrow", ExitCode.CONFIG, hint="pip install pyarrow, or use --format npy"
+            ) from None
     return fmt
 
 
@@ -67,8 +69,10 @@ class VectorSink:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            cols = {"row": pa.array(range(first, first + n), pa.int64()),
-                    "id": pa.array([str(i) for i in ids], pa.string())}
+            cols = {
+                "row": pa.array(range(first, first + n), pa.int64()),
+                "id": pa.array([str(i) for i in ids], pa.string()),
+            }
             for k in self.kinds:
                 flat = pa.array(np.ascontiguousarray(arrays[k], dtype=np.float32).ravel())
                 cols[k] = pa.FixedSizeListArray.from_arrays(flat, self.dim)
@@ -85,10 +89,13 @@ class VectorSink:
             for k in self.kinds:
                 fh, name = self._tmp[k]
                 fh.close()
-                fd, final_tmp = tempfile.mkstemp(prefix=f".{self.prefix.name}.{k}.", suffix=".npy", dir=self.prefix.parent)
+                fd, final_tmp = tempfile.mkstemp(
+                    prefix=f".{self.prefix.name}.{k}.", suffix=".npy", dir=self.prefix.parent
+                )
                 with os.fdopen(fd, "wb") as dst, open(name, "rb") as src:
-                    np.lib.format.write_array_header_1_0(dst, {"descr": "<f4", "fortran_order": False,
-                                                               "shape": (self.rows, self.dim)})
+                    np.lib.format.write_array_header_1_0(
+                        dst, {"descr": "<f4", "fortran_order": False, "shape": (self.rows, self.dim)}
+                    )
                     shutil.copyfileobj(src, dst, 1 << 20)
                 os.replace(final_tmp, out[k])
                 os.unlink(name)
@@ -97,8 +104,10 @@ class VectorSink:
             import pyarrow.parquet as pq
 
             if self._writer is None:  # no rows: still write a valid, empty file
-                schema = pa.schema([("row", pa.int64()), ("id", pa.string())]
-                                   + [(k, pa.list_(pa.float32(), self.dim)) for k in self.kinds])
+                schema = pa.schema(
+                    [("row", pa.int64()), ("id", pa.string())]
+                    + [(k, pa.list_(pa.float32(), self.dim)) for k in self.kinds]
+                )
                 pq.write_table(schema.empty_table(), self._tmp["parquet"][1])
             else:
                 self._writer.close()

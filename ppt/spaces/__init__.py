@@ -29,12 +29,18 @@ class SpaceSpec:
 
 SPACES: dict[str, SpaceSpec] = {
     "cl100k-minilm": SpaceSpec(
-        "cl100k-minilm", "subword-sentence-encoder", 11_000,
+        "cl100k-minilm",
+        "subword-sentence-encoder",
+        11_000,
         "first 11k English-word tokens of cl100k_base, embedded by MiniLM (RANTEXT default)",
     ),
-    "glove-6b-50d": SpaceSpec("glove-6b-50d", "word-vectors", 20_000, "GloVe 6B 50d words, frequency ordered (SanText/CusText/TEM)"),
+    "glove-6b-50d": SpaceSpec(
+        "glove-6b-50d", "word-vectors", 20_000, "GloVe 6B 50d words, frequency ordered (SanText/CusText/TEM)"
+    ),
     "minilm": SpaceSpec("minilm", "model-input", None, "all-MiniLM-L6-v2 input embeddings, 30522 x 384 (WordPiece)"),
-    "smollm2": SpaceSpec("smollm2", "model-input", None, "SmolLM2-135M input embeddings, 49152 x 576 (BPE; Cape default)"),
+    "smollm2": SpaceSpec(
+        "smollm2", "model-input", None, "SmolLM2-135M input embeddings, 49152 x 576 (BPE; Cape default)"
+    ),
 }
 
 
@@ -62,7 +68,9 @@ def space_deps(name: str) -> tuple[str, str, int | None, dict]:
     return base, "model-input", None, {"space": "model-input", "model": base, "builder": BUILDER_VERSION}
 
 
-def load_space(name: str = DEFAULT_SPACE, device: str = "auto", quiet: bool = False, cache: Cache | None = None) -> EmbeddingSpace:
+def load_space(
+    name: str = DEFAULT_SPACE, device: str = "auto", quiet: bool = False, cache: Cache | None = None
+) -> EmbeddingSpace:
     """Load (building and caching on first use) the named space onto ``device``."""
     from ppt.models import device_name, get_encoding, load_tokenizer
     from ppt.spaces import builders
@@ -93,8 +101,15 @@ def load_space(name: str = DEFAULT_SPACE, device: str = "auto", quiet: bool = Fa
     else:
         tok = HFTokenizer(load_tokenizer(base))
     return EmbeddingSpace(
-        name=canonical, kind=kind, vocab=vocab, vectors=emb,
-        freq_rank=np.arange(len(vocab), dtype=np.int64), tokenizer=tok, artifact=art, cache=cache, device_name=dev,
+        name=canonical,
+        kind=kind,
+        vocab=vocab,
+        vectors=emb,
+        freq_rank=np.arange(len(vocab), dtype=np.int64),
+        tokenizer=tok,
+        artifact=art,
+        cache=cache,
+        device_name=dev,
     )
 
 
@@ -111,12 +126,32 @@ def space_from_arrays(
     cache = cache or Cache()
     arr = np.ascontiguousarray(np.asarray(embeddings, dtype=np.float32))
     digest = hashlib.sha256(arr.tobytes() + json.dumps(vocab).encode()).hexdigest()
-    art = cache.get_or_build("space", {"space": "arrays", "name": name, "sha256": digest}, lambda tmp: builders.save_arrays(tmp, arr, vocab) or {})
+    art = cache.get_or_build(
+        "space",
+        {"space": "arrays", "name": name, "sha256": digest},
+        lambda tmp: builders.save_arrays(tmp, arr, vocab) or {},
+    )
     return EmbeddingSpace(
-        name=name, kind="custom", vocab=list(vocab), vectors=arr.copy(),
-        freq_rank=np.arange(len(vocab), dtype=np.int64), tokenizer=tokenizer or WordTokenizer(list(vocab)),
-        artifact=art, metric=metric, cache=cache,
+        name=name,
+        kind="custom",
+        vocab=list(vocab),
+        vectors=arr.copy(),
+        freq_rank=np.arange(len(vocab), dtype=np.int64),
+        tokenizer=tokenizer or WordTokenizer(list(vocab)),
+        artifact=art,
+        metric=metric,
+        cache=cache,
     )
 
 
-__all__ = ["space_from_arrays", "EmbeddingSpace", "SortedRows", "Tokens", "SPACES", "DEFAULT_SPACE", "load_space", "parse_space_name", "space_deps"]
+__all__ = [
+    "space_from_arrays",
+    "EmbeddingSpace",
+    "SortedRows",
+    "Tokens",
+    "SPACES",
+    "DEFAULT_SPACE",
+    "load_space",
+    "parse_space_name",
+    "space_deps",
+]

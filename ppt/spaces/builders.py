@@ -29,6 +29,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+
 from ppt.lazy import lazy_module
 
 torch = lazy_module("torch")
@@ -92,8 +93,10 @@ def build_cl100k_minilm(tmp: Path, size: int, device: str, quiet: bool) -> dict:
     encoder = load_sentence_encoder("minilm", device=device, dtype="float64")
     batch = 512
     out = np.empty((len(words), encoder.dim), dtype=np.float64)
-    with stage(f"embedding {len(words)} cl100k words with minilm (float64)", quiet), \
-            progress_bar(len(words), "embedding cl100k words with minilm", quiet, unit="tok") as bar:
+    with (
+        stage(f"embedding {len(words)} cl100k words with minilm (float64)", quiet),
+        progress_bar(len(words), "embedding cl100k words with minilm", quiet, unit="tok") as bar,
+    ):
         for s in range(0, len(words), batch):
             chunk = words[s : s + batch]
             out[s : s + len(chunk)] = encoder.encode(chunk).cpu().numpy()
@@ -120,7 +123,12 @@ def build_glove(tmp: Path, size: int) -> dict:
     rows = [i for i, w in enumerate(column) if isinstance(w, str) and GLOVE_WORD_RE.match(w)][:size]
     vocab = [column[i] for i in rows]
     save_arrays(tmp, np.asarray(vectors[rows], dtype=np.float32), vocab)
-    return {"rule": "GloVe 6B frequency order; ^[a-z]+('[a-z]+)?$; first N", "tokenizer": "words", "freq": "GloVe order", "size": len(vocab)}
+    return {
+        "rule": "GloVe 6B frequency order; ^[a-z]+('[a-z]+)?$; first N",
+        "tokenizer": "words",
+        "freq": "GloVe order",
+        "size": len(vocab),
+    }
 
 
 def build_model_input(tmp: Path, model_name: str) -> dict:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
+
 from ppt.lazy import lazy_module
 
 torch = lazy_module("torch")
@@ -26,7 +27,11 @@ def _check_metric(metric: str) -> None:
 
 
 def pairwise(
-    a: torch.Tensor, b: torch.Tensor, metric: str = "l2", b_sqnorm: torch.Tensor | None = None, dtype: torch.dtype | None = None
+    a: torch.Tensor,
+    b: torch.Tensor,
+    metric: str = "l2",
+    b_sqnorm: torch.Tensor | None = None,
+    dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """Distances between the rows of ``a`` [n, d] and ``b`` [m, d] as an [n, m] tensor (float32 by default)."""
     _check_metric(metric)
@@ -42,7 +47,9 @@ def pairwise(
     return d2.clamp_(min=0.0).sqrt_()
 
 
-def distance_rows(space, ids: torch.Tensor, block: int = DISTANCE_BLOCK, dtype: torch.dtype | None = None) -> torch.Tensor:
+def distance_rows(
+    space, ids: torch.Tensor, block: int = DISTANCE_BLOCK, dtype: torch.dtype | None = None
+) -> torch.Tensor:
     """Distances from each row in ``ids`` to every row of ``space`` ([len(ids), V], float32 by default).
 
     One matrix product per block of ``block`` ids. Blocks are always padded to exactly ``block`` rows:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from ppt.lazy import lazy_module
 
 torch = lazy_module("torch")
@@ -135,8 +136,10 @@ class EmbeddingSpace:
             )
 
         def build(tmp: Path) -> dict:
-            with stage(f"building sorted distance rows of {self.name} ({self.size} x {self.size})", quiet, tmp), \
-                    progress_bar(self.size, f"sorted rows {self.name}", quiet, unit="row") as bar:
+            with (
+                stage(f"building sorted distance rows of {self.name} ({self.size} x {self.size})", quiet, tmp),
+                progress_bar(self.size, f"sorted rows {self.name}", quiet, unit="row") as bar,
+            ):
                 itype, shape = distances.sorted_rows_to_files(
                     self.embeddings, tmp / "idx.npy", tmp / "dist.npy", self.metric, chunk, bar.update
                 )
@@ -151,8 +154,10 @@ class EmbeddingSpace:
         """The k nearest rows of every row (itself first), cached: (int64 [V,k], float32 [V,k])."""
 
         def build(tmp: Path) -> dict:
-            with stage(f"building top-{k} neighbours of {self.name}", quiet, tmp), \
-                    progress_bar(self.size, f"top-{k} {self.name}", quiet, unit="row") as bar:
+            with (
+                stage(f"building top-{k} neighbours of {self.name}", quiet, tmp),
+                progress_bar(self.size, f"top-{k} {self.name}", quiet, unit="row") as bar,
+            ):
                 idx, dist = distances.topk_neighbors(self.embeddings, k, self.metric, chunk, bar.update)
                 itype = distances.index_dtype(self.size)
                 np.save(tmp / "idx.npy", idx.numpy().astype(itype))

@@ -205,8 +205,14 @@ class HFTokenizer:
                 kinds.append(known[2])
             lens.append(len(offsets))
         ids = np.fromiter(chain.from_iterable(enc["input_ids"]), dtype=np.int64, count=len(core))
-        return TokenBatch(lead=lead, core=core, kinds=kinds, rows=ids, codes=kind_codes(kinds),
-                          bounds=np.concatenate([[0], np.cumsum(lens)]).astype(np.int64))
+        return TokenBatch(
+            lead=lead,
+            core=core,
+            kinds=kinds,
+            rows=ids,
+            codes=kind_codes(kinds),
+            bounds=np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
+        )
 
     def tokenize(self, text: str) -> Tokens:
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)

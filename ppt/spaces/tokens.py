@@ -149,7 +149,13 @@ def rebuild(tokens: Tokens, out_core: list[str | None], *, case: str = "sentence
 
 
 def rebuild_pieces(
-    lead: list[str], core: list[str], kinds: list[str], out_core: list[str | None], *, case: str = "sentence", parts_out: list[str] | None = None
+    lead: list[str],
+    core: list[str],
+    kinds: list[str],
+    out_core: list[str | None],
+    *,
+    case: str = "sentence",
+    parts_out: list[str] | None = None,
 ) -> str:
     """:func:`rebuild` on one text's pieces given as lists.
 

@@ -90,8 +90,14 @@ class SpaceCache:
 class TokenAligner:
     """Alignment of one record's perturbed tokens to originals, in the attack's space."""
 
-    def __init__(self, spaces: SpaceCache, space: str | None, original_field: str | None,
-                 alignment_field: str = "ppt_alignment", stopwords: str = "auto"):
+    def __init__(
+        self,
+        spaces: SpaceCache,
+        space: str | None,
+        original_field: str | None,
+        alignment_field: str = "ppt_alignment",
+        stopwords: str = "auto",
+    ):
         if stopwords not in STOPWORD_MODES:
             raise PptError(f"--stopwords must be one of {', '.join(STOPWORD_MODES)}", ExitCode.USAGE)
         self.spaces, self.space_name = spaces, space
@@ -136,7 +142,9 @@ class TokenAligner:
                 raise RecordError("missing_original", "no alignment field and no --original-field to align against")
             orig = data.get(self.original_field)
             if not isinstance(orig, str):
-                raise RecordError("missing_original", f"original field {self.original_field!r} is missing or not a string")
+                raise RecordError(
+                    "missing_original", f"original field {self.original_field!r} is missing or not a string"
+                )
             skip = self.stopwords == "exclude" or (self.stopwords == "auto" and stamped_keeps_stopwords(data))
             al = align_texts(target, orig, text, skip_stopwords=skip)
         self.sources[al.source] += 1
@@ -188,15 +196,26 @@ class KnnRunner(Stage):
             result.update(alignment=al.source, unaligned=al.n_unaligned)
             self.n_records += 1
             self.space_names.add(space.name)
-            out.append(merge_result(rec.data, self.result_field, self.name, result,
-                                    {"space": space.stamp(), "k": list(self.ks), "alignment": al.source}))
+            out.append(
+                merge_result(
+                    rec.data,
+                    self.result_field,
+                    self.name,
+                    result,
+                    {"space": space.stamp(), "k": list(self.ks), "alignment": al.source},
+                )
+            )
         return out
 
     def summary(self) -> dict:
         return {
-            "attack": self.name, "n_records": self.n_records, "space": sorted(self.space_names),
+            "attack": self.name,
+            "n_records": self.n_records,
+            "space": sorted(self.space_names),
             **{f"top{k}": t.block() for k, t in self.tallies.items()},
-            "alignment": dict(self.aligner.sources), "unaligned": self.aligner.unaligned, "unmapped": self.unmapped,
+            "alignment": dict(self.aligner.sources),
+            "unaligned": self.aligner.unaligned,
+            "unmapped": self.unmapped,
         }
 
 
@@ -213,8 +232,12 @@ class MtiRunner(Stage):
         self.aligner.prepare()
 
     def signature(self) -> dict[str, Any]:
-        return {"stage": f"attack_{self.name}", "space": self.aligner.space_name, "model": self.model_name,
-                "mask_length": self.attack.mask_length}
+        return {
+            "stage": f"attack_{self.name}",
+            "space": self.aligner.space_name,
+            "model": self.model_name,
+            "mask_length": self.attack.mask_length,
+        }
 
     def __call__(self, batch: list[Record]) -> list[dict | RecordError]:
         out: list[dict | RecordError] = []
@@ -232,14 +255,28 @@ class MtiRunner(Stage):
             self.tally.add(s, n)
             self.n_records += 1
             result = {**record_block(s, n), "alignment": al.source, "unaligned": al.n_unaligned + len(res) - n}
-            out.append(merge_result(rec.data, self.result_field, self.name, result,
-                                    {"model": self.model_name, "mask_length": self.attack.mask_length, "alignment": al.source}))
+            out.append(
+                merge_result(
+                    rec.data,
+                    self.result_field,
+                    self.name,
+                    result,
+                    {"model": self.model_name, "mask_length": self.attack.mask_length, "alignment": al.source},
+                )
+            )
         return out
 
     def summary(self) -> dict:
-        return {"attack": self.name, "model": self.model_name, "mask_length": self.attack.mask_length,
-                "n_records": self.n_records, **self.tally.block(), "alignment": dict(self.aligner.sources),
-                "unaligned": self.aligner.unaligned + self.unaligned_mlm, "forward_passes": self.attack.forward_passes}
+        return {
+            "attack": self.name,
+            "model": self.model_name,
+            "mask_length": self.attack.mask_length,
+            "n_records": self.n_records,
+            **self.tally.block(),
+            "alignment": dict(self.aligner.sources),
+            "unaligned": self.aligner.unaligned + self.unaligned_mlm,
+            "forward_passes": self.attack.forward_passes,
+        }
 
 
 def _original(rec: Record, field: str) -> str | RecordError:
@@ -275,14 +312,25 @@ class LlmRunner(Stage):
             self.rouge.append(r["rouge_l"])
             self.rouge_perturbed.append(r["rouge_l_perturbed"])
             self.n_records += 1
-            out[i] = merge_result(batch[i].data, self.result_field, self.name, r,
-                                  {"model": self.attack.lm.name, "prompt": self.attack.prompt})
+            out[i] = merge_result(
+                batch[i].data,
+                self.result_field,
+                self.name,
+                r,
+                {"model": self.attack.lm.name, "prompt": self.attack.prompt},
+            )
         return out
 
     def summary(self) -> dict:
-        mean = (lambda xs: sum(xs) / len(xs) if xs else None)
-        return {"attack": self.name, "model": self.attack.lm.name, "n_records": self.n_records, **self.tally.block(),
-                "rouge_l": mean(self.rouge), "rouge_l_perturbed": mean(self.rouge_perturbed)}
+        mean = lambda xs: sum(xs) / len(xs) if xs else None
+        return {
+            "attack": self.name,
+            "model": self.attack.lm.name,
+            "n_records": self.n_records,
+            **self.tally.block(),
+            "rouge_l": mean(self.rouge),
+            "rouge_l_perturbed": mean(self.rouge_perturbed),
+        }
 
 
 class NgramRunner(Stage):

@@ -16,7 +16,6 @@ from ppt.stages.base import prepare_mechanism
 from ppt.stages.sanitize import sanitize_records
 from ppt.stages.sanitize_spec import SanitizeSpec, build_mechanism
 
-
 CLAIM_PROBES = 32  # stamped one-token records tried before concluding that the stamps prove nothing
 
 
@@ -37,7 +36,11 @@ def stamped_claim(mech: Mechanism, seed: int | None) -> tuple[Claim, dict]:
     for k in range(CLAIM_PROBES):
         text = texts[k % len(texts)]
         rid = "audit-claim" if k == 0 else f"audit-claim-{k}"
-        [rec] = sanitize_records(mech, [Record(line_no=1, id=rid, data={"text": text}, text=text)], SanitizeSpec(mech.name, text_field="text", seed=seed))
+        [rec] = sanitize_records(
+            mech,
+            [Record(line_no=1, id=rid, data={"text": text}, text=text)],
+            SanitizeSpec(mech.name, text_field="text", seed=seed),
+        )
         if not isinstance(rec, dict):
             raise PptError(f"{mech.name}: the stamp probe failed ({rec})")
         block = rec.get("ppt", {}).get("sanitize", {})
@@ -66,15 +69,30 @@ def claim_of_privacy(privacy: dict) -> dict:
     for cond in privacy.get("conditional") or []:
         given = cond.get("eps_per_token_given")
         if isinstance(given, (int, float)) and not isinstance(given, bool):
-            return {"eps_per_token": given, "notion": f"conditional: given {cond.get('given', '?')} (not proven)",
-                    "proven": True, "conditional": True}
+            return {
+                "eps_per_token": given,
+                "notion": f"conditional: given {cond.get('given', '?')} (not proven)",
+                "proven": True,
+                "conditional": True,
+            }
     return {"eps_per_token": None, "notion": "no proven per-token bound", "proven": False}
 
 
 def run_audit(
-    name: str, eps: float, *, space: str | None = None, model: str | None = None, params: dict[str, Any] | None = None,
-    pairs: int = 200, samples: int = 1_000_000, e2e_samples: int = 50_000, alpha: float = 1e-6, seed: int | None = 0,
-    top: int = 3, device: str = "auto", quiet: bool = False,
+    name: str,
+    eps: float,
+    *,
+    space: str | None = None,
+    model: str | None = None,
+    params: dict[str, Any] | None = None,
+    pairs: int = 200,
+    samples: int = 1_000_000,
+    e2e_samples: int = 50_000,
+    alpha: float = 1e-6,
+    seed: int | None = 0,
+    top: int = 3,
+    device: str = "auto",
+    quiet: bool = False,
 ) -> dict[str, Any]:
     """One JSON-ready audit record for (mechanism, eps)."""
     if not (0.0 < alpha < 1.0):
@@ -82,8 +100,17 @@ def run_audit(
     mech = build_mechanism(name, eps, space=space, model=model, params=params, device=device, quiet=quiet)
     prepare_mechanism(mech)
     claim, acc = stamped_claim(mech, seed)
-    out = audit(mech, claim, pairs=pairs, samples=samples, e2e_samples=e2e_samples, alpha=alpha, seed=seed, top=top,
-                space_name=space)
+    out = audit(
+        mech,
+        claim,
+        pairs=pairs,
+        samples=samples,
+        e2e_samples=e2e_samples,
+        alpha=alpha,
+        seed=seed,
+        top=top,
+        space_name=space,
+    )
     out["claim"]["stamp"] = {k: acc.get(k) for k in ("eps_per_token", "composed_eps", "notion") if k in acc}
     for k in ("eps_per_token_worst_case",):
         if k in acc:

@@ -59,12 +59,18 @@ def read_labelled(args: StreamArgs, label_field: str) -> Labelled:
         for line_no, raw in iter_lines(stream):
             rec = parse_line(raw, line_no, args)
             if not isinstance(rec, Record):
-                raise PptError(f"line {line_no}: {rec.error.message}", ExitCode.DATAERR,
-                               hint="fix or drop that line (training data is read whole)")
+                raise PptError(
+                    f"line {line_no}: {rec.error.message}",
+                    ExitCode.DATAERR,
+                    hint="fix or drop that line (training data is read whole)",
+                )
             y = rec.data.get(label_field)
             if isinstance(y, bool) or not isinstance(y, (str, int)) or str(y).strip() == "":
-                raise PptError(f"line {line_no}: label field '{label_field}' is missing or not a string/integer",
-                               ExitCode.DATAERR, hint=f"give every record a '{label_field}', or set --label-field")
+                raise PptError(
+                    f"line {line_no}: label field '{label_field}' is missing or not a string/integer",
+                    ExitCode.DATAERR,
+                    hint=f"give every record a '{label_field}', or set --label-field",
+                )
             out.ids.append(rec.id)
             out.texts.append(rec.text)
             out.labels.append(str(y))
@@ -92,8 +98,14 @@ def write_json(path: str, obj: dict) -> None:
         raise
 
 
-def run_tune(args: StreamArgs, label_field: str, cfg, model: str, checkpoint: str | None,
-             progress: Callable[[dict], None] | None = None) -> dict:
+def run_tune(
+    args: StreamArgs,
+    label_field: str,
+    cfg,
+    model: str,
+    checkpoint: str | None,
+    progress: Callable[[dict], None] | None = None,
+) -> dict:
     """Validate (no model), load the model, tune, write the result object with its ``dp-opt`` stamp."""
     from ppt.dpopt.tune import prepare, tune
 
@@ -116,17 +128,33 @@ def load_prompt(path: str) -> dict:
         with open(path, "rb") as f:
             obj = orjson.loads(f.read())
     except FileNotFoundError:
-        raise PptError(f"prompt file not found: {path}", ExitCode.NOINPUT, hint="write one with `ppt dp-opt tune -o`") from None
+        raise PptError(
+            f"prompt file not found: {path}", ExitCode.NOINPUT, hint="write one with `ppt dp-opt tune -o`"
+        ) from None
     except (OSError, orjson.JSONDecodeError) as exc:
         raise PptError(f"cannot read the prompt file {path}: {type(exc).__name__}", ExitCode.DATAERR) from None
-    if not isinstance(obj, dict) or not isinstance(obj.get("instruction"), str) or not isinstance(obj.get("labels"), list):
-        raise PptError("the prompt file has no 'instruction' and 'labels'", ExitCode.DATAERR,
-                       hint="use the object written by `ppt dp-opt tune`")
+    if (
+        not isinstance(obj, dict)
+        or not isinstance(obj.get("instruction"), str)
+        or not isinstance(obj.get("labels"), list)
+    ):
+        raise PptError(
+            "the prompt file has no 'instruction' and 'labels'",
+            ExitCode.DATAERR,
+            hint="use the object written by `ppt dp-opt tune`",
+        )
     return obj
 
 
-def _endpoint_logprobs(base_url: str, model: str | None, instruction: str, texts: list[str], labels: list[str],
-                       api_key_env: str | None = None, concurrency: int = 4) -> Any:
+def _endpoint_logprobs(
+    base_url: str,
+    model: str | None,
+    instruction: str,
+    texts: list[str],
+    labels: list[str],
+    api_key_env: str | None = None,
+    concurrency: int = 4,
+) -> Any:
     """Label-word log-probabilities from an OpenAI-compatible ``/completions`` endpoint that echoes prompt
     logprobs (``echo: true, max_tokens: 0, logprobs: 0``); the label's tokens are those past the prefix."""
     import numpy as np
@@ -135,8 +163,9 @@ def _endpoint_logprobs(base_url: str, model: str | None, instruction: str, texts
     from ppt.remote.auth import resolve_api_key
     from ppt.remote.client import HttpBackend
 
-    backend = HttpBackend(base_url, api_key=resolve_api_key(api_key_env, base_url, required=False),
-                          concurrency=concurrency)
+    backend = HttpBackend(
+        base_url, api_key=resolve_api_key(api_key_env, base_url, required=False), concurrency=concurrency
+    )
     out = np.zeros((len(texts), len(labels)))
     try:
         for i, t in enumerate(texts):
@@ -147,21 +176,35 @@ def _endpoint_logprobs(base_url: str, model: str | None, instruction: str, texts
                     body["model"] = model
                 resp = backend.client.post(backend.url("completions"), json=body)
                 if resp.status_code != 200:
-                    raise PptError(f"the endpoint answered HTTP {resp.status_code} to a logprobs request",
-                                   ExitCode.UNAVAILABLE, hint="it must support echo=true with logprobs on /completions")
+                    raise PptError(
+                        f"the endpoint answered HTTP {resp.status_code} to a logprobs request",
+                        ExitCode.UNAVAILABLE,
+                        hint="it must support echo=true with logprobs on /completions",
+                    )
                 lp = (resp.json().get("choices") or [{}])[0].get("logprobs") or {}
                 offs, vals = lp.get("text_offset"), lp.get("token_logprobs")
                 if not isinstance(offs, list) or not isinstance(vals, list) or len(offs) != len(vals):
-                    raise PptError("the endpoint's response has no prompt logprobs", ExitCode.UNAVAILABLE,
-                                   hint="it must support echo=true with logprobs on /completions")
+                    raise PptError(
+                        "the endpoint's response has no prompt logprobs",
+                        ExitCode.UNAVAILABLE,
+                        hint="it must support echo=true with logprobs on /completions",
+                    )
                 out[i, j] = sum(v for o, v in zip(offs, vals) if o >= len(prefix) and v is not None)
     finally:
         backend.close()
     return out
 
 
-def run_eval(prompt_path: str, args: StreamArgs, label_field: str, model: str | None, base_url: str | None,
-             instruction: str | None = None, remote_model: str | None = None, api_key_env: str | None = None) -> dict:
+def run_eval(
+    prompt_path: str,
+    args: StreamArgs,
+    label_field: str,
+    model: str | None,
+    base_url: str | None,
+    instruction: str | None = None,
+    remote_model: str | None = None,
+    api_key_env: str | None = None,
+) -> dict:
     """Zero-shot accuracy of the prompt's instruction (or ``instruction``) on labelled records, with a
     Wilson 95% interval. Only aggregate figures are written."""
     import numpy as np
@@ -174,8 +217,11 @@ def run_eval(prompt_path: str, args: StreamArgs, label_field: str, model: str | 
     data = read_labelled(args, label_field)
     bad = [i for i, y in enumerate(data.labels) if y not in labels]
     if bad:
-        raise PptError(f"{len(bad)} record(s) have a label outside the prompt's labels (first at record {bad[0] + 1})",
-                       ExitCode.DATAERR, hint="evaluate on data with the labels the prompt was tuned for")
+        raise PptError(
+            f"{len(bad)} record(s) have a label outside the prompt's labels (first at record {bad[0] + 1})",
+            ExitCode.DATAERR,
+            hint="evaluate on data with the labels the prompt was tuned for",
+        )
     if (model is None) == (base_url is None):
         raise PptError("give exactly one of --model and --base-url", ExitCode.USAGE)
     if base_url is not None:
@@ -207,8 +253,7 @@ class ApplyStage(Stage):
         out: list[dict | RecordError] = []
         inst = self.prompt["instruction"]
         src = (self.prompt.get("ppt") or {}).get(STAGE) or {}
-        block = {"applied": True, "prompt_eps": src.get("eps"), "prompt_delta": src.get("delta"),
-                 "template": "forward"}
+        block = {"applied": True, "prompt_eps": src.get("eps"), "prompt_delta": src.get("delta"), "template": "forward"}
         for r in records:
             data = dict(r.data)
             data[self.text_field] = forward(inst, r.text)

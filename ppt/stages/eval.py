@@ -9,8 +9,13 @@ from ppt.io import Record, RecordError, stamp
 from ppt.stages.base import Stage
 from ppt.stages.eval_metrics import METRICS, EvalSettings, Item, Resources
 
-_FIELD_OF = {"doc": "doc_field", "reference": "reference_field", "label": "label_field", "items": "items_field",
-             "alignment": "alignment_field"}
+_FIELD_OF = {
+    "doc": "doc_field",
+    "reference": "reference_field",
+    "label": "label_field",
+    "items": "items_field",
+    "alignment": "alignment_field",
+}
 
 
 class EvalStage(Stage):
@@ -19,12 +24,25 @@ class EvalStage(Stage):
 
     name = "eval"
 
-    def __init__(self, names: list[str], settings: EvalSettings, *, doc_field: str | None = None,
-                 reference_field: str | None = None, label_field: str = "label", items_field: str = "private_items",
-                 alignment_field: str = "ppt_alignment") -> None:
+    def __init__(
+        self,
+        names: list[str],
+        settings: EvalSettings,
+        *,
+        doc_field: str | None = None,
+        reference_field: str | None = None,
+        label_field: str = "label",
+        items_field: str = "private_items",
+        alignment_field: str = "ppt_alignment",
+    ) -> None:
         self.names, self.settings = names, settings
-        self.fields = {"doc_field": doc_field, "reference_field": reference_field, "label_field": label_field,
-                       "items_field": items_field, "alignment_field": alignment_field}
+        self.fields = {
+            "doc_field": doc_field,
+            "reference_field": reference_field,
+            "label_field": label_field,
+            "items_field": items_field,
+            "alignment_field": alignment_field,
+        }
         self.res = Resources(settings)
         self.runners = {m: METRICS[m](self.res) for m in names}  # ValueError: a bad setting
         self.n_ok = 0
@@ -44,10 +62,15 @@ class EvalStage(Stage):
             for need in METRICS[m].needs:
                 name = self.fields[_FIELD_OF[need]]
                 v = d.get(name)
-                ok = isinstance(v, str) if need in ("doc", "reference") else (
-                    isinstance(v, list) if need == "items" else v is not None)
+                ok = (
+                    isinstance(v, str)
+                    if need in ("doc", "reference")
+                    else (isinstance(v, list) if need == "items" else v is not None)
+                )
                 if not ok:
-                    return RecordError("missing_field", f"field {name!r} (needed by {m}) is missing or has the wrong type")
+                    return RecordError(
+                        "missing_field", f"field {name!r} (needed by {m}) is missing or has the wrong type"
+                    )
                 setattr(it, need, v)
         return it
 
@@ -76,5 +99,9 @@ class EvalStage(Stage):
     def summary(self) -> dict:
         from ppt import __version__
 
-        return {"metrics": {m: r.summary() for m, r in self.runners.items()}, "n_records": self.n_ok,
-                "settings": self.settings.describe(self.names), "version": __version__}
+        return {
+            "metrics": {m: r.summary() for m, r in self.runners.items()},
+            "n_records": self.n_ok,
+            "settings": self.settings.describe(self.names),
+            "version": __version__,
+        }

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 
-
 @dataclass
 class Item:
     """What metrics see of one record."""
@@ -46,7 +45,11 @@ class EvalSettings:
         if {"accuracy", "perplexity"} & set(names) or ("mauve" in names and self.mauve_features == "lm"):
             out["lm"] = self.lm
         if "mauve" in names:
-            out.update(mauve_features=self.mauve_features, mauve_seed=self.mauve_seed, mauve_impl="ppt (sklearn, from the paper)")
+            out.update(
+                mauve_features=self.mauve_features,
+                mauve_seed=self.mauve_seed,
+                mauve_impl="ppt (sklearn, from the paper)",
+            )
         if "accuracy" in names:
             from ppt.metrics.accuracy import DEFAULT_TEMPLATE
 
@@ -233,8 +236,14 @@ class Accuracy(Metric):
             from ppt.metrics.accuracy import DEFAULT_TEMPLATE, ZeroShotClassifier
 
             model, tok = self.res.lm
-            self._clf = ZeroShotClassifier(model, tok, self.res.s.labels, self.res.s.template or DEFAULT_TEMPLATE,
-                                           self.res.s.length_norm, self.res.s.batch_size)
+            self._clf = ZeroShotClassifier(
+                model,
+                tok,
+                self.res.s.labels,
+                self.res.s.template or DEFAULT_TEMPLATE,
+                self.res.s.length_norm,
+                self.res.s.batch_size,
+            )
 
     def score(self, items):
         self.prepare()
@@ -251,7 +260,11 @@ class Accuracy(Metric):
         from ppt.attacks.summary import wilson
 
         lo, hi = wilson(self.correct, self.total)
-        return {"n": self.total, "accuracy": self.correct / self.total if self.total else None, "ci95": [lo, hi] if self.total else None}
+        return {
+            "n": self.total,
+            "accuracy": self.correct / self.total if self.total else None,
+            "ci95": [lo, hi] if self.total else None,
+        }
 
 
 class Perplexity(Metric):
@@ -284,8 +297,12 @@ class Perplexity(Metric):
     def summary(self):
         from ppt.metrics.perplexity import ppl
 
-        return {"n": len(self.per), "perplexity": ppl(self.nll, self.tokens), "mean_record_perplexity": _mean(self.per),
-                "tokens": self.tokens}
+        return {
+            "n": len(self.per),
+            "perplexity": ppl(self.nll, self.tokens),
+            "mean_record_perplexity": _mean(self.per),
+            "tokens": self.tokens,
+        }
 
 
 class Phr(Metric):
@@ -313,8 +330,13 @@ class Phr(Metric):
         return out
 
     def summary(self):
-        return {"n": len(self.per), "phr": self.absent / self.total if self.total else None, "items": self.total,
-                "absent": self.absent, "mean_record_phr": _mean(self.per)}
+        return {
+            "n": len(self.per),
+            "phr": self.absent / self.total if self.total else None,
+            "items": self.total,
+            "absent": self.absent,
+            "mean_record_phr": _mean(self.per),
+        }
 
 
 class Mapping(Metric):

@@ -40,8 +40,9 @@ class Extractor(Stage):
         if isinstance(template, Template):
             self.template = template
         else:
-            self.template = load_template(template, EXTRACT_TEMPLATE, "paper-extraction",
-                                          {"raw": raw_field, "generation": generation_field})
+            self.template = load_template(
+                template, EXTRACT_TEMPLATE, "paper-extraction", {"raw": raw_field, "generation": generation_field}
+            )
         self.params = params or SamplingParams()
         self.seed, self.chat = seed, chat
         from ppt.rng import seeded
@@ -73,14 +74,17 @@ class Extractor(Stage):
         todo: list[tuple[int, Record, Any]] = []
         for i, rec in enumerate(records):
             if self.output_field in rec.data:
-                results[i] = RecordError("field_conflict", f"field '{self.output_field}' already exists; "
-                                                           "choose another --output-field")
+                results[i] = RecordError(
+                    "field_conflict", f"field '{self.output_field}' already exists; choose another --output-field"
+                )
                 continue
             try:
                 todo.append((i, rec, self.prompt(rec.data)))
             except RecordError as e:
                 if e.type == "missing_field" and self.raw_field in e.message:
-                    e = RecordError(e.type, e.message + f" (keep the raw text with `ppt sanitize --keep-original {self.raw_field}`)")
+                    e = RecordError(
+                        e.type, e.message + f" (keep the raw text with `ppt sanitize --keep-original {self.raw_field}`)"
+                    )
                 results[i] = e
         if todo:
             gens = [record_torch_generator(self.seed, rec.id, "extract") for _, rec, _ in todo]

@@ -61,13 +61,22 @@ class PhrStage(Stage):
 
         absent = sum(a for a, _ in self.per_record)
         total = sum(t for _, t in self.per_record)
-        res: dict[str, Any] = {"metric": "phr", "records": len(self.per_record), "items": total, "absent": absent,
-                               "phr": absent / total if total else None,
-                               "ci95_wilson": list(wilson(absent, total)) if total else None,
-                               "ci95_bootstrap_records": self.bootstrap() if total else None}
-        res["by_type"] = {t: {"items": n, "absent": a, "phr": a / n, "ci95_wilson": list(wilson(a, n))}
-                          for t, (a, n) in sorted(self.by_type.items())}
-        res["counts"] = "listed private items absent from the output text (case/format-insensitive); flags are never read"
+        res: dict[str, Any] = {
+            "metric": "phr",
+            "records": len(self.per_record),
+            "items": total,
+            "absent": absent,
+            "phr": absent / total if total else None,
+            "ci95_wilson": list(wilson(absent, total)) if total else None,
+            "ci95_bootstrap_records": self.bootstrap() if total else None,
+        }
+        res["by_type"] = {
+            t: {"items": n, "absent": a, "phr": a / n, "ci95_wilson": list(wilson(a, n))}
+            for t, (a, n) in sorted(self.by_type.items())
+        }
+        res["counts"] = (
+            "listed private items absent from the output text (case/format-insensitive); flags are never read"
+        )
         return res
 
     def bootstrap(self) -> list[float]:

@@ -14,12 +14,25 @@ TABLES = ("auto", "sorted-rows", "topk", "none")
 def artifact_line(art, seconds: float) -> dict:
     from ppt.cache import dir_size
 
-    return {"artifact": art.kind, "key": art.key, "path": str(art.path), "hash": art.content_hash,
-            "bytes": dir_size(art.path), "seconds": round(seconds, 3)}
+    return {
+        "artifact": art.kind,
+        "key": art.key,
+        "path": str(art.path),
+        "hash": art.content_hash,
+        "bytes": dir_size(art.path),
+        "seconds": round(seconds, 3),
+    }
 
 
-def precompute(space: str, tables: Iterable[str] = ("auto",), *, k: int = 100, device: str = "auto",
-               quiet: bool = False, emit: Callable[[dict], None]) -> None:
+def precompute(
+    space: str,
+    tables: Iterable[str] = ("auto",),
+    *,
+    k: int = 100,
+    device: str = "auto",
+    quiet: bool = False,
+    emit: Callable[[dict], None],
+) -> None:
     """Load (building if needed) ``space`` and the wanted tables; ``emit`` gets one line per artifact,
     as soon as it is ready."""
     from ppt.spaces import load_space

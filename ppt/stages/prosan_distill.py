@@ -15,7 +15,9 @@ from typing import Any
 from ppt.io import ExitCode, PptError
 
 
-def read_pairs(path: str, source_field: str, target_field: str, any_teacher: bool = False) -> tuple[list[tuple[str, str]], str | None]:
+def read_pairs(
+    path: str, source_field: str, target_field: str, any_teacher: bool = False
+) -> tuple[list[tuple[str, str]], str | None]:
     """(pairs, teacher signature) from a JSONL file; errors name line numbers, never text."""
     from ppt.io.jsonl import open_side_file, read_objects
 
@@ -25,22 +27,36 @@ def read_pairs(path: str, source_field: str, target_field: str, any_teacher: boo
         for n, rec in read_objects(fh, path):
             src, tgt = rec.get(source_field), rec.get(target_field)
             if not isinstance(src, str) or not isinstance(tgt, str):
-                raise PptError(f"{path}: line {n} needs string fields {source_field!r} and {target_field!r}", ExitCode.DATAERR,
-                               hint="make pairs with `ppt sanitize --mech prosan --keep-original original`")
+                raise PptError(
+                    f"{path}: line {n} needs string fields {source_field!r} and {target_field!r}",
+                    ExitCode.DATAERR,
+                    hint="make pairs with `ppt sanitize --mech prosan --keep-original original`",
+                )
             sig = ((rec.get("ppt") or {}).get("sanitize") or {}).get("signature")
             if isinstance(sig, str):
                 teachers.add(sig)
             if not any_teacher and not (isinstance(sig, str) and sig.startswith("prosan|")):
-                raise PptError(f"{path}: line {n} is not stamped as ProSan's output", ExitCode.DATAERR,
-                               hint="distil ProSan's own pairs, or pass --any-teacher")
+                raise PptError(
+                    f"{path}: line {n} is not stamped as ProSan's output",
+                    ExitCode.DATAERR,
+                    hint="distil ProSan's own pairs, or pass --any-teacher",
+                )
             pairs.append((src, tgt))
     if not pairs:
         raise PptError("no pairs in the input", ExitCode.DATAERR)
     return pairs, (sorted(teachers)[0] if len(teachers) == 1 else (f"{len(teachers)} signatures" if teachers else None))
 
 
-def run_distill(pairs_path: str, out_dir: str, *, source_field: str = "original", target_field: str = "text",
-                any_teacher: bool = False, quiet: bool = False, **cfg: Any) -> dict[str, Any]:
+def run_distill(
+    pairs_path: str,
+    out_dir: str,
+    *,
+    source_field: str = "original",
+    target_field: str = "text",
+    any_teacher: bool = False,
+    quiet: bool = False,
+    **cfg: Any,
+) -> dict[str, Any]:
     """Train and save; returns a summary (steps, pairs, first/last loss, out_dir)."""
     from ppt.mechanisms.prosan.distill import DistillConfig, distill
     from ppt.progress import progress_bar
@@ -60,8 +76,14 @@ def run_distill(pairs_path: str, out_dir: str, *, source_field: str = "original"
         raise PptError(str(e), ExitCode.DATAERR) from None
     finally:
         bar.close()
-    return {"out_dir": res.out_dir, "pairs": res.pairs, "steps": res.steps, "teacher": teacher,
-            "loss_first": res.losses[0] if res.losses else None, "loss_last": res.losses[-1] if res.losses else None}
+    return {
+        "out_dir": res.out_dir,
+        "pairs": res.pairs,
+        "steps": res.steps,
+        "teacher": teacher,
+        "loss_first": res.losses[0] if res.losses else None,
+        "loss_last": res.losses[-1] if res.losses else None,
+    }
 
 
 __all__ = ["read_pairs", "run_distill"]

@@ -78,18 +78,27 @@ def check_sanitized(data: dict, spec: QuerySpec) -> RecordError | None:
     ppt = data.get("ppt")
     block = ppt.get("sanitize") if isinstance(ppt, dict) else None
     if not isinstance(block, dict):
-        return RecordError("not_sanitized", "record has no ppt.sanitize stamp; run `ppt sanitize` first "
-                                            "(or pass --allow-raw to send unsanitized text)")
+        return RecordError(
+            "not_sanitized",
+            "record has no ppt.sanitize stamp; run `ppt sanitize` first (or pass --allow-raw to send unsanitized text)",
+        )
     sanitized = block.get("text_field") or spec.text_field
-    local = {block.get("keep_original"): "the raw text kept by `ppt sanitize --keep-original`",
-             block.get("alignment_field"): "the token alignment of `ppt sanitize --emit-alignment`",
-             block.get("diagnostics_field"): "the per-record diagnostics of `ppt sanitize --diagnostics`"}
+    local = {
+        block.get("keep_original"): "the raw text kept by `ppt sanitize --keep-original`",
+        block.get("alignment_field"): "the token alignment of `ppt sanitize --emit-alignment`",
+        block.get("diagnostics_field"): "the per-record diagnostics of `ppt sanitize --diagnostics`",
+    }
     for name in spec.template.fields:
         if name and name in local:
-            return RecordError("raw_field_in_template", f"template field '{name}' holds {local[name]}; it is never sent")
+            return RecordError(
+                "raw_field_in_template", f"template field '{name}' holds {local[name]}; it is never sent"
+            )
         if name != sanitized:
-            return RecordError("unsanitized_field", f"template field '{name}' was not sanitized (ppt.sanitize covers "
-                                                    f"'{sanitized}'); pass --allow-raw to send it anyway")
+            return RecordError(
+                "unsanitized_field",
+                f"template field '{name}' was not sanitized (ppt.sanitize covers "
+                f"'{sanitized}'); pass --allow-raw to send it anyway",
+            )
     return None
 
 
@@ -98,8 +107,15 @@ class QueryRunner(Stage):
 
     name = "query"
 
-    def __init__(self, spec: QuerySpec, backend: Any, *, journal: Journal | None = None, dry_run: bool = False,
-                 id_field: str = "id") -> None:
+    def __init__(
+        self,
+        spec: QuerySpec,
+        backend: Any,
+        *,
+        journal: Journal | None = None,
+        dry_run: bool = False,
+        id_field: str = "id",
+    ) -> None:
         self.spec, self.backend, self.journal, self.dry_run, self.id_field = spec, backend, journal, dry_run, id_field
         self.stats: Counter[str] = Counter()
         self.usage: Counter[str] = Counter()
@@ -123,10 +139,13 @@ class QueryRunner(Stage):
             key = self._key(rec)
             first = self._seen.get(key)
             if first is not None:
-                raise PptError(f"duplicate id: line {rec.line_no} repeats the id of line {first}; --resume keys "
-                               "answers by id, so every record needs its own", ExitCode.DATAERR,
-                               hint="give each record a unique id (or name another field with --id-field); "
-                                    "answers already journaled are kept")
+                raise PptError(
+                    f"duplicate id: line {rec.line_no} repeats the id of line {first}; --resume keys "
+                    "answers by id, so every record needs its own",
+                    ExitCode.DATAERR,
+                    hint="give each record a unique id (or name another field with --id-field); "
+                    "answers already journaled are kept",
+                )
             self._seen[key] = rec.line_no
 
     def _check_record(self, rec: Record) -> RecordError | None:
@@ -137,8 +156,9 @@ class QueryRunner(Stage):
         if "ppt" in rec.data and not isinstance(rec.data["ppt"], dict):
             return RecordError("ppt_field_conflict", "field 'ppt' exists and is not an object; rename it")
         if self.spec.output_field in rec.data:
-            return RecordError("field_conflict", f"field '{self.spec.output_field}' already exists; "
-                                                 "choose another --output-field")
+            return RecordError(
+                "field_conflict", f"field '{self.spec.output_field}' already exists; choose another --output-field"
+            )
         return None
 
     def process(self, records: list[Record]) -> list[dict | RecordError]:
@@ -148,7 +168,9 @@ class QueryRunner(Stage):
             self._check_unique(records)
         for i, rec in enumerate(records):
             if self.journal is not None and self._key(rec) in self.journal:
-                results[i] = self.journal.get(self._key(rec)) if not self.dry_run else {self.id_field: rec.id, "resumed": True}
+                results[i] = (
+                    self.journal.get(self._key(rec)) if not self.dry_run else {self.id_field: rec.id, "resumed": True}
+                )
                 self.stats["resumed"] += 1
                 continue
             err = self._check_record(rec)
@@ -191,8 +213,14 @@ class QueryRunner(Stage):
         out = dict(rec.data)
         out[self.spec.output_field] = res.text
         block = dict(self._base_block)
-        block.update({"usage": res.usage, "finish_reason": res.finish_reason, "attempts": res.attempts,
-                      "latency_s": res.latency_s})
+        block.update(
+            {
+                "usage": res.usage,
+                "finish_reason": res.finish_reason,
+                "attempts": res.attempts,
+                "latency_s": res.latency_s,
+            }
+        )
         if res.response_id:
             block["response_id"] = res.response_id
         if res.model and res.model != self.spec.model:

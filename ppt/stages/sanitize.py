@@ -19,6 +19,7 @@ from ppt.stages.base import Stage, prepare_mechanism
 from ppt.stages.sanitize_spec import WEAK_EPS, SanitizeSpec, build_mechanism, validate_eps  # noqa: F401 - re-exported
 from ppt.stages.sanitize_stamp import RecordStamper
 
+
 def sanitize_records(
     mech: Mechanism,
     records: list[Record],
@@ -58,21 +59,38 @@ def sanitize_records(
     except Exception as e:  # fail closed: never emit the raw text of a batch we could not privatize
         err = RecordError("sanitize_failed", f"{mech.name} failed on this batch ({type(e).__name__})")
         return [err] * len(records)
-    extra_fields = [(f, opt) for f, opt in ((keep_original, "--keep-original"), (emit_alignment, "--emit-alignment"),
-                                            (diagnostics, "--diagnostics")) if f and f != text_field]
+    extra_fields = [
+        (f, opt)
+        for f, opt in (
+            (keep_original, "--keep-original"),
+            (emit_alignment, "--emit-alignment"),
+            (diagnostics, "--diagnostics"),
+        )
+        if f and f != text_field
+    ]
     out: list[dict | RecordError] = []
     for rec, res, al in zip(records, results, aligns):
         acc = res.accounting.to_dict()
         n_out = tokens_out(res.text, acc)
         if n_out < min_kept:
-            out.append(RecordError("too_few_tokens", f"the private text keeps {n_out} token(s), fewer than --min-kept {min_kept}"))
+            out.append(
+                RecordError(
+                    "too_few_tokens", f"the private text keeps {n_out} token(s), fewer than --min-kept {min_kept}"
+                )
+            )
             continue
         conflict = next(((field, opt) for field, opt in extra_fields if field in rec.data), None)
         if conflict:
-            out.append(RecordError("field_conflict", f"field {conflict[0]!r} already exists; choose another {conflict[1]}"))
+            out.append(
+                RecordError("field_conflict", f"field {conflict[0]!r} already exists; choose another {conflict[1]}")
+            )
             continue
         if emit_alignment and al is None:  # every built-in mechanism aligns; a plug-in may not
-            out.append(RecordError("no_alignment", f"{mech.name} did not report which tokens it perturbed; drop --emit-alignment"))
+            out.append(
+                RecordError(
+                    "no_alignment", f"{mech.name} did not report which tokens it perturbed; drop --emit-alignment"
+                )
+            )
             continue
         data = dict(rec.data)
         data[text_field] = res.text
@@ -107,8 +125,10 @@ def tokens_out(text: str, accounting: dict) -> int:
 def _empty_message(rec: Record, accounting: dict) -> str:
     dropped = accounting.get("dropped") if isinstance(accounting.get("dropped"), dict) else {}
     why = ", ".join(f"{k} x{v}" for k, v in dropped.items()) or "no tokens"
-    return (f"line {rec.line_no}: the private text is empty (dropped: {why}); it counts as ok, "
-            f"use --min-kept 1 to make it an error")
+    return (
+        f"line {rec.line_no}: the private text is empty (dropped: {why}); it counts as ok, "
+        f"use --min-kept 1 to make it an error"
+    )
 
 
 def _warn_empty(rec: Record, accounting: dict) -> None:
@@ -156,8 +176,13 @@ class SanitizeStage(Stage):
         and capped over the whole run, come back as events for :meth:`absorb` in the driving process."""
         where = {id(r): i for i, r in enumerate(records)}
         events: list[tuple[int, dict]] = []
-        out = sanitize_records(self.mech, records, self.spec, stamper=self.stamper,
-                               on_empty=lambda rec, acc: events.append((where[id(rec)], acc)))
+        out = sanitize_records(
+            self.mech,
+            records,
+            self.spec,
+            stamper=self.stamper,
+            on_empty=lambda rec, acc: events.append((where[id(rec)], acc)),
+        )
         return out, events
 
     def absorb(self, records: list[Record], events: list[tuple[int, dict]]) -> None:

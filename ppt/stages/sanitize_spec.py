@@ -45,14 +45,17 @@ class SanitizeSpec:
     stamp_mode: str = "compact"
 
     def __post_init__(self) -> None:
-        named = [("--keep-original", self.keep_original), ("--emit-alignment", self.emit_alignment),
-                 ("--diagnostics", self.diagnostics)]
+        named = [
+            ("--keep-original", self.keep_original),
+            ("--emit-alignment", self.emit_alignment),
+            ("--diagnostics", self.diagnostics),
+        ]
         for opt, name in named:
             if name is not None and name in ("", self.text_field, "ppt"):
                 raise PptError(f"{opt} must name a field other than the text field and 'ppt'", exit_code=ExitCode.USAGE)
         given = [(opt, name) for opt, name in named if name is not None]
         for i, (opt, name) in enumerate(given):
-            for opt2, name2 in given[i + 1:]:
+            for opt2, name2 in given[i + 1 :]:
                 if name == name2:
                     raise PptError(f"{opt} and {opt2} need two different fields", exit_code=ExitCode.USAGE)
         if self.stamp_mode not in STAMP_MODES:
@@ -67,8 +70,16 @@ class SanitizeSpec:
 
     def build_mechanism(self, *, quiet: bool = False) -> Mechanism:
         """The mechanism this spec names, instantiated and validated before any input is read."""
-        return build_mechanism(self.mech, self.eps, space=self.space, model=self.model, policy=dict(self.policy),
-                               params=dict(self.params), device=self.device, quiet=quiet)
+        return build_mechanism(
+            self.mech,
+            self.eps,
+            space=self.space,
+            model=self.model,
+            policy=dict(self.policy),
+            params=dict(self.params),
+            device=self.device,
+            quiet=quiet,
+        )
 
     def build_hint(self) -> str:
         """How to build every table this spec reads, once, where the cluster's cache lives."""
@@ -85,8 +96,10 @@ class SanitizeSpec:
                 cmd += [f"--{key}", value]
         cmd += ["-i", "/dev/null", "-o", "/dev/null", "--quiet"]
         space = f"`ppt precompute {self.space}` builds the space and its distance tables; " if self.space else ""
-        return (f"build the tables once where the cluster's cache (PPT_CACHE) lives, on the head node or shared "
-                f"storage: {space}`{shlex.join(cmd)}` builds everything this mechanism reads")
+        return (
+            f"build the tables once where the cluster's cache (PPT_CACHE) lives, on the head node or shared "
+            f"storage: {space}`{shlex.join(cmd)}` builds everything this mechanism reads"
+        )
 
 
 def validate_eps(eps: float | None, mech_cls) -> float:
@@ -118,7 +131,9 @@ def build_mechanism(
     except KeyError as e:
         raise PptError(str(e.args[0]), exit_code=ExitCode.USAGE, hint="list them with `ppt mechs`") from None
     except ImportError as e:
-        raise PptError(f"mechanism {name!r} is not available in this install ({e})", exit_code=ExitCode.CONFIG) from None
+        raise PptError(
+            f"mechanism {name!r} is not available in this install ({e})", exit_code=ExitCode.CONFIG
+        ) from None
     eps = validate_eps(eps, cls)
     kwargs: dict[str, Any] = dict(params or {})
     if space:
@@ -140,7 +155,9 @@ def build_mechanism(
     try:
         return get_mechanism(name, eps, device=device, quiet=quiet, **kwargs)
     except (ValueError, TypeError) as e:
-        raise PptError(f"{name}: {e}", exit_code=ExitCode.USAGE, hint=f"see `ppt mechs` for {name}'s parameters") from None
+        raise PptError(
+            f"{name}: {e}", exit_code=ExitCode.USAGE, hint=f"see `ppt mechs` for {name}'s parameters"
+        ) from None
 
 
 __all__ = ["SanitizeSpec", "STAMP_MODES", "WEAK_EPS", "build_mechanism", "validate_eps"]

@@ -30,8 +30,11 @@ class RecordStamper:
         self.diagnostics = spec.diagnostics
         self._sig: str | None = None
         self._fields: dict[str, Any] = {"seeded": seeded(spec.seed), "text_field": spec.text_field}
-        for key, value in (("keep_original", spec.keep_original), ("alignment_field", spec.emit_alignment),
-                           ("diagnostics_field", spec.diagnostics)):
+        for key, value in (
+            ("keep_original", spec.keep_original),
+            ("alignment_field", spec.emit_alignment),
+            ("diagnostics_field", spec.diagnostics),
+        ):
             if value:
                 self._fields[key] = value
 
@@ -59,8 +62,10 @@ class RecordStamper:
 
     def diagnostics_value(self, res: Sanitized) -> dict[str, Any]:
         """The --diagnostics field: the record's full accounting and its exact privacy block."""
-        return {"accounting": res.accounting.to_dict(),
-                "privacy": privacy_block(self.mech, res.accounting, diagnostics=True)}
+        return {
+            "accounting": res.accounting.to_dict(),
+            "privacy": privacy_block(self.mech, res.accounting, diagnostics=True),
+        }
 
 
 __all__ = ["RecordStamper", "STAMP_MODES"]

@@ -26,10 +26,21 @@ class SndEmbedStage(Stage):
     name = "snd"
     private_output = True  # embeddings of private text: the output file is created 0600
 
-    def __init__(self, load_split: Callable[[], Any], *, eta: float, seed: int | None = None,
-                 denoiser: str | None = None, pool: Any = None, server: str = "in-process",
-                 emit: tuple[str, ...] = EMITS, fmt: str = "jsonl", vectors: str | None = None,
-                 field_prefix: str = "snd_", device: Any = "auto") -> None:
+    def __init__(
+        self,
+        load_split: Callable[[], Any],
+        *,
+        eta: float,
+        seed: int | None = None,
+        denoiser: str | None = None,
+        pool: Any = None,
+        server: str = "in-process",
+        emit: tuple[str, ...] = EMITS,
+        fmt: str = "jsonl",
+        vectors: str | None = None,
+        field_prefix: str = "snd_",
+        device: Any = "auto",
+    ) -> None:
         try:
             self.eta = check_eta(eta)
         except ValueError as e:
@@ -38,11 +49,17 @@ class SndEmbedStage(Stage):
         if bad or not emit:
             raise PptError(f"--emit takes a comma-separated subset of {', '.join(EMITS)}", ExitCode.USAGE)
         if "denoised" in emit and denoiser is None and not math.isinf(self.eta):
-            raise PptError("--emit denoised needs --denoiser (a directory, a cache key, or auto)", ExitCode.USAGE,
-                           hint="train one with `ppt snd train-denoiser`, or pass --emit noisy")
+            raise PptError(
+                "--emit denoised needs --denoiser (a directory, a cache key, or auto)",
+                ExitCode.USAGE,
+                hint="train one with `ppt snd train-denoiser`, or pass --emit noisy",
+            )
         if pool is not None and math.isinf(self.eta):
-            raise PptError("eta = inf sends the clean token embeddings: refused with --server", ExitCode.USAGE,
-                           hint="pick a finite --eta; eta = inf is for in-process baselines only")
+            raise PptError(
+                "eta = inf sends the clean token embeddings: refused with --server",
+                ExitCode.USAGE,
+                hint="pick a finite --eta; eta = inf is for in-process baselines only",
+            )
         if fmt != "jsonl" and not vectors:
             raise PptError(f"--format {fmt} needs --vectors PREFIX (where the vector files go)", ExitCode.USAGE)
         self.load_split, self.seed, self.denoiser_ref, self.pool, self.server = load_split, seed, denoiser, pool, server
@@ -63,19 +80,28 @@ class SndEmbedStage(Stage):
         if self.pool is not None:
             info = self.pool.info()
             if info.get("model_hash") != self.split.hash:
-                raise PptError(f"the snd server runs another model (hash {str(info.get('model_hash'))[:16]}, "
-                               f"local {self.split.hash})", ExitCode.CONFIG,
-                               hint="run the client and `ppt snd serve` with the same --model")
+                raise PptError(
+                    f"the snd server runs another model (hash {str(info.get('model_hash'))[:16]}, "
+                    f"local {self.split.hash})",
+                    ExitCode.CONFIG,
+                    hint="run the client and `ppt snd serve` with the same --model",
+                )
         if self.denoiser_ref is not None and "denoised" in self.emit and not math.isinf(self.eta):
             path = store.resolve_ref(self.denoiser_ref, self.split.hash, self.eta)
             self.denoiser, meta, h = store.load(path, device=self.split.device)
             if meta.get("model", {}).get("hash") != self.split.hash:
                 raise PptError("the denoiser was trained for another model", ExitCode.CONFIG)
             if not math.isclose(float(meta.get("eta", "nan")), self.eta, rel_tol=1e-9):
-                raise PptError(f"the denoiser was trained for eta {meta.get('eta')}, not {self.eta:g}", ExitCode.CONFIG,
-                               hint="train one for this eta, or pass the matching --eta")
-            den_info = {"hash": h, "eta": meta.get("eta"), "arch": {k: meta["config"].get(k) for k in
-                                                                      ("width", "layers", "heads", "ff", "max_len")}}
+                raise PptError(
+                    f"the denoiser was trained for eta {meta.get('eta')}, not {self.eta:g}",
+                    ExitCode.CONFIG,
+                    hint="train one for this eta, or pass the matching --eta",
+                )
+            den_info = {
+                "hash": h,
+                "eta": meta.get("eta"),
+                "arch": {k: meta["config"].get(k) for k in ("width", "layers", "heads", "ff", "max_len")},
+            }
         if self.fmt != "jsonl":
             from ppt.snd.vectors import VectorSink
 
@@ -108,8 +134,14 @@ class SndEmbedStage(Stage):
         if not todo:
             return results
         gens = [record_generator(self.seed, records[i].id, "snd") for i in todo]
-        batch = snd_embed(self.split, [records[i].text for i in todo], self.eta, gens, pool=self.pool,
-                          denoiser=self.denoiser if "denoised" in self.emit else None)
+        batch = snd_embed(
+            self.split,
+            [records[i].text for i in todo],
+            self.eta,
+            gens,
+            pool=self.pool,
+            denoiser=self.denoiser if "denoised" in self.emit else None,
+        )
         vecs = {"noisy": batch.noisy, "denoised": batch.denoised if batch.denoised is not None else batch.noisy}
         if "clean" in self.emit:  # never sent anywhere: the local model's own output, for evaluation
             vecs["clean"] = self.split.server_pool(batch.clean_rows)
@@ -158,9 +190,17 @@ def read_texts(path: str, text_field: str = "text", limit: int | None = None) ->
     return texts
 
 
-def train_and_store(split: Any, texts: list[str], cfg: Any, *, out_dir: str | None = None,
-                    checkpoint_dir: str | None = None, resume: bool = False, quiet: bool = False,
-                    on_epoch: Callable[[dict], None] | None = None) -> dict[str, Any]:
+def train_and_store(
+    split: Any,
+    texts: list[str],
+    cfg: Any,
+    *,
+    out_dir: str | None = None,
+    checkpoint_dir: str | None = None,
+    resume: bool = False,
+    quiet: bool = False,
+    on_epoch: Callable[[dict], None] | None = None,
+) -> dict[str, Any]:
     """Train a denoiser (or find it already cached) and store it; the JSON summary ``train-denoiser`` prints.
 
     Checkpoints go to ``checkpoint_dir`` or, by default, to a build directory in the cache root
@@ -179,28 +219,52 @@ def train_and_store(split: Any, texts: list[str], cfg: Any, *, out_dir: str | No
     if out_dir is None:
         hit = cache.lookup(store.KIND, deps)
         if hit is not None:
-            return {"denoiser": str(hit.path), "key": hit.key, "hash": hit.content_hash, "cached": True,
-                    "eta": cfg.eta, "model": split.describe()}
+            return {
+                "denoiser": str(hit.path),
+                "key": hit.key,
+                "hash": hit.content_hash,
+                "cached": True,
+                "eta": cfg.eta,
+                "model": split.describe(),
+            }
     key = artifact_key(store.KIND, deps)
     ckdir = Path(checkpoint_dir) if checkpoint_dir else cache.root / f".snd-train-{key}"
     res = train_denoiser(split, texts, cfg, checkpoint_dir=ckdir, resume=resume, quiet=quiet, on_epoch=on_epoch)
-    meta = {"config": res.config.to_dict(), "eta": cfg.eta, "model": split.describe(), "history": res.history,
-            "train_seconds": round(res.seconds, 2), "device": str(split.device), "n_texts": len(texts),
-            "resumed_from": res.resumed_from}
+    meta = {
+        "config": res.config.to_dict(),
+        "eta": cfg.eta,
+        "model": split.describe(),
+        "history": res.history,
+        "train_seconds": round(res.seconds, 2),
+        "device": str(split.device),
+        "n_texts": len(texts),
+        "resumed_from": res.resumed_from,
+    }
     if out_dir is not None:
         path = store.save_dir(Path(out_dir), res.model, deps, meta)
         from ppt.cache import Artifact, read_manifest
 
-        summary = {"denoiser": str(path), "hash": Artifact(store.KIND, path.name, path, read_manifest(path)).content_hash}
+        summary = {
+            "denoiser": str(path),
+            "hash": Artifact(store.KIND, path.name, path, read_manifest(path)).content_hash,
+        }
     else:
         art = store.save_cached(res.model, deps, meta, cache)
         summary = {"denoiser": str(art.path), "key": art.key, "hash": art.content_hash}
     if not checkpoint_dir:
         shutil.rmtree(ckdir, ignore_errors=True)
     last = res.history[-1] if res.history else {}
-    return {**summary, "cached": False, "eta": cfg.eta, "model": split.describe(), "epochs": len(res.history),
-            "train_seconds": round(res.seconds, 2), "device": str(split.device), "n_texts": len(texts),
-            "last_epoch": last}
+    return {
+        **summary,
+        "cached": False,
+        "eta": cfg.eta,
+        "model": split.describe(),
+        "epochs": len(res.history),
+        "train_seconds": round(res.seconds, 2),
+        "device": str(split.device),
+        "n_texts": len(texts),
+        "last_epoch": last,
+    }
 
 
 class SndInversionStage(Stage):
@@ -210,8 +274,17 @@ class SndInversionStage(Stage):
 
     name = "attack"
 
-    def __init__(self, load_split: Callable[[], Any], *, eta: float, seed: int | None = None, k: int = 10,
-                 result_field: str = "attack", ci_method: str = "wilson", confidence: float = 0.95) -> None:
+    def __init__(
+        self,
+        load_split: Callable[[], Any],
+        *,
+        eta: float,
+        seed: int | None = None,
+        k: int = 10,
+        result_field: str = "attack",
+        ci_method: str = "wilson",
+        confidence: float = 0.95,
+    ) -> None:
         from ppt.attacks.snd_inversion import METHODS
 
         try:
@@ -273,11 +346,17 @@ class SndInversionStage(Stage):
 
         c = self.counts
         d = self.split.describe() if self.split is not None else {}
-        return {"attack": "snd-inversion", "eta": self.eta, "model": {"id": d.get("id"), "hash": d.get("hash")},
-                "records": c["records"], "tokens": c["n"], "special_tokens": "excluded",
-                "top1": rate_ci(c["top1"], c["n"], self.confidence, self.ci_method),
-                f"top{self.k}": rate_ci(c["topk"], c["n"], self.confidence, self.ci_method),
-                "seeded": seeded(self.seed)}
+        return {
+            "attack": "snd-inversion",
+            "eta": self.eta,
+            "model": {"id": d.get("id"), "hash": d.get("hash")},
+            "records": c["records"],
+            "tokens": c["n"],
+            "special_tokens": "excluded",
+            "top1": rate_ci(c["top1"], c["n"], self.confidence, self.ci_method),
+            f"top{self.k}": rate_ci(c["topk"], c["n"], self.confidence, self.ci_method),
+            "seeded": seeded(self.seed),
+        }
 
 
 def read_lines(path: str) -> list[bytes]:
@@ -286,8 +365,9 @@ def read_lines(path: str) -> list[bytes]:
     return read_file_lines(path)
 
 
-def read_vectors(lines: list[bytes], x_field: str, y_field: str, limit: int | None = None,
-                 where: str = "input") -> tuple[Any, Any]:
+def read_vectors(
+    lines: list[bytes], x_field: str, y_field: str, limit: int | None = None, where: str = "input"
+) -> tuple[Any, Any]:
     """Two ``[n, d]`` float64 arrays from JSONL fields holding float lists (every record has both)."""
     import numpy as np
 
@@ -316,6 +396,12 @@ def mutual_information(x: Any, y: Any, k: int = 3) -> dict[str, Any]:
         raise PptError(f"x has {x.shape[0]} rows and y has {y.shape[0]}", ExitCode.DATAERR)
     if x.shape[0] <= k:
         raise PptError(f"need more than k={k} records", ExitCode.DATAERR)
-    return {"mi_nats": ksg_mi(x, y, k=k), "estimator": "KSG algorithm 1 (Kozachenko-Leonenko neighbours, max-norm)",
-            "k": k, "n": int(x.shape[0]), "dim_x": int(x.shape[1]), "dim_y": int(y.shape[1]),
-            "caveat": "biased towards 0 in high dimension and capped near log(n): compare settings at equal n"}
+    return {
+        "mi_nats": ksg_mi(x, y, k=k),
+        "estimator": "KSG algorithm 1 (Kozachenko-Leonenko neighbours, max-norm)",
+        "k": k,
+        "n": int(x.shape[0]),
+        "dim_x": int(x.shape[1]),
+        "dim_y": int(y.shape[1]),
+        "caveat": "biased towards 0 in high dimension and capped near log(n): compare settings at equal n",
+    }

@@ -27,8 +27,12 @@ def _cwd(path: str | os.PathLike | None) -> Iterator[None]:
         os.chdir(before)
 
 
-def run_cli(args: Sequence[str], stdin: str | bytes = "", env: Mapping[str, str] | None = None,
-            cwd: str | os.PathLike | None = None) -> subprocess.CompletedProcess:
+def run_cli(
+    args: Sequence[str],
+    stdin: str | bytes = "",
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
+) -> subprocess.CompletedProcess:
     """``ppt ARGS`` in-process: returncode, text stdout and stderr (an uncaught exception re-raises, so a
     test sees the traceback a real process would print)."""
     import signal
@@ -37,7 +41,9 @@ def run_cli(args: Sequence[str], stdin: str | bytes = "", env: Mapping[str, str]
 
     from ppt.cli.main import app
 
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM))}
+    handlers = {
+        s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM))
+    }
     runner = CliRunner()
     try:
         with _cwd(cwd):

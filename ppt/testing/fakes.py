@@ -39,9 +39,13 @@ class FakeLM:
         for p in prompts:
             text = p if isinstance(p, str) else "\n".join(content_text(m.get("content")) for m in p)
             r = self.fn(text)
-            out.append(r if isinstance(r, RecordError) else
-                       Completion(text=r, prompt_tokens=len(text.split()), completion_tokens=len(r.split()),
-                                  finish_reason="stop"))
+            out.append(
+                r
+                if isinstance(r, RecordError)
+                else Completion(
+                    text=r, prompt_tokens=len(text.split()), completion_tokens=len(r.split()), finish_reason="stop"
+                )
+            )
         return out
 
     def score(self, pairs: Any, batch_size: int = 16) -> Any:
@@ -70,8 +74,11 @@ class EchoService(Service):
     def complete(self, body: dict, kind: str, gone: Any = None) -> dict:
         with self.lock:
             self.bodies.append(body)
-        prompt = body.get("prompt") if kind == "completions" else "\n".join(
-            str(m.get("content", "")) for m in body.get("messages", []))
+        prompt = (
+            body.get("prompt")
+            if kind == "completions"
+            else "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+        )
         if not isinstance(prompt, str):
             raise ServiceError(400, "prompt must be a string", "invalid_request_error")
         digest = hashlib.sha256(prompt.encode()).hexdigest()[:8]
@@ -82,6 +89,12 @@ class EchoService(Service):
         with self.lock:
             self.answered[digest] += 1
         n_prompt = len(prompt.split())
-        return {"text": text, "finish_reason": "stop",
-                "usage": {"prompt_tokens": n_prompt, "completion_tokens": len(text.split()),
-                          "total_tokens": n_prompt + len(text.split())}}
+        return {
+            "text": text,
+            "finish_reason": "stop",
+            "usage": {
+                "prompt_tokens": n_prompt,
+                "completion_tokens": len(text.split()),
+                "total_tokens": n_prompt + len(text.split()),
+            },
+        }

@@ -72,8 +72,11 @@ class FaultPlan:
 
 def fault_reply(fault: Fault) -> tuple[int, dict, dict[str, str]]:
     headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
-    return fault.status or 500, {"error": {"message": "injected fault", "type": "injected",
-                                           "code": str(fault.status)}}, headers
+    return (
+        fault.status or 500,
+        {"error": {"message": "injected fault", "type": "injected", "code": str(fault.status)}},
+        headers,
+    )
 
 
 class FaultyHandler(OpenAIHandler):
@@ -128,17 +131,26 @@ class FaultMiddleware:
         if fault is not None and fault.status is not None:
             status, body, headers = fault_reply(fault)
             data = orjson.dumps(body)
-            await send({"type": "http.response.start", "status": status,
-                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
-                                    *((k.lower().encode(), v.encode()) for k, v in headers.items())]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(data)).encode()),
+                        *((k.lower().encode(), v.encode()) for k, v in headers.items()),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": data})
             return None
         return await self.app(scope, receive, send)
 
 
 @contextlib.contextmanager
-def loopback(service: Service, faults: FaultPlan | None = None, *, transport: str = "auto", **kwargs: Any
-             ) -> Iterator[tuple[Any, str]]:
+def loopback(
+    service: Service, faults: FaultPlan | None = None, *, transport: str = "auto", **kwargs: Any
+) -> Iterator[tuple[Any, str]]:
     """Serve ``service`` on 127.0.0.1 with an ephemeral port in a thread; yield (server, base_url).
     ``transport``: ``starlette``, ``stdlib`` or ``auto`` (starlette when installed, as `ppt serve`)."""
     name = pick_transport(transport)

@@ -34,8 +34,12 @@ def bpe_tokenizer(corpus: Iterable[str], vocab_size: int, special_tokens: list[s
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special_tokens,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=special_tokens,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(corpus, trainer=trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, **named)
 
@@ -53,8 +57,14 @@ def wordpiece_tokenizer(corpus: Iterable[str], vocab_size: int = 200) -> Any:
     tk.decoder = decoders.WordPiece()
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False)
     tk.train_from_iterator(corpus, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
 
 
 def word_tokenizer(words: list[str], unk: str, **named: Any) -> Any:
@@ -84,8 +94,18 @@ def tiny_llama(vocab_size: int, *, seed: int = 0, **config: Any) -> Any:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
-    cfg = LlamaConfig(**{"vocab_size": vocab_size, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-                         "num_attention_heads": 2, "num_key_value_heads": 2, "max_position_embeddings": 64, **config})
+    cfg = LlamaConfig(
+        **{
+            "vocab_size": vocab_size,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 64,
+            **config,
+        }
+    )
     return LlamaForCausalLM(cfg).eval()
 
 
@@ -95,8 +115,17 @@ def tiny_bert(vocab_size: int, *, seed: int = 0, **config: Any) -> Any:
     from transformers import BertConfig, BertForMaskedLM
 
     torch.manual_seed(seed)
-    cfg = BertConfig(**{"vocab_size": vocab_size, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-                        "num_attention_heads": 2, "max_position_embeddings": 64, **config})
+    cfg = BertConfig(
+        **{
+            "vocab_size": vocab_size,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "max_position_embeddings": 64,
+            **config,
+        }
+    )
     return BertForMaskedLM(cfg).eval()
 
 
@@ -114,12 +143,26 @@ def make_tiny_causal_lm(path: str | Path, *, chat_template: bool = True, seed: i
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     specials = ["<pad>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
-    fast = bpe_tokenizer([_CORPUS] * 4, vocab_size, specials, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
-                         additional_special_tokens=["<|im_start|>", "<|im_end|>"])
+    fast = bpe_tokenizer(
+        [_CORPUS] * 4,
+        vocab_size,
+        specials,
+        pad_token="<pad>",
+        bos_token="<s>",
+        eos_token="</s>",
+        additional_special_tokens=["<|im_start|>", "<|im_end|>"],
+    )
     if chat_template:
         fast.chat_template = CHAT_TEMPLATE
-    model = tiny_llama(len(fast), seed=seed, num_attention_heads=4, max_position_embeddings=2048,
-                       bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id)
+    model = tiny_llama(
+        len(fast),
+        seed=seed,
+        num_attention_heads=4,
+        max_position_embeddings=2048,
+        bos_token_id=fast.bos_token_id,
+        eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id,
+    )
     model.generation_config.eos_token_id = [fast.eos_token_id, fast.convert_tokens_to_ids("<|im_end|>")]
     with quiet_loading(progress=False):
         fast.save_pretrained(path)

@@ -61,7 +61,19 @@ def make_tiny_masked_lm(path: str | Path, *, seed: int = 0) -> Path:
     from ppt.models._quiet import quiet_loading
     from ppt.testing.models import bert_tokenizer, tiny_bert
 
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *list("abcdefghijklmnopqrstuvwxyz"), "##s", "##ing", ".", ",", *MLM_WORDS]
+    vocab = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        *list("abcdefghijklmnopqrstuvwxyz"),
+        "##s",
+        "##ing",
+        ".",
+        ",",
+        *MLM_WORDS,
+    ]
     tok = bert_tokenizer(vocab)
     model = tiny_bert(len(vocab), seed=seed, max_position_embeddings=128, pad_token_id=0)
     path.mkdir(parents=True, exist_ok=True)

@@ -174,7 +174,9 @@ def test_composition_is_exact_and_sensitive_to_each_event():
             assert dropped.eps == pytest.approx(sum(epss) - epss[i])
             assert dropped.tokens == len(epss) - 1
     # nested structure and counts are not lost either
-    nested = ComposedEvent([SelfComposedEvent(ComposedEvent([PureDpEvent(1.0), PureDpEvent(2.0)]), 3), PureDpEvent(4.0)])
+    nested = ComposedEvent(
+        [SelfComposedEvent(ComposedEvent([PureDpEvent(1.0), PureDpEvent(2.0)]), 3), PureDpEvent(4.0)]
+    )
     assert compose(nested).eps == pytest.approx(13.0)
 
 
@@ -282,7 +284,9 @@ def test_render_headline_holds_only_proven_figures():
     assert block["claimed"] == [{"source": "paper", "claimed_eps_per_token": 777.0, "claimed_eps": 777.0, "tokens": 1}]
     assert block["conditional"][0]["given"] == "given C_r"
     assert block["conditional"][0]["eps_given"] == pytest.approx(4995.0)
-    assert block["empirical"] == [{"eps_lower": 333.0, "method": "clopper-pearson", "confidence": 0.999999, "n": 20_000}]
+    assert block["empirical"] == [
+        {"eps_lower": 333.0, "method": "clopper-pearson", "confidence": 0.999999, "n": 20_000}
+    ]
     # no unproven figure shares a key name with the headline's figures
     unproven_keys = {k.split(".")[-1] for k in _all_keys({k: v for k, v in block.items() if k != "proven"})}
     assert not unproven_keys & {"eps", "eps_per_token", "delta"}

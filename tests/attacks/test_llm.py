@@ -52,5 +52,9 @@ def test_endpoint_lm_builds_chat_bodies():
     out = EndpointLM("http://127.0.0.1:1/v1", "m", client=c).generate(msgs, params)
     assert out[0].text == "restored" and isinstance(out[1], RecordError)
     assert c.kind == "chat" and c.items[1][1]["max_tokens"] == 20 and c.items[0][1]["temperature"] == 0.0
-    assert c.items[0][1] == {"model": "m", "messages": [{"role": "user", "content": "p1"}], "max_tokens": 10,
-                             "temperature": 0.0}
+    assert c.items[0][1] == {
+        "model": "m",
+        "messages": [{"role": "user", "content": "p1"}],
+        "max_tokens": 10,
+        "temperature": 0.0,
+    }

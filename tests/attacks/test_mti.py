@@ -11,7 +11,23 @@ from ppt.testing import bert_tokenizer, tiny_bert
 @pytest.fixture
 def tiny_mlm():
     """A 1-layer BERT whose head always predicts 'cat' (bias), with a real WordPiece tokenizer."""
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "dog", "sat", "on", "mat", "blue", "##s", ",", "."]
+    vocab = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        "the",
+        "cat",
+        "dog",
+        "sat",
+        "on",
+        "mat",
+        "blue",
+        "##s",
+        ",",
+        ".",
+    ]
     tok = bert_tokenizer(vocab)
     model = tiny_bert(len(vocab), hidden_size=16, num_hidden_layers=1, intermediate_size=32)
     with torch.no_grad():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from ppt.attacks.knn import KnnAttack
 from ppt.attacks.realign import (
@@ -56,7 +55,11 @@ def test_parse_alignment_glued_subwords_and_numbers(space):
     from ppt.attacks.realign import align_parse
 
     al = align_parse(Glued, "the skymat 42", "a catdog 17")
-    assert [(WORDS[o], WORDS[n]) for o, n in zip(al.orig_rows, al.new_rows)] == [("the", "a"), ("sky", "cat"), ("mat", "dog")]
+    assert [(WORDS[o], WORDS[n]) for o, n in zip(al.orig_rows, al.new_rows)] == [
+        ("the", "a"),
+        ("sky", "cat"),
+        ("mat", "dog"),
+    ]
     assert al.spans == [(0, 1), (2, 5), (5, 8)]
 
 

@@ -47,7 +47,9 @@ def doubled(monkeypatch, space, tiny_lm, mech, name, params):
 
         for fn in ("sample_runs", "sample_runs_torch"):  # both samplers (numpy runs on the CPU, torch on a GPU)
             orig = getattr(rm, fn)
-            monkeypatch.setattr(rm, fn, lambda table, rows, r, u, eps, *a, _o=orig, **k: _o(table, rows, r, u, 2 * eps, *a, **k))
+            monkeypatch.setattr(
+                rm, fn, lambda table, rows, r, u, eps, *a, _o=orig, **k: _o(table, rows, r, u, 2 * eps, *a, **k)
+            )
     elif name == "cape":
         import ppt.mechanisms.cape.utility as cu
 
@@ -91,7 +93,11 @@ def test_true_mechanism(space, tiny_lm, name):
     cert = f(res["certified"])
     assert cert > 0 and res["pairs"] and res["end_to_end"]["pairs"]
     if claim.metric:  # metric DP: eps per unit distance; the worst case over the vocabulary is eps * max d
-        dmax = max(float(np.linalg.norm(space.embeddings[i] - space.embeddings[j])) for i in range(space.size) for j in range(i))
+        dmax = max(
+            float(np.linalg.norm(space.embeddings[i] - space.embeddings[j]))
+            for i in range(space.size)
+            for j in range(i)
+        )
         assert res["claim"]["worst_case_eps"] == pytest.approx(eps * dmax, rel=1e-4)
         assert f(res["certified_per_unit"]) <= eps * (1 + 1e-3)
         assert cert <= eps * dmax
@@ -146,7 +152,12 @@ def test_no_claim():
 
 def test_bounds():
     lo, hi = clopper_pearson(np.array([0, 50, 100]), 100, 0.025)
-    assert lo[0] == 0 and hi[2] == 1 and lo[1] == pytest.approx(0.3983, abs=1e-3) and hi[1] == pytest.approx(0.6017, abs=1e-3)
+    assert (
+        lo[0] == 0
+        and hi[2] == 1
+        and lo[1] == pytest.approx(0.3983, abs=1e-3)
+        and hi[1] == pytest.approx(0.6017, abs=1e-3)
+    )
     # a [0, 1] mean of zeros: (1 - q)^n = alpha
     assert kl_bounds(0.0, 10_000, 1e-6)[1] == pytest.approx(1 - 1e-6 ** (1 / 10_000), rel=1e-6)
     lo, hi = kl_bounds(0.3, 100_000, 1e-6)

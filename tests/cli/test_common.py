@@ -42,8 +42,16 @@ def make_app(behaviour: str = "ok") -> tuple[typer.Typer, dict]:
         device: DeviceOpt = "auto",
     ) -> None:
         seen["seed"] = seed
-        seen["opts"] = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
-                                   on_error=on_error, batch_size=batch_size, quiet=quiet, device=device)
+        seen["opts"] = stream_args(
+            input=input,
+            output=output,
+            text_field=text_field,
+            id_field=id_field,
+            on_error=on_error,
+            batch_size=batch_size,
+            quiet=quiet,
+            device=device,
+        )
         if behaviour == "config":
             raise PptError("eps must be > 0", ExitCode.CONFIG, hint="pass --eps 6")
         if behaviour == "interrupt":
@@ -61,8 +69,25 @@ def test_defaults_and_parsing():
 
     r = runner.invoke(
         app,
-        ["-i", "a.jsonl", "-o", "b.jsonl", "--text-field", "body", "--id-field", "uid", "--on-error", "record",
-         "--batch-size", "8", "--seed", "3", "-q", "--device", "cuda:1"],
+        [
+            "-i",
+            "a.jsonl",
+            "-o",
+            "b.jsonl",
+            "--text-field",
+            "body",
+            "--id-field",
+            "uid",
+            "--on-error",
+            "record",
+            "--batch-size",
+            "8",
+            "--seed",
+            "3",
+            "-q",
+            "--device",
+            "cuda:1",
+        ],
     )
     assert r.exit_code == 0, r.output
     assert seen["opts"] == StreamArgs("a.jsonl", "b.jsonl", "body", "uid", "record", 8, True, device="cuda:1")

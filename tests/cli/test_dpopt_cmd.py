@@ -13,8 +13,10 @@ LAB = "negative,positive"
 
 
 def _rows(n: int, labels=("negative", "positive")) -> str:
-    return "".join(json.dumps({"id": i, "text": f"the quick brown fox {i} jumps", "label": labels[i % len(labels)]}) + "\n"
-                   for i in range(n))
+    return "".join(
+        json.dumps({"id": i, "text": f"the quick brown fox {i} jumps", "label": labels[i % len(labels)]}) + "\n"
+        for i in range(n)
+    )
 
 
 @pytest.fixture
@@ -28,14 +30,17 @@ def train(tmp_path):
 NO_MODEL = "/nonexistent/model"
 
 
-@pytest.mark.parametrize("extra,rows,code,needle", [
-    ([], _rows(80, ("negative", "positive", "neutral")), ExitCode.DATAERR, "outside --labels"),
-    # as many subsets as records: too few whatever the unseeded split key draws (70 passed ~2e-4 of runs)
-    (["--ensemble", "80"], _rows(80), ExitCode.DATAERR, "too few"),
-    (["--eps", "0.05", "--eps0", "4"], _rows(80), ExitCode.USAGE, "cannot cover one token"),
-    ([], '{"id": 1, "text": "x"}\n', ExitCode.DATAERR, "label field"),
-    ([], "not json\n", ExitCode.DATAERR, "line 1"),
-])
+@pytest.mark.parametrize(
+    "extra,rows,code,needle",
+    [
+        ([], _rows(80, ("negative", "positive", "neutral")), ExitCode.DATAERR, "outside --labels"),
+        # as many subsets as records: too few whatever the unseeded split key draws (70 passed ~2e-4 of runs)
+        (["--ensemble", "80"], _rows(80), ExitCode.DATAERR, "too few"),
+        (["--eps", "0.05", "--eps0", "4"], _rows(80), ExitCode.USAGE, "cannot cover one token"),
+        ([], '{"id": 1, "text": "x"}\n', ExitCode.DATAERR, "label field"),
+        ([], "not json\n", ExitCode.DATAERR, "line 1"),
+    ],
+)
 def test_tune_validation_fails_before_loading_a_model(tmp_path, extra, rows, code, needle):
     p = ppt("dp-opt", "tune", "--labels", LAB, "--model", NO_MODEL, *extra, stdin=rows)
     assert p.returncode == code, p.stderr
@@ -51,16 +56,44 @@ def test_missing_input_is_noinput():
 @pytest.mark.slow
 def test_tune_eval_apply_on_a_tiny_model(tiny_lm, train, tmp_path):
     out = tmp_path / "prompt.json"
-    p = ppt("dp-opt", "tune", "-i", str(train), "--labels", LAB, "--model", str(tiny_lm), "--eps", "8", "--eps0", "1",
-            "--ensemble", "6", "--shots", "2", "--max-prompts", "2", "--max-tokens", "3", "--seed", "1",
-            "--checkpoint", str(tmp_path / "ck"), "-o", str(out))
+    p = ppt(
+        "dp-opt",
+        "tune",
+        "-i",
+        str(train),
+        "--labels",
+        LAB,
+        "--model",
+        str(tiny_lm),
+        "--eps",
+        "8",
+        "--eps0",
+        "1",
+        "--ensemble",
+        "6",
+        "--shots",
+        "2",
+        "--max-prompts",
+        "2",
+        "--max-tokens",
+        "3",
+        "--seed",
+        "1",
+        "--checkpoint",
+        str(tmp_path / "ck"),
+        "-o",
+        str(out),
+    )
     assert p.returncode == 0, p.stderr
     res = json.loads(out.read_text())
     b = res["ppt"]["dp-opt"]
     g = b["generation"]
     assert res["instruction"] in res["candidates"] and b["private"] and b["seeded"]
-    assert 0 < g["eps"] <= 8 and g["queries"] >= 1 and {"eps0", "delta0", "k_bar", "failures", "accountant",
-                                                         "amplification"} <= set(g)
+    assert (
+        0 < g["eps"] <= 8
+        and g["queries"] >= 1
+        and {"eps0", "delta0", "k_bar", "failures", "accountant", "amplification"} <= set(g)
+    )
     assert res["validation_correct"] is None  # counts are not released at finite eps
     p = ppt("dp-opt", "eval", "--prompt", str(out), "-i", str(train), "--model", str(tiny_lm))
     assert p.returncode == 0, p.stderr

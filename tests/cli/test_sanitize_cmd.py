@@ -11,7 +11,13 @@ SECRET = "Zanzibar Quux-Secretname 4417"
 
 
 def records(n=5):
-    return "".join(json.dumps({"id": f"r{i}", "text": f"My friend {SECRET} lives near the river and works as a nurse.", "extra": i}) + "\n" for i in range(n))
+    return "".join(
+        json.dumps(
+            {"id": f"r{i}", "text": f"My friend {SECRET} lives near the river and works as a nurse.", "extra": i}
+        )
+        + "\n"
+        for i in range(n)
+    )
 
 
 @pytest.mark.slow
@@ -40,7 +46,19 @@ def test_keep_original_is_explicit():
 
 @pytest.mark.slow
 def test_emit_alignment_pairs_every_perturbed_token():
-    r = ppt("sanitize", "--eps", "6", "--seed", "2", "--emit-alignment", "al", "--keep-original", "raw", "--quiet", stdin=records(3))
+    r = ppt(
+        "sanitize",
+        "--eps",
+        "6",
+        "--seed",
+        "2",
+        "--emit-alignment",
+        "al",
+        "--keep-original",
+        "raw",
+        "--quiet",
+        stdin=records(3),
+    )
     assert r.returncode == 0, r.stderr
     from ppt.spaces import load_space
 
@@ -54,10 +72,20 @@ def test_emit_alignment_pairs_every_perturbed_token():
         for orig, new, start, end in spans:  # the span holds the replacement word (case policy aside)
             assert rec["text"][start:end].lower() == vocab[new].strip().lower()
     # the attack reads the field; it agrees with re-aligning the texts
-    field = subprocess.run([*PPT, "attack", "knn", "--original-field", "raw", "--alignment-field", "al", "--summary-only"],
-                           input=r.stdout, capture_output=True, text=True, timeout=600)
-    text = subprocess.run([*PPT, "attack", "knn", "--original-field", "raw", "--alignment-field", "none", "--summary-only"],
-                          input=r.stdout, capture_output=True, text=True, timeout=600)
+    field = subprocess.run(
+        [*PPT, "attack", "knn", "--original-field", "raw", "--alignment-field", "al", "--summary-only"],
+        input=r.stdout,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    text = subprocess.run(
+        [*PPT, "attack", "knn", "--original-field", "raw", "--alignment-field", "none", "--summary-only"],
+        input=r.stdout,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     a, b = json.loads(field.stdout)["summary"], json.loads(text.stdout)["summary"]
     assert a["alignment"] == {"field": 3} and b["alignment"] == {"text": 3}
     assert a["top1"]["trials"] == b["top1"]["trials"]
@@ -119,7 +147,14 @@ def test_bad_lines_exit_codes_and_no_text_on_stderr():
 
 
 def test_head_closes_cleanly():
-    r = subprocess.run("ppt sanitize --eps 6 --quiet < /dev/stdin | head -1", shell=True, input=records(200), capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        "ppt sanitize --eps 6 --quiet < /dev/stdin | head -1",
+        shell=True,
+        input=records(200),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0 and len(r.stdout.splitlines()) == 1
     assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr
 

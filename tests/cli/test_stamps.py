@@ -37,10 +37,13 @@ def test_seeded_run_stamps_seeded_true_never_the_seed(stamp):
 # ---- finding 7: data-independent stamps by default ---------------------------------------------------
 
 
-@pytest.mark.parametrize(("mech", "texts"), [
-    (["-m", "rantext", "-e", "6"], ("house", "doctor", "river")),  # one cl100k token each
-    (["-m", "tem", "-e", "6", "--space", "glove-6b-50d"], ("Patel", "house", "surpluses")),
-])
+@pytest.mark.parametrize(
+    ("mech", "texts"),
+    [
+        (["-m", "rantext", "-e", "6"], ("house", "doctor", "river")),  # one cl100k token each
+        (["-m", "tem", "-e", "6", "--space", "glove-6b-50d"], ("Patel", "house", "surpluses")),
+    ],
+)
 @pytest.mark.slow
 def test_stamp_does_not_depend_on_the_raw_words(mech, texts):
     """One-word records with the same number of perturbed tokens get byte-identical stamps; the list
@@ -97,7 +100,10 @@ def test_compact_stamp_is_small_and_describe_expands_it():
     st = compact["ppt"]["sanitize"]
     sig = st["signature"]
     assert sig == full["ppt"]["sanitize"]["signature"] and "params" not in st and "params" in full["ppt"]["sanitize"]
-    assert sig.startswith("rantext|eps:6|space:cl100k-minilm:11000#") and "|z:calibrated|pol:drop.digits.keep.perturb.sentence|v:" in sig
+    assert (
+        sig.startswith("rantext|eps:6|space:cl100k-minilm:11000#")
+        and "|z:calibrated|pol:drop.digits.keep.perturb.sentence|v:" in sig
+    )
     r = ppt("mechs", "--describe", sig)
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)

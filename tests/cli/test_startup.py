@@ -58,7 +58,12 @@ def test_the_probe_sees_torch_when_a_path_needs_it():
     """The check can fail: tem has no numpy sampler, so its one-record run imports torch and the probe
     reports it."""
     rec = json.dumps({"id": 1, "text": "Alice met Bob."}) + "\n"
-    r = subprocess.run([sys.executable, "-c", PROBE, "sanitize", "--mech", "tem", "--quiet"],
-                       input=rec, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-c", PROBE, "sanitize", "--mech", "tem", "--quiet"],
+        input=rec,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     assert "PROBE ['torch']" in r.stderr, r.stderr[-2000:]

@@ -21,7 +21,9 @@ FAST = ["sanitize", "-m", "custext+", "-e", "6"]
 
 
 def recs(n: int = 3, **extra) -> str:
-    return "".join(json.dumps({"id": i, "text": f"my friend {SECRET} likes the river", **extra}) + "\n" for i in range(n))
+    return "".join(
+        json.dumps({"id": i, "text": f"my friend {SECRET} likes the river", **extra}) + "\n" for i in range(n)
+    )
 
 
 def sh(script: str, stdin: str = "", timeout: int = 300, cwd=None) -> subprocess.CompletedProcess:
@@ -52,8 +54,11 @@ def test_o_keeps_mode_and_new_private_file_is_0600(tmp_path):
     existing.write_text("old\n")
     os.chmod(existing, 0o600)
     new = tmp_path / "new.jsonl"
-    r = sh(f"umask 022; ppt {' '.join(FAST)} -q --keep-original raw -o {new} && "
-           f"ppt {' '.join(FAST)} -q --keep-original raw2 -o {existing} < {new}", stdin=recs(1))
+    r = sh(
+        f"umask 022; ppt {' '.join(FAST)} -q --keep-original raw -o {new} && "
+        f"ppt {' '.join(FAST)} -q --keep-original raw2 -o {existing} < {new}",
+        stdin=recs(1),
+    )
     assert r.returncode == 0, r.stderr
     assert stat.S_IMODE(os.stat(new).st_mode) == 0o600  # raw text: never world-readable
     assert stat.S_IMODE(os.stat(existing).st_mode) == 0o600
@@ -63,12 +68,12 @@ def test_o_keeps_mode_and_new_private_file_is_0600(tmp_path):
 def test_closed_stdin_is_exit_66_and_closed_stdout_exit_74():
     r = sh(f"ppt {' '.join(FAST)} <&-")
     assert r.returncode == 66 and "stdin is closed" in r.stderr and "Traceback" not in r.stderr
-    r = sh(f"ppt {' '.join(FAST)} >&- ; echo \"exit=$?\" >&2", stdin=recs(1))
+    r = sh(f'ppt {" ".join(FAST)} >&- ; echo "exit=$?" >&2', stdin=recs(1))
     assert "exit=74" in r.stderr and "stdout is closed" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_closed_stderr_still_runs_with_seed():
-    r = sh(f"ppt {' '.join(FAST)} --seed 3 2>&-; echo \"exit=$?\"", stdin=recs(2))
+    r = sh(f'ppt {" ".join(FAST)} --seed 3 2>&-; echo "exit=$?"', stdin=recs(2))
     lines = r.stdout.splitlines()
     assert lines[-1] == "exit=0"
     assert [json.loads(x)["id"] for x in lines[:-1]] == [0, 1]
@@ -87,14 +92,19 @@ def _wait_for(pred, timeout: float) -> bool:
 def test_signal_with_o_leaves_no_temp_file(tmp_path, sig):
     out = tmp_path / "out.jsonl"
     out.write_text("old\n")
-    p = subprocess.Popen([*PPT, *FAST, "-q", "--keep-original", "raw", "-o", str(out)], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [*PPT, *FAST, "-q", "--keep-original", "raw", "-o", str(out)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         p.stdin.write(recs(1).encode())
         p.stdin.flush()
         # the temp file exists and the first record has been written to it (the stalled pipe was processed)
-        assert _wait_for(lambda: any(f.endswith(".tmp") and os.path.getsize(tmp_path / f) > 0
-                                     for f in os.listdir(tmp_path)), 240), "no temp file written"
+        assert _wait_for(
+            lambda: any(f.endswith(".tmp") and os.path.getsize(tmp_path / f) > 0 for f in os.listdir(tmp_path)), 240
+        ), "no temp file written"
         p.send_signal(sig)
         code = p.wait(timeout=60)
     finally:
@@ -138,7 +148,9 @@ def test_big_integer_ids_and_fields_stay_exact():
 
 
 def test_error_ids_do_not_collide_with_real_ids():
-    r = sh(f"printf '{{\"id\": 1, \"text\": \"call me at noon\"}}\\nnot json\\n' | ppt {' '.join(FAST)} --on-error record -q")
+    r = sh(
+        f'printf \'{{"id": 1, "text": "call me at noon"}}\\nnot json\\n\' | ppt {" ".join(FAST)} --on-error record -q'
+    )
     a, b = (json.loads(x) for x in r.stdout.splitlines())
     assert a["id"] == 1 and b["id"] is None and b["error"]["line"] == 2
 
@@ -179,8 +191,17 @@ def _run_bad_stderr(kind: str, args: list[str], stdin: str, **env) -> subprocess
 
     err, pre = _stderr_kind(kind)
     try:
-        return subprocess.run([sys.executable, "-m", "ppt.cli.main", *args], input=stdin, stdout=subprocess.PIPE,
-                              stderr=err, preexec_fn=pre, text=True, timeout=300, env={**os.environ, **env}, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "ppt.cli.main", *args],
+            input=stdin,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            preexec_fn=pre,
+            text=True,
+            timeout=300,
+            env={**os.environ, **env},
+            check=False,
+        )
     finally:
         if err is not None:
             err.close()
@@ -194,7 +215,9 @@ def test_failing_stderr_keeps_output_and_exit_code(kind):
     assert [json.loads(x)["id"] for x in r.stdout.splitlines()] == [0, 1, 2]
     # an input error: the same exit code (65) as with a working stderr, the good records still out
     bad = recs(1) + "not json\n"
-    ok = subprocess.run([*PPT, *FAST, "--seed", "1"], input=bad, capture_output=True, text=True, timeout=300, check=False)
+    ok = subprocess.run(
+        [*PPT, *FAST, "--seed", "1"], input=bad, capture_output=True, text=True, timeout=300, check=False
+    )
     r = _run_bad_stderr(kind, [*FAST, "--seed", "1"], bad)
     assert r.returncode == ok.returncode == 65
     assert r.stdout == ok.stdout

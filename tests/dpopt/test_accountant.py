@@ -57,7 +57,11 @@ def _mixture_hockey(R, A, B, q, gamma):
 
 def _dist(counts, eps0, delta0, k_bar, scale=None):
     """Output law over token ids + bottom (last), as a dense vector."""
-    ids, p = ld.release_probabilities(counts, eps0, delta0, k_bar) if scale is None else _scaled(counts, eps0, delta0, k_bar, scale)
+    ids, p = (
+        ld.release_probabilities(counts, eps0, delta0, k_bar)
+        if scale is None
+        else _scaled(counts, eps0, delta0, k_bar, scale)
+    )
     out = torch.zeros(counts.numel() + 1, dtype=torch.float64)
     out[ids] = p[:-1]
     out[-1] = p[-1]

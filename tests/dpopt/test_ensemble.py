@@ -11,7 +11,9 @@ def test_kv_cache_matches_reencoding(tiny_lm):
     from ppt.models import load_causal_lm
 
     model, tok = load_causal_lm(str(tiny_lm), device="cpu", dtype="float32")
-    prompts = [tok(t)["input_ids"] for t in ("The quick brown fox", "A patient", "Please summarize this note about a payment")]
+    prompts = [
+        tok(t)["input_ids"] for t in ("The quick brown fox", "A patient", "Please summarize this note about a payment")
+    ]
     dec = EnsembleDecoder(model, tok, prompts)
     prefix: list[int] = []
     for step in range(4):

@@ -65,7 +65,13 @@ def test_single_token_fast_path_equals_the_general_scorer(tiny_lm):
     from ppt.lm.base import bos_prefix, pad_id
     from ppt.lm.score import continuation_logprobs
 
-    pairs = [(bos_prefix(tok) + tok(ev.forward("Classify.", t), add_special_tokens=False)["input_ids"],
-              tok(" " + y, add_special_tokens=False)["input_ids"]) for t in texts for y in singles[:2]]
+    pairs = [
+        (
+            bos_prefix(tok) + tok(ev.forward("Classify.", t), add_special_tokens=False)["input_ids"],
+            tok(" " + y, add_special_tokens=False)["input_ids"],
+        )
+        for t in texts
+        for y in singles[:2]
+    ]
     slow = np.array([s for s, _ in continuation_logprobs(model, pairs, pad_id=pad_id(tok))]).reshape(3, 2)
     assert np.allclose(fast, slow, atol=1e-4)

@@ -29,8 +29,10 @@ def test_one_added_record_changes_one_subset_only():
         return [sorted(texts[i] for i in s) for s in assign(key, texts, labels, 16, 5, salt="0")]
 
     before = contents(TEXTS, LABELS)
-    for texts, labels in ((TEXTS + ["a brand new record"], LABELS + ["a"]),
-                          (["a brand new record"] + TEXTS, ["a"] + LABELS)):
+    for texts, labels in (
+        (TEXTS + ["a brand new record"], LABELS + ["a"]),
+        (["a brand new record"] + TEXTS, ["a"] + LABELS),
+    ):
         after = contents(texts, labels)
         assert sum(1 for j in range(16) if before[j] != after[j]) <= 1
 

@@ -84,13 +84,16 @@ def test_private_checkpoint_keeps_the_accountant(lm, tmp_path):
     assert second["block"]["generation"]["queries"] == first["block"]["generation"]["queries"]
 
 
-@pytest.mark.parametrize("kw,labels,texts,code", [
-    ({"labels": ["negative"]}, LABELS, TEXTS, ExitCode.USAGE),
-    ({"labels": LAB}, LABELS[:-1] + ["neutral"], TEXTS, ExitCode.DATAERR),
-    # as many subsets as records: the validation split takes at least one, whatever the key draws
-    ({"labels": LAB, "ensemble": len(TEXTS)}, LABELS, TEXTS, ExitCode.DATAERR),
-    ({"labels": LAB, "eps": 0.05, "eps0": 4.0}, LABELS, TEXTS, ExitCode.USAGE),
-])
+@pytest.mark.parametrize(
+    "kw,labels,texts,code",
+    [
+        ({"labels": ["negative"]}, LABELS, TEXTS, ExitCode.USAGE),
+        ({"labels": LAB}, LABELS[:-1] + ["neutral"], TEXTS, ExitCode.DATAERR),
+        # as many subsets as records: the validation split takes at least one, whatever the key draws
+        ({"labels": LAB, "ensemble": len(TEXTS)}, LABELS, TEXTS, ExitCode.DATAERR),
+        ({"labels": LAB, "eps": 0.05, "eps0": 4.0}, LABELS, TEXTS, ExitCode.USAGE),
+    ],
+)
 def test_validation_fails_before_any_model(kw, labels, texts, code):
     with pytest.raises(PptError) as e:
         prepare(TuneConfig(**kw), texts, labels)

@@ -43,8 +43,9 @@ class TinyRecipe:
         emb = np.random.default_rng(7).normal(size=(len(WORDS), 8)).astype(np.float32)
         space = space_from_arrays("tiny-pool", WORDS, emb, cache=Cache(self.cache_dir))
         mech = get_mechanism(self.mech, self.eps, space=space, quiet=True)
-        stage = SanitizeStage(mech, SanitizeSpec(self.mech, seed=self.seed, min_kept=self.min_kept,
-                                                 emit_alignment=self.emit_alignment))
+        stage = SanitizeStage(
+            mech, SanitizeSpec(self.mech, seed=self.seed, min_kept=self.min_kept, emit_alignment=self.emit_alignment)
+        )
         if self.kill_on is None and self.fail_on is None:
             return stage
         return _Sabotage(stage, self.kill_on, self.fail_on)

@@ -47,18 +47,30 @@ def test_engine_ray_without_ray_exits_78_with_the_install_command(tmp_path, no_r
 
 
 def test_engine_local_is_the_default_and_needs_no_ray(no_ray):
-    r = ppt("sanitize", "-m", "rantext", "-e", "6", "--quiet", stdin='{"id": 1, "text": "my friend lives here"}\n', env=no_ray)
+    r = ppt(
+        "sanitize",
+        "-m",
+        "rantext",
+        "-e",
+        "6",
+        "--quiet",
+        stdin='{"id": 1, "text": "my friend lives here"}\n',
+        env=no_ray,
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["ppt"]["sanitize"]["seeded"] is False
 
 
-@pytest.mark.parametrize("argv", [
-    ["--ray-address", "127.0.0.1:6379"],
-    ["--actors", "2"],
-    ["--engine", "local", "--actors", "2"],
-    ["--engine", "spark"],
-    ["--engine", "ray", "--actors", "0"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--ray-address", "127.0.0.1:6379"],
+        ["--actors", "2"],
+        ["--engine", "local", "--actors", "2"],
+        ["--engine", "spark"],
+        ["--engine", "ray", "--actors", "0"],
+    ],
+)
 def test_engine_arguments_are_checked(argv):
     r = ppt("sanitize", *argv, "--quiet", stdin="")
     assert r.returncode == 2, (argv, r.stderr)
@@ -66,8 +78,12 @@ def test_engine_arguments_are_checked(argv):
 
 def test_check_options():
     check_options(StreamArgs(), RayOptions(actors=1))
-    for args, opts in [(StreamArgs(on_error="ignore"), RayOptions()), (StreamArgs(batch_size=0), RayOptions()),
-                       (StreamArgs(), RayOptions(actors=0)), (StreamArgs(), RayOptions(num_gpus=-1))]:
+    for args, opts in [
+        (StreamArgs(on_error="ignore"), RayOptions()),
+        (StreamArgs(batch_size=0), RayOptions()),
+        (StreamArgs(), RayOptions(actors=0)),
+        (StreamArgs(), RayOptions(num_gpus=-1)),
+    ]:
         with pytest.raises(PptError) as e:
             check_options(args, opts)
         assert e.value.exit_code == ExitCode.USAGE
@@ -99,7 +115,9 @@ def test_recipe_pickles_and_names_the_build_command():
     r = SanitizeRecipe("custext+", 1.0, params={"k": 20, "mode": "x"}, policy={"oov": "drop", "case": None}, seed=3)
     assert pickle.loads(pickle.dumps(r)) == r
     hint = r.build_hint()
-    assert "ppt sanitize --mech custext+ --eps 1 --param k=20 --param mode=x --oov drop -i /dev/null -o /dev/null" in hint
+    assert (
+        "ppt sanitize --mech custext+ --eps 1 --param k=20 --param mode=x --oov drop -i /dev/null -o /dev/null" in hint
+    )
     assert "--seed" not in hint
 
 
@@ -113,9 +131,14 @@ class _Batches:
 
 def _rows(rows):
     cols = list(zip(*rows))
-    return {"shard": np.array(cols[0]), "line_no": np.array(cols[1]), "status": np.array(cols[2], dtype=np.int8),
-            "out": np.array(cols[3], dtype=object), "etype": np.array(cols[4], dtype=object),
-            "emsg": np.array(cols[5], dtype=object)}
+    return {
+        "shard": np.array(cols[0]),
+        "line_no": np.array(cols[1]),
+        "status": np.array(cols[2], dtype=np.int8),
+        "out": np.array(cols[3], dtype=object),
+        "etype": np.array(cols[4], dtype=object),
+        "emsg": np.array(cols[5], dtype=object),
+    }
 
 
 ROWS = [
@@ -127,11 +150,18 @@ ROWS = [
 ]
 
 
-@pytest.mark.parametrize("on_error, code, written", [
-    ("skip", ExitCode.SOME_FAILED, [b'{"a":1}\n', b'{"a":3}\n{"a":5}\n']),
-    ("record", ExitCode.SOME_FAILED, [b'{"a":1}\n{"id":null,"error":{}}\n', b'{"a":3}\n{"id":null,"error":{"line":4}}\n{"a":5}\n']),
-    ("fail", ExitCode.SOME_FAILED, [b'{"a":1}\n', b""]),  # a stage error under fail: 1, output before it kept
-])
+@pytest.mark.parametrize(
+    "on_error, code, written",
+    [
+        ("skip", ExitCode.SOME_FAILED, [b'{"a":1}\n', b'{"a":3}\n{"a":5}\n']),
+        (
+            "record",
+            ExitCode.SOME_FAILED,
+            [b'{"a":1}\n{"id":null,"error":{}}\n', b'{"a":3}\n{"id":null,"error":{"line":4}}\n{"a":5}\n'],
+        ),
+        ("fail", ExitCode.SOME_FAILED, [b'{"a":1}\n', b""]),  # a stage error under fail: 1, output before it kept
+    ],
+)
 def test_drain_follows_on_error(tmp_path, on_error, code, written):
     args = StreamArgs(on_error=on_error)
     err = io.StringIO()
@@ -165,8 +195,10 @@ class _Upper:
         pass
 
     def __call__(self, records):
-        return [RecordError("bad_word", "the record says bad") if "bad" in r.text
-                else {**r.data, "text": r.text.upper()} for r in records]
+        return [
+            RecordError("bad_word", "the record says bad") if "bad" in r.text else {**r.data, "text": r.text.upper()}
+            for r in records
+        ]
 
 
 @pytest.mark.parametrize("on_error", ["skip", "record", "fail"])
@@ -175,10 +207,18 @@ def test_actor_rows_equal_run_stream_output(on_error):
     lines = [b'{"id": "a", "text": "hello"}', b"not json", b'{"id": "b", "text": "a bad one"}', b'{"text": "no id"}']
     args = StreamArgs(on_error=on_error, quiet=True)
     out = io.BytesIO()
-    local_code = run_stream(args, _Upper(), _stdin=io.BytesIO(b"\n".join(lines) + b"\n"), _stdout=out, _stderr=io.StringIO())
+    local_code = run_stream(
+        args, _Upper(), _stdin=io.BytesIO(b"\n".join(lines) + b"\n"), _stdout=out, _stderr=io.StringIO()
+    )
     actor = StageActor(_Upper, args)
-    rows = actor({"raw": np.array(lines, dtype=object), "line_no": np.arange(1, 5), "shard": np.zeros(4, dtype=int),
-                  "bad": np.array([""] * 4, dtype=object)})
+    rows = actor(
+        {
+            "raw": np.array(lines, dtype=object),
+            "line_no": np.arange(1, 5),
+            "shard": np.zeros(4, dtype=int),
+            "bad": np.array([""] * 4, dtype=object),
+        }
+    )
     buf = io.BytesIO()
 
     class W:

@@ -37,7 +37,9 @@ def make_input(n: int = 90, extra: dict[int, bytes] | None = None) -> bytes:
     return b"\n".join(lines) + b"\n"
 
 
-def run(recipe, data: bytes, workers: int, help_while_starting: bool = False, **opts) -> tuple[int, bytes, str, StagePool | None]:
+def run(
+    recipe, data: bytes, workers: int, help_while_starting: bool = False, **opts
+) -> tuple[int, bytes, str, StagePool | None]:
     """(exit code, stdout, stderr, the pool) of one run; workers=1: plain run_stream on the recipe's stage.
     Unless ``help_while_starting``, every batch runs in a worker once a second one is read (this process waits
     for the workers to start)."""
@@ -92,7 +94,11 @@ def test_on_error_counts_exit_codes_and_stderr_match_the_single_process_run(reci
     if on_error == "fail":
         assert expected[0] == ExitCode.DATAERR and "line 31" in expected[2] and expected[1].count(b"\n") == 30
     else:
-        assert expected[0] == ExitCode.SOME_FAILED and "too_few_tokens x12" in expected[2] and "not_an_object" in expected[2]
+        assert (
+            expected[0] == ExitCode.SOME_FAILED
+            and "too_few_tokens x12" in expected[2]
+            and "not_an_object" in expected[2]
+        )
     for workers, batch in ((2, 4), (3, 7)):
         assert run(case, data, workers, batch_size=batch, on_error=on_error)[:3] == expected, (workers, batch)
 
@@ -109,7 +115,9 @@ def test_a_stage_failure_under_fail_stops_at_the_same_record(recipe):
 def test_empty_output_warnings_are_counted_once_over_the_run(recipe, caplog):
     # out-of-vocabulary words are dropped: each such record comes out empty and is warned about,
     # the first SanitizeStage.MAX_EMPTY_WARNINGS only, whichever worker ran it
-    data = b"".join(json.dumps({"id": i, "text": "zzz qqq" if i % 2 else "apple pear"}).encode() + b"\n" for i in range(60))
+    data = b"".join(
+        json.dumps({"id": i, "text": "zzz qqq" if i % 2 else "apple pear"}).encode() + b"\n" for i in range(60)
+    )
 
     def warnings_of(workers: int) -> list[str]:
         caplog.clear()
@@ -135,8 +143,10 @@ def test_a_killed_worker_fails_the_run_closed(recipe, tmp_path):
     data = make_input(80)
     target = tmp_path / "out.jsonl"
     args = StreamArgs(batch_size=6, output=str(target))
-    with StagePool(dataclasses.replace(recipe, kill_on="r50"), 2, help_while_starting=False) as pool, \
-            pytest.raises(PptError) as exc:
+    with (
+        StagePool(dataclasses.replace(recipe, kill_on="r50"), 2, help_while_starting=False) as pool,
+        pytest.raises(PptError) as exc,
+    ):
         run_stream(args, pool, desc="sanitize", _stdin=io.BytesIO(data), _stderr=io.StringIO())
     assert exc.value.exit_code == ExitCode.TEMPFAIL and "worker process died" in exc.value.message
     assert not target.exists() and not list(tmp_path.glob(".out.jsonl*"))  # no partial file left behind
@@ -145,8 +155,10 @@ def test_a_killed_worker_fails_the_run_closed(recipe, tmp_path):
 def test_a_failing_worker_fails_closed_without_quoting_records(recipe):
     data = make_input(40)
     args = StreamArgs(batch_size=5)
-    with StagePool(dataclasses.replace(recipe, fail_on="r20"), 2, help_while_starting=False) as pool, \
-            pytest.raises(PptError) as exc:
+    with (
+        StagePool(dataclasses.replace(recipe, fail_on="r20"), 2, help_while_starting=False) as pool,
+        pytest.raises(PptError) as exc,
+    ):
         run_stream(args, pool, _stdin=io.BytesIO(data), _stdout=io.BytesIO(), _stderr=io.StringIO())
     assert exc.value.exit_code == ExitCode.TEMPFAIL and "ValueError" in exc.value.message
     assert "boom" not in str(exc.value) + (exc.value.hint or "") and "apple" not in str(exc.value)
@@ -161,8 +173,10 @@ def test_workers_must_be_positive(recipe):
 def test_cli_workers_match_one_process_on_the_default_space():
     from tests.helpers import ppt
 
-    stdin = "".join(json.dumps({"id": i, "text": f"Alice met Bob in Paris on day {i} to talk about the weather."}) + "\n"
-                    for i in range(12))
+    stdin = "".join(
+        json.dumps({"id": i, "text": f"Alice met Bob in Paris on day {i} to talk about the weather."}) + "\n"
+        for i in range(12)
+    )
     one = ppt("sanitize", "--eps", "6", "--seed", "3", "--batch-size", "4", "--workers", "1", stdin=stdin)
     two = ppt("sanitize", "--eps", "6", "--seed", "3", "--batch-size", "4", "--workers", "2", stdin=stdin)
     assert one.returncode == two.returncode == 0, two.stderr
@@ -208,8 +222,12 @@ def test_terminate_uses_the_public_call_where_python_has_it():
     from ppt.exec.pool import _terminate
 
     calls = []
-    _terminate(SimpleNamespace(terminate_workers=lambda: calls.append("public"),
-                               _processes={1: SimpleNamespace(terminate=lambda: calls.append("private"))}))
+    _terminate(
+        SimpleNamespace(
+            terminate_workers=lambda: calls.append("public"),
+            _processes={1: SimpleNamespace(terminate=lambda: calls.append("private"))},
+        )
+    )
     procs = {i: SimpleNamespace(terminate=lambda i=i: calls.append(i)) for i in range(2)}
     _terminate(SimpleNamespace(_processes=procs))  # before Python 3.14: the process table
     assert calls == ["public", 0, 1]

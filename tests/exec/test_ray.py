@@ -57,15 +57,26 @@ def write_shards(directory: Path, n: int = 1000, shards: int = 4, extra: dict[in
 
 def local(recipe, args: StreamArgs, data: bytes) -> tuple[int, bytes, str]:
     out, err = io.BytesIO(), io.StringIO()
-    code = run_stream(dataclasses.replace(args, input="-", output="-"), recipe(), desc="sanitize",
-                      _stdin=io.BytesIO(data), _stdout=out, _stderr=err)
+    code = run_stream(
+        dataclasses.replace(args, input="-", output="-"),
+        recipe(),
+        desc="sanitize",
+        _stdin=io.BytesIO(data),
+        _stdout=out,
+        _stderr=err,
+    )
     return code, out.getvalue(), err.getvalue()
 
 
 def on_ray(recipe, args: StreamArgs, src: Path, out: Path, actors: int) -> tuple[int, bytes, str, dict]:
     err = io.StringIO()
-    code = run_stage_on_ray(dataclasses.replace(args, input=str(src / "*.jsonl"), output=str(out)), recipe,
-                            options=RayOptions(actors=actors), desc="sanitize", _stderr=err)
+    code = run_stage_on_ray(
+        dataclasses.replace(args, input=str(src / "*.jsonl"), output=str(out)),
+        recipe,
+        options=RayOptions(actors=actors),
+        desc="sanitize",
+        _stderr=err,
+    )
     parts = sorted(out.glob("part-*.jsonl"))
     return code, b"".join(p.read_bytes() for p in parts), err.getvalue(), json.loads((out / SUMMARY_NAME).read_text())
 
@@ -76,8 +87,9 @@ def test_seeded_output_is_identical_to_local_across_actors(cluster, tmp_path):
     code, expected, _ = local(RECIPE, args, data)
     assert code == 0 and expected.count(b"\n") == 1000
     for actors, batch in ((1, 64), (2, 37)):
-        got_code, got, _, summary = on_ray(RECIPE, dataclasses.replace(args, batch_size=batch), tmp_path / "in",
-                                           tmp_path / f"out{actors}", actors)
+        got_code, got, _, summary = on_ray(
+            RECIPE, dataclasses.replace(args, batch_size=batch), tmp_path / "in", tmp_path / f"out{actors}", actors
+        )
         assert got_code == 0 and got == expected, actors
         assert summary["ok"] == 1000 and summary["actors"] == actors and summary["exit_code"] == 0
         assert [s["ok"] for s in summary["shards"]] == [250] * 4
@@ -108,15 +120,23 @@ def test_bad_records_follow_on_error_as_locally(cluster, tmp_path, on_error):
     assert got_err.strip().splitlines()[-1] == err.strip().splitlines()[-1]  # the same summary / stop line
     if on_error != "fail":
         assert code == ExitCode.SOME_FAILED and summary["exit_code"] == code
-        assert sum(summary["failed"].values()) > 3 and {"malformed_json", "missing_text_field", "empty_text",
-                                                        "too_few_tokens"} <= set(summary["failed"])
+        assert sum(summary["failed"].values()) > 3 and {
+            "malformed_json",
+            "missing_text_field",
+            "empty_text",
+            "too_few_tokens",
+        } <= set(summary["failed"])
 
 
 def test_missing_table_fails_before_the_job(cluster, tmp_path, tmp_cache):
     write_shards(tmp_path / "in", n=10)
     with pytest.raises(PptError) as e:
-        run_stage_on_ray(StreamArgs(input=str(tmp_path / "in"), output=str(tmp_path / "out")), RECIPE,
-                         options=RayOptions(actors=1), build_hint=RECIPE.build_hint())
+        run_stage_on_ray(
+            StreamArgs(input=str(tmp_path / "in"), output=str(tmp_path / "out")),
+            RECIPE,
+            options=RayOptions(actors=1),
+            build_hint=RECIPE.build_hint(),
+        )
     assert e.value.exit_code == ExitCode.CONFIG
     assert "ppt sanitize --mech custext+ --eps 3" in e.value.hint and "-i /dev/null" in e.value.hint
     assert not (tmp_path / "out").exists()
@@ -130,7 +150,9 @@ def test_cli_engine_ray_on_the_bundled_prompts(tmp_path):
     (src / "prompts.jsonl").write_text((ROOT / "examples" / "prompts.jsonl").read_text())
     common = ["sanitize", "-m", "custext+", "-e", "3", "--seed", "5"]
     loc = ppt(*common, "-q", "-i", str(src / "prompts.jsonl"))
-    r = ppt(*common, "--engine", "ray", "--actors", "2", "--input", str(src / "*.jsonl"), "--output", str(tmp_path / "out"))
+    r = ppt(
+        *common, "--engine", "ray", "--actors", "2", "--input", str(src / "*.jsonl"), "--output", str(tmp_path / "out")
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "out" / "part-00000.jsonl").read_text() == loc.stdout
     assert "ppt: sanitize: 6 ok" in r.stderr
@@ -143,12 +165,16 @@ def test_parquet_shards_give_the_jsonl_output(cluster, tmp_path):
     rows = [{"id": f"r{i}", "text": f"{PROMPTS[i % len(PROMPTS)]['text']} Ticket {i}.", "n": i} for i in range(120)]
     (tmp_path / "pq").mkdir()
     for s in range(3):
-        pq.write_table(pa.Table.from_pylist(rows[s * 40:(s + 1) * 40]), tmp_path / "pq" / f"part-{s}.parquet")
+        pq.write_table(pa.Table.from_pylist(rows[s * 40 : (s + 1) * 40]), tmp_path / "pq" / f"part-{s}.parquet")
     data = b"".join(json.dumps(r).encode() + b"\n" for r in rows)
     args = StreamArgs(batch_size=16)
     _, expected, _ = local(RECIPE, args, data)
-    code = run_stage_on_ray(dataclasses.replace(args, input=str(tmp_path / "pq"), output=str(tmp_path / "out")), RECIPE,
-                            options=RayOptions(actors=2), _stderr=io.StringIO())
+    code = run_stage_on_ray(
+        dataclasses.replace(args, input=str(tmp_path / "pq"), output=str(tmp_path / "out")),
+        RECIPE,
+        options=RayOptions(actors=2),
+        _stderr=io.StringIO(),
+    )
     assert code == 0
     assert b"".join(p.read_bytes() for p in sorted((tmp_path / "out").glob("part-*.jsonl"))) == expected
 

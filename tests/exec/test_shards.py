@@ -45,7 +45,9 @@ def test_glob_and_directory_resolve_sorted_and_numbered(tmp_path):
     assert shard_format("x.PARQUET") == "parquet" and shard_format("x.ndjson") == "jsonl"
 
 
-@pytest.mark.parametrize("spec, code", [("-", ExitCode.USAGE), ("", ExitCode.USAGE), ("/nonexistent/x.jsonl", ExitCode.NOINPUT)])
+@pytest.mark.parametrize(
+    "spec, code", [("-", ExitCode.USAGE), ("", ExitCode.USAGE), ("/nonexistent/x.jsonl", ExitCode.NOINPUT)]
+)
 def test_bad_inputs_are_refused(spec, code):
     with pytest.raises(PptError) as e:
         resolve_inputs(spec)
@@ -137,5 +139,7 @@ def test_parquet_rows_become_json_lines(tmp_path):
     assert count_rows(str(path), "parquet") == 2
     rows = list(shard_rows(str(path), "parquet", 3, 10))
     assert [(r["shard"], r["line_no"]) for r in rows] == [(3, 11), (3, 12)]
-    assert [json.loads(r["raw"]) for r in rows] == [{"id": "a", "text": "hello there", "n": 1},
-                                                    {"id": "b", "text": "general kenobi", "n": 2}]
+    assert [json.loads(r["raw"]) for r in rows] == [
+        {"id": "a", "text": "hello there", "n": 1},
+        {"id": "b", "text": "general kenobi", "n": 2},
+    ]

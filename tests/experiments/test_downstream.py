@@ -24,8 +24,9 @@ class BowEncoder:
     """Counts of class-A and class-B words: the raw toy set is linearly separable in it."""
 
     def encode(self, texts, batch_size=64):
-        return torch.tensor([[sum(w in A_WORDS for w in t.split()), sum(w in B_WORDS for w in t.split()), 1.0]
-                             for t in texts])
+        return torch.tensor(
+            [[sum(w in A_WORDS for w in t.split()), sum(w in B_WORDS for w in t.split()), 1.0] for t in texts]
+        )
 
 
 def toy_split(n_train=60, n_test=60, seed=0):
@@ -55,7 +56,9 @@ def toy(tmp_cache, monkeypatch):
 
 
 def cfg(eps=(0.01, 200.0)):
-    return downstream.DownstreamConfig(datasets=["toy"], mechanisms=["tem"], eps=list(eps), extra=[], bootstrap=200, batch_size=16)
+    return downstream.DownstreamConfig(
+        datasets=["toy"], mechanisms=["tem"], eps=list(eps), extra=[], bootstrap=200, batch_size=16
+    )
 
 
 def test_raw_is_high_tiny_eps_lowers_it_and_outputs_are_written(toy, tmp_path):
@@ -123,7 +126,9 @@ def test_a_failing_cell_is_listed_not_fatal(toy, tmp_path, monkeypatch):
     rows = downstream.run_downstream(cfg((1.0,)), tmp_path, data={"toy": toy_split()})
     assert [r["mechanism"] for r in rows] == ["raw"]
     conf = (tmp_path / "config.json").read_text()
-    assert json.loads(conf)["failed_cells"] == [{"dataset": "toy", "mechanism": "tem", "eps": 1.0, "error": "RuntimeError"}]
+    assert json.loads(conf)["failed_cells"] == [
+        {"dataset": "toy", "mechanism": "tem", "eps": 1.0, "error": "RuntimeError"}
+    ]
     assert "secret" not in conf
 
 
@@ -136,8 +141,12 @@ def test_scores_match_sklearn_and_intervals_cover():
     s = downstream.scores(y, pred, 3, 2000, seed=0)
     assert s["accuracy"] == pytest.approx(accuracy_score(y, pred))
     assert s["macro_f1"] == pytest.approx(f1_score(y, pred, average="macro"))
-    assert s["accuracy_ci_lo"] < s["accuracy"] < s["accuracy_ci_hi"] and s["accuracy_ci_hi"] - s["accuracy_ci_lo"] < 0.11
-    assert s["macro_f1_ci_lo"] < s["macro_f1"] < s["macro_f1_ci_hi"] and s["macro_f1_ci_hi"] - s["macro_f1_ci_lo"] < 0.13
+    assert (
+        s["accuracy_ci_lo"] < s["accuracy"] < s["accuracy_ci_hi"] and s["accuracy_ci_hi"] - s["accuracy_ci_lo"] < 0.11
+    )
+    assert (
+        s["macro_f1_ci_lo"] < s["macro_f1"] < s["macro_f1_ci_hi"] and s["macro_f1_ci_hi"] - s["macro_f1_ci_lo"] < 0.13
+    )
     perfect = downstream.scores(y, y, 3, 200, seed=0)
     assert perfect["macro_f1_ci_lo"] == 1.0 and perfect["accuracy"] == 1.0
 
@@ -171,8 +180,11 @@ def test_cli_downstream_rejects_bad_options(tmp_path):
 
 
 def test_cell_plan_runs_a_mechanism_without_eps_once_and_extra_cells_after_the_grid():
-    plan = downstream.cell_plan(downstream.DownstreamConfig(mechanisms=["tem", "prosan"], eps=[1.0, 6.0],
-                                                            extra=["prosan", "custext+:3", "tem:6"]))
+    plan = downstream.cell_plan(
+        downstream.DownstreamConfig(
+            mechanisms=["tem", "prosan"], eps=[1.0, 6.0], extra=["prosan", "custext+:3", "tem:6"]
+        )
+    )
     # prosan has no eps: one cell (eps None), not repeated by --extra; tem:6 is already in the grid
     assert plan == [("tem", 1.0), ("tem", 6.0), ("prosan", None), ("custext+", 3.0)]
     from ppt.mechanisms import mechanism_class
@@ -187,7 +199,12 @@ def test_a_mechanism_without_eps_gets_one_cell_and_one_row_in_every_eps_column(t
     c = cfg((0.01, 200.0))
     c.mechanisms = ["tem", "custext"]
     rows = downstream.run_downstream(c, tmp_path, data={"toy": toy_split()})
-    assert [(r["mechanism"], r["eps"]) for r in rows] == [("raw", None), ("tem", 0.01), ("tem", 200.0), ("custext", None)]
+    assert [(r["mechanism"], r["eps"]) for r in rows] == [
+        ("raw", None),
+        ("tem", 0.01),
+        ("tem", 200.0),
+        ("custext", None),
+    ]
     from ppt.mechanisms import mechanism_class
 
     assert toy[-1] == ("custext", mechanism_class("custext").default_eps)  # built at its default eps

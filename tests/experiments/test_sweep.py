@@ -43,9 +43,14 @@ def test_cell_end_to_end_with_known_answers(tmp_cache, monkeypatch, shift, priva
 
 
 def test_csv_roundtrip_and_plot(tmp_path):
-    rows = [{"mechanism": m, "eps": e, "knn_top1_privacy": p, "knn_top10_privacy": p * 0.9, "cosine": c}
-            for m, pts in {"rantext": [(1.0, 0.99, 0.1), (6.0, 0.95, 0.2)], "tem": [(1.0, 0.5, 0.6), (6.0, 0.1, 0.9)]}.items()
-            for e, p, c in pts]
+    rows = [
+        {"mechanism": m, "eps": e, "knn_top1_privacy": p, "knn_top10_privacy": p * 0.9, "cosine": c}
+        for m, pts in {
+            "rantext": [(1.0, 0.99, 0.1), (6.0, 0.95, 0.2)],
+            "tem": [(1.0, 0.5, 0.6), (6.0, 0.1, 0.9)],
+        }.items()
+        for e, p, c in pts
+    ]
     plot.write_csv(rows, tmp_path / "r.csv")
     back = plot.read_csv(tmp_path / "r.csv")
     assert [r["mechanism"] for r in back] == ["rantext", "rantext", "tem", "tem"]

@@ -11,7 +11,9 @@ def test_read_objects_skips_blank_lines_and_numbers_the_rest():
     assert list(read_objects(lines, "f")) == [(1, {"a": 1}), (3, {"a": 2})]
 
 
-@pytest.mark.parametrize("line, message", [(b'{"secret text', "line 2 is not JSON"), (b'["secret text"]', "line 2 is not a JSON object")])
+@pytest.mark.parametrize(
+    "line, message", [(b'{"secret text', "line 2 is not JSON"), (b'["secret text"]', "line 2 is not a JSON object")]
+)
 def test_a_bad_line_is_a_data_error_that_names_the_line_not_its_content(line, message):
     with pytest.raises(PptError) as e:
         list(read_objects([b"{}", line], "corpus.jsonl"))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import os
 import select
-import signal
 import stat
 import subprocess
 import sys
@@ -218,8 +217,9 @@ def test_signals_remove_the_temp_file(tmp_path, sig):
     target = tmp_path / "out.jsonl"
     target.write_text("old\n")
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    r = subprocess.run([sys.executable, "-c", _KILLER, str(target), sig], capture_output=True, text=True,
-                       timeout=120, env=env)
+    r = subprocess.run(
+        [sys.executable, "-c", _KILLER, str(target), sig], capture_output=True, text=True, timeout=120, env=env
+    )
     assert r.returncode != 0 and "returned" not in r.stdout
     assert leftovers(tmp_path) == [], f"{sig} left the temp file behind"
     assert target.read_text() == "old\n"
@@ -230,8 +230,9 @@ def test_ignored_hangup_stays_ignored(tmp_path):
     target = tmp_path / "out.jsonl"
     script = "import signal\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\n" + _KILLER
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    r = subprocess.run([sys.executable, "-c", script, str(target), "SIGHUP"], capture_output=True, text=True,
-                       timeout=120, env=env)
+    r = subprocess.run(
+        [sys.executable, "-c", script, str(target), "SIGHUP"], capture_output=True, text=True, timeout=120, env=env
+    )
     assert r.returncode == 0 and "returned 0" in r.stdout, r.stderr
     assert len(target.read_text().splitlines()) == 300
 
@@ -256,8 +257,9 @@ def test_closed_stdout_is_ioerr(monkeypatch):
 def test_closed_stderr_drops_messages(monkeypatch):
     monkeypatch.setattr(sys, "stderr", None)
     out = io.BytesIO()
-    code = run_stream(StreamArgs(on_error="skip"), upper, _stdin=io.BytesIO(jl({"text": "hi"}, {"text": 3})),
-                      _stdout=out)
+    code = run_stream(
+        StreamArgs(on_error="skip"), upper, _stdin=io.BytesIO(jl({"text": "hi"}, {"text": 3})), _stdout=out
+    )
     assert code == ExitCode.SOME_FAILED and orjson.loads(out.getvalue())["text"] == "HI"
 
 
@@ -272,13 +274,13 @@ def test_one_record_with_a_bad_ppt_field_fails_alone():
     recs = [{"id": i, "text": f"t{i}"} for i in range(100)]
     recs[50]["ppt"] = 5  # line 51
     out, err = io.BytesIO(), io.StringIO()
-    code = run_stream(StreamArgs(on_error="record"), stamping, _stdin=io.BytesIO(jl(*recs)), _stdout=out,
-                      _stderr=err)
+    code = run_stream(StreamArgs(on_error="record"), stamping, _stdin=io.BytesIO(jl(*recs)), _stdout=out, _stderr=err)
     lines = [orjson.loads(x) for x in out.getvalue().splitlines()]
     assert code == ExitCode.SOME_FAILED and len(lines) == 100
     bad = [x for x in lines if "error" in x]
-    assert bad == [{"id": 50, "error": {"type": "ppt_field_conflict", "message": bad[0]["error"]["message"],
-                                        "line": 51}}]
+    assert bad == [
+        {"id": 50, "error": {"type": "ppt_field_conflict", "message": bad[0]["error"]["message"], "line": 51}}
+    ]
     assert "1 failed" in err.getvalue() and "line 51" in err.getvalue()
     # fail mode: the 50 records before it come out, the error names line 51
     out, err = io.BytesIO(), io.StringIO()
@@ -289,15 +291,18 @@ def test_one_record_with_a_bad_ppt_field_fails_alone():
 
 def test_a_null_ppt_field_is_still_fine():
     out = io.BytesIO()
-    code = run_stream(StreamArgs(), stamping, _stdin=io.BytesIO(jl({"text": "a", "ppt": None})), _stdout=out,
-                      _stderr=io.StringIO())
+    code = run_stream(
+        StreamArgs(), stamping, _stdin=io.BytesIO(jl({"text": "a", "ppt": None})), _stdout=out, _stderr=io.StringIO()
+    )
     assert code == ExitCode.OK and orjson.loads(out.getvalue())["ppt"]["test"]["n"] == 1
 
 
 def test_big_integers_stay_exact():
     big = 2**64
-    line = (b'{"id": 18446744073709551616, "text": "hi", "n": -1180591620717411303424, '
-            b'"nested": {"x": [123456789012345678901234567890, 1.5, 7]}, "s": "12345678901234567890123"}\n')
+    line = (
+        b'{"id": 18446744073709551616, "text": "hi", "n": -1180591620717411303424, '
+        b'"nested": {"x": [123456789012345678901234567890, 1.5, 7]}, "s": "12345678901234567890123"}\n'
+    )
     out = io.BytesIO()
     ids: list = []
 
@@ -308,18 +313,26 @@ def test_big_integers_stay_exact():
     code = run_stream(StreamArgs(), fn, _stdin=io.BytesIO(line), _stdout=out, _stderr=io.StringIO())
     assert code == ExitCode.OK and ids == [big] and isinstance(ids[0], int)
     text = out.getvalue().decode()
-    for digits in ("18446744073709551616", "-1180591620717411303424", "123456789012345678901234567890",
-                   '"12345678901234567890123"'):
+    for digits in (
+        "18446744073709551616",
+        "-1180591620717411303424",
+        "123456789012345678901234567890",
+        '"12345678901234567890123"',
+    ):
         assert digits in text
     assert "e+" not in text and "1.5" in text
 
 
 def test_big_integer_line_keeps_json_strictness():
-    for raw in (b'{"id": 18446744073709551616, "text": "a", "x": NaN}', b'{"id": 18446744073709551616, "x": 1e999}',
-                b'{"id": 18446744073709551616, "text": "a",}'):
+    for raw in (
+        b'{"id": 18446744073709551616, "text": "a", "x": NaN}',
+        b'{"id": 18446744073709551616, "x": 1e999}',
+        b'{"id": 18446744073709551616, "text": "a",}',
+    ):
         out = io.BytesIO()
-        code = run_stream(StreamArgs(on_error="record"), upper, _stdin=io.BytesIO(raw + b"\n"), _stdout=out,
-                          _stderr=io.StringIO())
+        code = run_stream(
+            StreamArgs(on_error="record"), upper, _stdin=io.BytesIO(raw + b"\n"), _stdout=out, _stderr=io.StringIO()
+        )
         assert code == ExitCode.SOME_FAILED
         assert orjson.loads(out.getvalue())["error"]["type"] == "malformed_json"
 
@@ -331,8 +344,9 @@ def test_error_records_of_lines_without_id_get_null_id_and_line():
         return [RecordError("nope", "no") if r.text == "b" else {**r.data} for r in batch]
 
     out = io.BytesIO()
-    code = run_stream(StreamArgs(on_error="record"), fail_b, _stdin=io.BytesIO(data), _stdout=out,
-                      _stderr=io.StringIO())
+    code = run_stream(
+        StreamArgs(on_error="record"), fail_b, _stdin=io.BytesIO(data), _stdout=out, _stderr=io.StringIO()
+    )
     lines = [orjson.loads(x) for x in out.getvalue().splitlines()]
     assert code == ExitCode.SOME_FAILED
     assert lines[0] == {"id": 1, "text": "a"}
@@ -347,8 +361,10 @@ def test_a_stalled_pipe_is_flushed_without_waiting_for_a_full_batch():
     r_out, w_out = os.pipe()
     result: list = []
     src, dst = os.fdopen(r_in, "rb"), os.fdopen(w_out, "wb")
-    t = threading.Thread(target=lambda: result.append(
-        run_stream(StreamArgs(), upper, _stdin=src, _stdout=dst, _stderr=io.StringIO())), daemon=True)
+    t = threading.Thread(
+        target=lambda: result.append(run_stream(StreamArgs(), upper, _stdin=src, _stdout=dst, _stderr=io.StringIO())),
+        daemon=True,
+    )
     t.start()
     try:
         os.write(w_in, jl({"text": "hi"}))

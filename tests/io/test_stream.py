@@ -46,8 +46,7 @@ def test_ten_megabyte_line():
 
 def test_custom_fields_and_null_id():
     data = jl({"uid": 7, "body": "x"}, {"uid": None, "body": "y"})
-    code, out, _ = run(data, text_field="body", id_field="uid",
-                       fn=lambda b: [{"id": r.id, "t": r.text} for r in b])
+    code, out, _ = run(data, text_field="body", id_field="uid", fn=lambda b: [{"id": r.id, "t": r.text} for r in b])
     assert code == 0
     assert out == [{"id": 7, "t": "x"}, {"id": 1, "t": "y"}]
 

@@ -46,8 +46,14 @@ def test_loop_equals_transformers_generate(gen, static_cache):
 
 def test_raw_tokens_equal_generate_and_pad_after_eos(gen):
     ids, mask = _batch(gen, PROMPTS)
-    ref = gen.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=10, do_sample=False,
-                             pad_token_id=gen.tokenizer.pad_token_id, eos_token_id=None)[:, ids.shape[1]:]
+    ref = gen.model.generate(
+        input_ids=ids,
+        attention_mask=mask,
+        max_new_tokens=10,
+        do_sample=False,
+        pad_token_id=gen.tokenizer.pad_token_id,
+        eos_token_id=None,
+    )[:, ids.shape[1] :]
     with torch.inference_mode():
         dyn = decode(gen.model, ids, mask, max_new_tokens=10, eos_ids=[], pad_id=0)
         sta = decode(gen.model, ids, mask, max_new_tokens=10, eos_ids=[], pad_id=0, static_cache=True)
@@ -70,8 +76,15 @@ def test_every_row_done_ends_the_loop(gen):
     ids, mask = _batch(gen, PROMPTS[:2])
     calls, pad = [], gen.tokenizer.pad_token_id
     with torch.inference_mode():
-        out = decode(gen.model, ids, mask, max_new_tokens=20, eos_ids=[], pad_id=pad,
-                     stop_rows=lambda tokens, t: calls.append(t) or torch.full((2,), t >= 3))
+        out = decode(
+            gen.model,
+            ids,
+            mask,
+            max_new_tokens=20,
+            eos_ids=[],
+            pad_id=pad,
+            stop_rows=lambda tokens, t: calls.append(t) or torch.full((2,), t >= 3),
+        )
     assert calls == [1, 2, 3]
     assert (out[:, 3:] == pad).all() and (out[:, :3] != pad).all()
 
@@ -103,14 +116,24 @@ def test_compiled_style_step_is_used_and_equal(gen):
 
     with torch.inference_mode():
         plain = decode(gen.model, ids, mask, max_new_tokens=6, eos_ids=[], pad_id=0, static_cache=True)
-        stepped = decode(gen.model, ids, mask, max_new_tokens=6, eos_ids=[], pad_id=0, static_cache=True,
-                         step_forward=step)
+        stepped = decode(
+            gen.model, ids, mask, max_new_tokens=6, eos_ids=[], pad_id=0, static_cache=True, step_forward=step
+        )
     assert torch.equal(plain, stepped)
     assert len(seen) == 5 and len(set(seen)) == 1  # static shapes: one graph serves every step
     assert seen[0][:2] == (len(PROMPTS), 1)
     with torch.inference_mode():  # a longer cache (one shape for every batch of a call) changes nothing
-        longer = decode(gen.model, ids, mask, max_new_tokens=6, eos_ids=[], pad_id=0, static_cache=True,
-                        step_forward=step, min_cache_len=300)
+        longer = decode(
+            gen.model,
+            ids,
+            mask,
+            max_new_tokens=6,
+            eos_ids=[],
+            pad_id=0,
+            static_cache=True,
+            step_forward=step,
+            min_cache_len=300,
+        )
     assert torch.equal(plain, longer) and seen[-1][3] == 384
 
 

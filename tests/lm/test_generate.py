@@ -48,7 +48,8 @@ def test_seeded_sampling_independent_of_batching(gen):
     b = run(2, [4, 2, 0, 3, 1])
     assert a == b
     other = LocalGenerator(gen.model, gen.tokenizer).generate(
-        PROMPTS, params, [record_generator(8, i, "t") for i in range(5)])
+        PROMPTS, params, [record_generator(8, i, "t") for i in range(5)]
+    )
     assert _texts(other) != [a[i] for i in range(5)]
 
 

@@ -18,8 +18,9 @@ from tests.helpers import PPT  # noqa: E402
 @pytest.fixture
 def no_vllm(monkeypatch):
     real = vllm_engine.importlib.util.find_spec
-    monkeypatch.setattr(vllm_engine.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "vllm" else real(name, *a))
+    monkeypatch.setattr(
+        vllm_engine.importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a)
+    )
 
 
 def test_absent_vllm_is_a_config_error(no_vllm, tiny_lm):
@@ -38,13 +39,24 @@ def test_absent_vllm_is_a_config_error(no_vllm, tiny_lm):
 @pytest.mark.skipif(vllm_engine.vllm_available(), reason="vllm is installed here")
 @pytest.mark.parametrize("cmd", [["extract"], ["serve", "--port", "0"]])
 def test_cli_runtime_vllm_without_vllm(cmd, tiny_lm):
-    r = subprocess.run([*PPT, *cmd, "--model", str(tiny_lm), "--device", "cpu", "--runtime", "vllm"], check=False,
-                       input='{"id": 1, "raw": "secret words", "generation": "x"}\n', capture_output=True, text=True,
-                       timeout=180)
+    r = subprocess.run(
+        [*PPT, *cmd, "--model", str(tiny_lm), "--device", "cpu", "--runtime", "vllm"],
+        check=False,
+        input='{"id": 1, "raw": "secret words", "generation": "x"}\n',
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert r.returncode == ExitCode.CONFIG, r.stderr
     assert "vllm package is not installed" in r.stderr and "secret" not in r.stderr
-    bad = subprocess.run([*PPT, *cmd, "--model", str(tiny_lm), "--runtime", "nope"], check=False, input="",
-                         capture_output=True, text=True, timeout=180)
+    bad = subprocess.run(
+        [*PPT, *cmd, "--model", str(tiny_lm), "--runtime", "nope"],
+        check=False,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert bad.returncode == ExitCode.USAGE and "--runtime must be one of transformers, vllm" in bad.stderr
 
 

@@ -23,6 +23,9 @@ def sampler_backend(request, monkeypatch):
 
 
 def pytest_generate_tests(metafunc):
-    if ("sampler_backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("statistical")
-            and metafunc.module.__name__.rsplit(".", 1)[-1] in BOTH_BACKENDS):
+    if (
+        "sampler_backend" in metafunc.fixturenames
+        and metafunc.definition.get_closest_marker("statistical")
+        and metafunc.module.__name__.rsplit(".", 1)[-1] in BOTH_BACKENDS
+    ):
         metafunc.parametrize("sampler_backend", ["numpy", "torch"], indirect=True)

@@ -44,8 +44,9 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def causal():
-    tok = bpe_tokenizer(CORPUS, 300, ["<|endoftext|>"], eos_token="<|endoftext|>", bos_token="<|endoftext|>",
-                        pad_token="<|endoftext|>")
+    tok = bpe_tokenizer(
+        CORPUS, 300, ["<|endoftext|>"], eos_token="<|endoftext|>", bos_token="<|endoftext|>", pad_token="<|endoftext|>"
+    )
     model = tiny_llama(len(tok), seed=0, max_position_embeddings=32, tie_word_embeddings=True)
     with torch.no_grad():  # make logits spread so the logit term matters
         model.get_input_embeddings().weight.mul_(20)
@@ -170,7 +171,9 @@ def test_utility_terms_and_forms_by_hand():
 def test_eps_prime_by_hand():
     counts = torch.tensor([[2, 0, 1, 2], [5, 0, 0, 0], [3, 1, 6, 0]])
     assert cu.eps_prime(counts).tolist() == pytest.approx([math.log(2), 0.0, math.log(6)])
-    _, diag = cu.sample_bucketized(torch.tensor([[0.0, 0.1, 0.5, 0.95, 1.0]]), 1.0, 1.0, 4, torch.tensor([0.3]), torch.tensor([0.3]))
+    _, diag = cu.sample_bucketized(
+        torch.tensor([[0.0, 0.1, 0.5, 0.95, 1.0]]), 1.0, 1.0, 4, torch.tensor([0.3]), torch.tensor([0.3])
+    )
     assert diag["eps_prime"].item() == pytest.approx(math.log(2))
     assert diag["n_nonempty"].item() == 3
 
@@ -296,7 +299,12 @@ def test_privacy_audit_real_neighbours(cape_causal):
     _, cx, _ = cu.bucketize(ux, c.buckets)
     _, cy, _ = cu.bucketize(uy, c.buckets)
     claim = float(cu.pairwise_bound(cx, cy, c.eps))
-    exact = (cu.closed_form(ux, c.eps, 1.0, c.buckets).log() - cu.closed_form(uy, c.eps, 1.0, c.buckets).log()).abs().max().item()
+    exact = (
+        (cu.closed_form(ux, c.eps, 1.0, c.buckets).log() - cu.closed_form(uy, c.eps, 1.0, c.buckets).log())
+        .abs()
+        .max()
+        .item()
+    )
     assert exact <= claim + 1e-9
     n, v = 200_000, ux.shape[1]
     kx = np.bincount(draw(ux, c.eps, c.buckets, n, seed=41), minlength=v)
@@ -330,7 +338,9 @@ def test_worst_case_eps_bound():
     assert cu.worst_case_eps(1.0, 1, 50) == 0.0
     # by the formula for |V| = 10, N_b = 3
     m = np.arange(1, 4)
-    assert cu.worst_case_eps(1.0, 10, 3) == pytest.approx(math.log(c / (c + 1)) + np.log((10 - m + 1) * (1 + (m - 1) * c)).max())
+    assert cu.worst_case_eps(1.0, 10, 3) == pytest.approx(
+        math.log(c / (c + 1)) + np.log((10 - m + 1) * (1 + (m - 1) * c)).max()
+    )
     # never beaten by random pairs
     g = torch.Generator().manual_seed(5)
     u = torch.rand(400, 6, generator=g) ** 3
@@ -374,10 +384,17 @@ def test_composed_eps_is_sum_of_eps_plus_eps_prime(cape_causal):
 
 def test_validation_before_loading():
     # unknown params and bad eps: test_contract.py
-    for bad in (dict(eps=1, buckets=0), dict(eps=1, buckets=2.5),
-                dict(eps=1, utility="max"), dict(eps=1, lambda_l=-1), dict(eps=1, lambda_l=0, lambda_d=0),
-                dict(eps=1, logit_bound=0), dict(eps=1, context="bidirectional"), dict(eps=1, space="glove-6b-50d"),
-                dict(eps=1, policy={"numbers": "sometimes"})):
+    for bad in (
+        dict(eps=1, buckets=0),
+        dict(eps=1, buckets=2.5),
+        dict(eps=1, utility="max"),
+        dict(eps=1, lambda_l=-1),
+        dict(eps=1, lambda_l=0, lambda_d=0),
+        dict(eps=1, logit_bound=0),
+        dict(eps=1, context="bidirectional"),
+        dict(eps=1, space="glove-6b-50d"),
+        dict(eps=1, policy={"numbers": "sometimes"}),
+    ):
         with pytest.raises(ValueError):
             Cape(model="/nonexistent/never/loaded", **bad)
 
@@ -485,19 +502,25 @@ def test_calibrated_bound(causal, cape_causal):
     with torch.no_grad():
         for prompt in CALIBRATION_PROMPTS:
             ids = tok(prompt, add_special_tokens=False)["input_ids"]
-            vals.append(model(torch.tensor([[lm.prefix_id] + ids])).logits[0, :-1][:, cape_causal.candidates].abs().flatten())
+            vals.append(
+                model(torch.tensor([[lm.prefix_id] + ids])).logits[0, :-1][:, cape_causal.candidates].abs().flatten()
+            )
     want = float(np.quantile(torch.cat(vals).double().numpy(), CALIBRATION_QUANTILE))
     assert cape_causal.logit_bound == pytest.approx(want, rel=1e-4)
     assert cape_causal.params()["logit_bound"] == cape_causal.logit_bound
 
 
-@pytest.mark.parametrize("form,lam_l,lam_d", [("product", 0.5, 1.0), ("product", 2.0, 0.5), ("product", 0.0, 1.0), ("additive", 0.5, 1.0)])
+@pytest.mark.parametrize(
+    "form,lam_l,lam_d", [("product", 0.5, 1.0), ("product", 2.0, 0.5), ("product", 0.0, 1.0), ("additive", 0.5, 1.0)]
+)
 def test_utilities_match_definition(causal, form, lam_l, lam_d):
     """The fused in-place utility equals the reference formulas of cape_utility and the hand formula."""
     c = Cape(3.0, model=causal, utility=form, lambda_l=lam_l, lambda_d=lam_d, logit_bound=2.5)
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(4, c.candidates.numel(), generator=g) * 5
-    orig = torch.tensor([c.candidates[5].item(), c.candidates[0].item(), c.candidates[5].item(), 0])  # 0: a special token
+    orig = torch.tensor(
+        [c.candidates[5].item(), c.candidates[0].item(), c.candidates[5].item(), 0]
+    )  # 0: a special token
     u = c.utilities(logits.clone(), orig)
     e = c.embeddings.double()
     cand_norm = e[c.candidates].norm(dim=1)
@@ -517,7 +540,9 @@ def test_utilities_match_definition(causal, form, lam_l, lam_d):
         err_d = torch.minimum(a.sqrt(), a / d.clamp_min(1e-300))
         tol = lam_d * (err_d + err_d[d.argmax()]) / d.max() + 1e-6
         assert bool(((u[i].double() - want).abs() <= tol).all())
-        ref = cu.combine(cu.logit_term(logits[i : i + 1], 2.5), cu.distance_term(d.float().unsqueeze(0)), lam_l, lam_d, form)
+        ref = cu.combine(
+            cu.logit_term(logits[i : i + 1], 2.5), cu.distance_term(d.float().unsqueeze(0)), lam_l, lam_d, form
+        )
         assert bool(((u[i] - ref[0]).double().abs() <= tol).all())
     assert float(u.min()) >= 0 and float(u.max()) <= c.delta_u + 1e-6
 
@@ -658,7 +683,7 @@ def test_features_bitwise_independent_of_batch(which, request):
 
 
 def test_batching_modes(causal):
-    """"auto" keeps records apart on seeded runs and mixes them on OS-entropy runs."""
+    """ "auto" keeps records apart on seeded runs and mixes them on OS-entropy runs."""
     with pytest.raises(ValueError, match="batching"):
         Cape(3.0, model=causal, batching="sometimes")
     mech = Cape(3.0, model=causal)
@@ -712,7 +737,10 @@ def test_signature_names_the_model_weights(causal, cape_causal):
     assert cape_causal.params()["model_hash"] == weights_fingerprint(model)
     other = tiny_llama(len(tok), seed=5, max_position_embeddings=32, tie_word_embeddings=True)
     sig2 = parse_signature(make_signature(Cape(3.0, model=(other, tok))))
-    assert sig2["params"]["model"] == sig["params"]["model"] and sig2["params"]["model_hash"] != sig["params"]["model_hash"]
+    assert (
+        sig2["params"]["model"] == sig["params"]["model"]
+        and sig2["params"]["model_hash"] != sig["params"]["model_hash"]
+    )
 
 
 def test_reproducible_runs_use_one_thread_and_b_is_rounded(causal, monkeypatch):
@@ -723,7 +751,9 @@ def test_reproducible_runs_use_one_thread_and_b_is_rounded(causal, monkeypatch):
 
     calib = []
     real_bound = loading.cu.calibrate_bound
-    monkeypatch.setattr(loading.cu, "calibrate_bound", lambda *a, **k: (calib.append(torch.get_num_threads()), real_bound(*a, **k))[1])
+    monkeypatch.setattr(
+        loading.cu, "calibrate_bound", lambda *a, **k: (calib.append(torch.get_num_threads()), real_bound(*a, **k))[1]
+    )
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
@@ -731,7 +761,9 @@ def test_reproducible_runs_use_one_thread_and_b_is_rounded(causal, monkeypatch):
         assert calib == [1] and mech.logit_bound == float(f"{mech.logit_bound:.4g}")
         seen = []
         real = mech.lm.features
-        monkeypatch.setattr(mech.lm, "features", lambda *a, **k: (seen.append(torch.get_num_threads()), real(*a, **k))[1])
+        monkeypatch.setattr(
+            mech.lm, "features", lambda *a, **k: (seen.append(torch.get_num_threads()), real(*a, **k))[1]
+        )
         mech.sanitize_batch([TEXTS[0]], gens(1, 1), reproducible=True)
         mech.sanitize_batch([TEXTS[0]], gens(1, 1), reproducible=False)
         assert seen == [1, 2] and torch.get_num_threads() == 2

@@ -112,7 +112,9 @@ def test_nth_member_matches_a_running_count(v, block):
     j[0], j[1] = 0, size[1] - 1  # the first and the last member
     blocks = -(-v // block)
     slot = b + (torch.arange(v) // block) * nb
-    block_counts = torch.zeros(n, blocks * nb, dtype=torch.int64).scatter_add_(1, slot, torch.ones_like(slot)).view(n, blocks, nb)
+    block_counts = (
+        torch.zeros(n, blocks * nb, dtype=torch.int64).scatter_add_(1, slot, torch.ones_like(slot)).view(n, blocks, nb)
+    )
     assert torch.equal(cu.nth_member(b, k, j, block_counts, block), running_count_member(b, k, j))
 
 
@@ -152,7 +154,10 @@ def test_hf_tokenize_batch_equals_per_text(causal, masked):  # noqa: F811
             both = h.tokenize_batch(texts)
             assert (both.lead, both.core, both.kinds) == (one.lead, one.core, one.kinds)
             for f in ("rows", "codes", "bounds"):
-                assert np.array_equal(getattr(both, f), getattr(one, f)) and getattr(both, f).dtype == getattr(one, f).dtype
+                assert (
+                    np.array_equal(getattr(both, f), getattr(one, f))
+                    and getattr(both, f).dtype == getattr(one, f).dtype
+                )
     assert len(HFTokenizer(causal[1]).tokenize_batch([])) == 0
 
 
@@ -222,7 +227,9 @@ def test_bench_eps_table_runs(bench, causal):  # noqa: F811
     features = mech.lm.features
     rows = bench.eps_table(mech, TEXTS[:2] + [TEXTS[3]], [0.5, 200.0])
     assert [r["eps"] for r in rows] == [0.5, 200.0]
-    assert all(0 <= r["unchanged"] <= 1 and r["dist"] >= 0 and r["eps_total"] == r["eps"] + r["eps_prime"] for r in rows)
+    assert all(
+        0 <= r["unchanged"] <= 1 and r["dist"] >= 0 and r["eps_total"] == r["eps"] + r["eps_prime"] for r in rows
+    )
     assert rows[1]["unchanged"] > rows[0]["unchanged"] and rows[1]["dist"] < rows[0]["dist"]
     assert mech.eps == 3.0 and mech.lm.features == features
 

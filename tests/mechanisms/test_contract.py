@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 
 from ppt.cache import Cache
 from ppt.mechanisms import MECHANISMS, TokenMechanism, get_mechanism, mechanism_class, registry
@@ -59,12 +59,23 @@ def make(space, tiny_lm, tiny_mlm):
         if mechanism_class(name).__name__ == "Cape":
             return get_mechanism(name, eps, model=str(tiny_lm), device="cpu", quiet=True, **params)
         if mechanism_class(name).__name__ == "ProSanLite":  # no eps; any causal LM stands in for a distilled one
-            return get_mechanism(name, mechanism_class(name).default_eps, model=str(tiny_lm), device="cpu", quiet=True, **params)
+            return get_mechanism(
+                name, mechanism_class(name).default_eps, model=str(tiny_lm), device="cpu", quiet=True, **params
+            )
         if mechanism_class(name).__name__ == "ProSan":  # no eps; a rule tagger instead of spaCy
             from ppt.testing.prosan import RuleTagger
 
-            return get_mechanism(name, mechanism_class(name).default_eps, model=str(tiny_lm), mlm=str(tiny_mlm),
-                                 tagger=RuleTagger(), similarity="embedding", device="cpu", quiet=True, **params)
+            return get_mechanism(
+                name,
+                mechanism_class(name).default_eps,
+                model=str(tiny_lm),
+                mlm=str(tiny_mlm),
+                tagger=RuleTagger(),
+                similarity="embedding",
+                device="cpu",
+                quiet=True,
+                **params,
+            )
         return get_mechanism(name, eps, space=space, quiet=True, **params)
 
     return build
@@ -81,7 +92,11 @@ def run(mech, order: list[int], batch: int, seed: int = 11) -> dict[int, tuple]:
         part = order[s : s + batch]
         res = mech.sanitize_batch([TEXTS[i] for i in part], [record_generator(seed, i) for i in part])
         for i, r in zip(part, res):
-            out[i] = (r.text, json.dumps(r.accounting.to_dict(), sort_keys=True), None if r.pairs is None else r.pairs.tolist())
+            out[i] = (
+                r.text,
+                json.dumps(r.accounting.to_dict(), sort_keys=True),
+                None if r.pairs is None else r.pairs.tolist(),
+            )
     return out
 
 
@@ -194,7 +209,9 @@ def test_plugins_found_through_entry_points(monkeypatch):
         EntryPoint("echo", "tests.mechanisms.test_contract:EchoMechanism", registry.ENTRY_POINT_GROUP),
         EntryPoint("rantext", "elsewhere:Stale", registry.ENTRY_POINT_GROUP),  # a built-in name: the table wins
     ]
-    monkeypatch.setattr(registry.metadata, "entry_points", lambda group: found if group == registry.ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(
+        registry.metadata, "entry_points", lambda group: found if group == registry.ENTRY_POINT_GROUP else []
+    )
     registry.plugins.cache_clear()
     try:
         assert registry.plugins() == {"echo": ("tests.mechanisms.test_contract", "EchoMechanism")}
@@ -230,5 +247,5 @@ def test_a_batch_with_one_perturbed_word_has_its_span(mechs, name):
     res = mech.sanitize_batch([text], [record_generator(5, 0)])[0]
     if res.accounting.n_perturbed != 1:
         pytest.skip("the word is not perturbed on its own (context-dependent plan)")
-    (orig, new, s, e), = res.pairs.tolist()
+    ((orig, new, s, e),) = res.pairs.tolist()
     assert res.text[s:e].casefold() == word(new).casefold() and (s, e) == (0, len(res.text))

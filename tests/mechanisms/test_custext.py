@@ -11,10 +11,10 @@ import pytest
 import torch
 from scipy import stats
 
-from ppt.mechanisms import get_mechanism
 from ppt.mechanisms import custext as ct
-from ppt.mechanisms.policy import stopwords_en
+from ppt.mechanisms import get_mechanism
 from ppt.mechanisms.custext import CusText, CusTextPlus
+from ppt.mechanisms.policy import stopwords_en
 from ppt.rng import record_generator
 
 ALPHA = 1e-6

@@ -4,7 +4,6 @@ generator facts its draw order relies on."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from ppt.mechanisms import MECHANISMS, mechanism_class
 from ppt.mechanisms.pipeline import TokenPipeline
@@ -40,8 +39,16 @@ def test_accounting_to_dict_is_asdict_with_extra_merged_and_copies_containers():
 
     from ppt.mechanisms.accounting import Accounting
 
-    a = Accounting("ldp", 6.0, 60, 40, kept={"stopword": 10}, dropped={"oov": 1}, composed_eps=240.0,
-                   extra={"adjacency_list_size": {"median": 12.0, "min": 1, "max": 90}, "sizes": [1, 2]})
+    a = Accounting(
+        "ldp",
+        6.0,
+        60,
+        40,
+        kept={"stopword": 10},
+        dropped={"oov": 1},
+        composed_eps=240.0,
+        extra={"adjacency_list_size": {"median": 12.0, "min": 1, "max": 90}, "sizes": [1, 2]},
+    )
     expected = asdict(a)
     expected.update(expected.pop("extra"))
     d = a.to_dict()

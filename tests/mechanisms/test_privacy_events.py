@@ -85,13 +85,17 @@ def test_santext_plus_kept_words_are_unprotected_and_outside_the_composed_eps(sp
 
 
 def test_cape_headline_is_its_worst_case_and_the_paper_figure_a_claim():
+    from ppt.mechanisms.accounting import Accounting
     from ppt.mechanisms.cape import Cape
     from ppt.mechanisms.cape.utility import worst_case_eps
-    from ppt.mechanisms.accounting import Accounting
 
     class Stub(Cape):  # the events need only public parameters; no model is loaded
         def __init__(self):
-            self.eps, self.worst_case, self.policy = 6.0, worst_case_eps(6.0, 49152, 50), Policy(stopwords="keep", numbers="perturb")
+            self.eps, self.worst_case, self.policy = (
+                6.0,
+                worst_case_eps(6.0, 49152, 50),
+                Policy(stopwords="keep", numbers="perturb"),
+            )
 
     mech = Stub()
     acc = Accounting(notion="", eps_per_token=6.0, n_tokens=5, n_perturbed=5, extra={"eps_total_mean": 9.5})

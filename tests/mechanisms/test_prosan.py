@@ -34,8 +34,15 @@ def tiny_mlm(tmp_path_factory):
 @pytest.fixture(scope="module")
 def build(tiny_lm, tiny_mlm):
     def make(**params):
-        kw = {"model": str(tiny_lm), "mlm": str(tiny_mlm), "tagger": RuleTagger(), "similarity": "embedding",
-              "device": "cpu", "quiet": True, **params}
+        kw = {
+            "model": str(tiny_lm),
+            "mlm": str(tiny_mlm),
+            "tagger": RuleTagger(),
+            "similarity": "embedding",
+            "device": "cpu",
+            "quiet": True,
+            **params,
+        }
         return get_mechanism("prosan", 1.0, **kw)
 
     return make
@@ -126,7 +133,9 @@ def test_token_to_word_map_uses_each_tokens_last_character():
 @pytest.mark.parametrize("lam,h", [(0.5, 0.0), (0.3, -2.0), (1.0, 1.5), (2.0, 3.0)])
 def test_protected_share_is_lambda_sigmoid_entropy(lam, h):
     assert sc.protected_share(lam, h) == pytest.approx(min(1.0, lam / (1 + math.exp(-h))))
-    assert sc.n_protected(sc.protected_share(lam, h), 7) == min(7, math.ceil(7 * min(1.0, lam / (1 + math.exp(-h))) - 1e-9))
+    assert sc.n_protected(sc.protected_share(lam, h), 7) == min(
+        7, math.ceil(7 * min(1.0, lam / (1 + math.exp(-h))) - 1e-9)
+    )
 
 
 TEXT = "Alice met Bob in Paris and London with doctor Carol, farmer Dave and teacher Erin on 12 May."
@@ -230,11 +239,16 @@ def test_mechanism_replacements_follow_eq10_chi_square(build):
     # the closed form, computed here
     tok = mech.mlm_tok
     s = int(tb.starts[p])
-    ids = tok(text[:s] + tok.mask_token + text[s + len("Zorba"):])["input_ids"]
+    ids = tok(text[:s] + tok.mask_token + text[s + len("Zorba") :])["input_ids"]
     m = ids.index(tok.mask_token_id)
     with torch.no_grad():
-        logits = gathered_logits(mech.mlm, torch.tensor([ids]), torch.ones(1, len(ids), dtype=torch.long),
-                                 torch.tensor([0]), torch.tensor([m]))[0].double()
+        logits = gathered_logits(
+            mech.mlm,
+            torch.tensor([ids]),
+            torch.ones(1, len(ids), dtype=torch.long),
+            torch.tensor([0]),
+            torch.tensor([m]),
+        )[0].double()
     cand = mech.candidates
     q = torch.softmax(logits[cand], 0)
     order = torch.argsort(q, descending=True, stable=True)
@@ -264,7 +278,9 @@ def test_seeded_output_is_reproducible_and_unseeded_batches_run(build):
     b = mech.sanitize_batch([TEXT, "Bob went to London."], [record_generator(9, i) for i in range(2)])
     assert [r.text for r in a] == [r.text for r in b]
     mixed = build(batching="mixed")
-    c = mixed.sanitize_batch([TEXT, "Bob went to London."], [record_generator(None, i) for i in range(2)], reproducible=False)
+    c = mixed.sanitize_batch(
+        [TEXT, "Bob went to London."], [record_generator(None, i) for i in range(2)], reproducible=False
+    )
     assert len(c) == 2 and all(r.accounting.n_perturbed > 0 for r in c)
     with pytest.raises(ValueError, match="batching"):
         build(batching="sometimes")
@@ -330,8 +346,15 @@ def test_missing_wordnet_is_a_config_error(monkeypatch):
 
 
 def test_missing_lm_is_a_config_error_in_prepare(tiny_mlm):
-    mech = get_mechanism("prosan", 1.0, model="/nonexistent/lm", mlm=str(tiny_mlm), tagger=RuleTagger(),
-                         similarity="embedding", device="cpu")
+    mech = get_mechanism(
+        "prosan",
+        1.0,
+        model="/nonexistent/lm",
+        mlm=str(tiny_mlm),
+        tagger=RuleTagger(),
+        similarity="embedding",
+        device="cpu",
+    )
     with pytest.raises(PptError) as e:
         mech.prepare()
     assert e.value.exit_code == ExitCode.CONFIG
@@ -340,8 +363,18 @@ def test_missing_lm_is_a_config_error_in_prepare(tiny_mlm):
 def test_cli_exits_78_before_reading_input(tiny_mlm):
     from tests.helpers import ppt
 
-    r = ppt("sanitize", "--mech", "prosan", "--model", "/nonexistent/lm", "-p", f"mlm={tiny_mlm}",
-            "-p", "similarity=embedding", stdin='{"text": "SECRET-NAME lives here"}\n')
+    r = ppt(
+        "sanitize",
+        "--mech",
+        "prosan",
+        "--model",
+        "/nonexistent/lm",
+        "-p",
+        f"mlm={tiny_mlm}",
+        "-p",
+        "similarity=embedding",
+        stdin='{"text": "SECRET-NAME lives here"}\n',
+    )
     assert r.returncode == 78
     assert r.stdout == "" and "SECRET-NAME" not in r.stderr
 
@@ -350,7 +383,12 @@ def test_lexnames_file_lists_wordnet_lexicographer_files():
     from ppt.mechanisms.prosan.wordnet import lexnames_text
 
     lines = lexnames_text().splitlines()
-    assert len(lines) == 45 and lines[0] == "00\tadj.all\t3" and lines[18] == "18\tnoun.person\t1" and lines[44] == "44\tadj.ppl\t3"
+    assert (
+        len(lines) == 45
+        and lines[0] == "00\tadj.all\t3"
+        and lines[18] == "18\tnoun.person\t1"
+        and lines[44] == "44\tadj.ppl\t3"
+    )
 
 
 # ---------------------------------------------------------------------------- real spaCy / WordNet
@@ -368,7 +406,10 @@ def _spacy_ready() -> bool:
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(not _spacy_ready(), reason="spaCy or en_core_web_sm not installed (pip install 'ppt[prosan]' && ppt models install en_core_web_sm)")
+@pytest.mark.skipif(
+    not _spacy_ready(),
+    reason="spaCy or en_core_web_sm not installed (pip install 'ppt[prosan]' && ppt models install en_core_web_sm)",
+)
 def test_spacy_tagger_tags_names_nouns_and_numbers():
     from ppt.mechanisms.prosan.tagging import SpacyTagger
 
@@ -384,7 +425,10 @@ def _wordnet_ready() -> bool:
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(not _wordnet_ready(), reason="WordNet or NLTK absent (apt-get install wordnet-base wordnet-sense-index; pip install nltk)")
+@pytest.mark.skipif(
+    not _wordnet_ready(),
+    reason="WordNet or NLTK absent (apt-get install wordnet-base wordnet-sense-index; pip install nltk)",
+)
 def test_wordnet_path_similarity_as_in_the_paper():
     from ppt.mechanisms.prosan.wordnet import WordNetSimilarity, load_wordnet
 
@@ -394,23 +438,48 @@ def test_wordnet_path_similarity_as_in_the_paper():
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(not _wordnet_ready(), reason="WordNet or NLTK absent (apt-get install wordnet-base wordnet-sense-index; pip install nltk)")
+@pytest.mark.skipif(
+    not _wordnet_ready(),
+    reason="WordNet or NLTK absent (apt-get install wordnet-base wordnet-sense-index; pip install nltk)",
+)
 def test_memoised_path_similarity_equals_nltks_on_random_pairs():
     """The memoised ancestor maps give NLTK's own path_similarity (nouns, verbs, adjectives, instances)."""
     from ppt.mechanisms.prosan.wordnet import WordNetSimilarity, load_wordnet
 
     wn = load_wordnet()
     sim = WordNetSimilarity(wn)
-    words = ["america", "canada", "farmer", "teacher", "run", "walk", "happy", "london", "paris", "diabetes",
-             "asthma", "nurse", "engineer", "quickly", "blue", "dog", "bank", "river", "seven", "doctor"]
+    words = [
+        "america",
+        "canada",
+        "farmer",
+        "teacher",
+        "run",
+        "walk",
+        "happy",
+        "london",
+        "paris",
+        "diabetes",
+        "asthma",
+        "nurse",
+        "engineer",
+        "quickly",
+        "blue",
+        "dog",
+        "bank",
+        "river",
+        "seven",
+        "doctor",
+    ]
     syn = [s for w in words for s in wn.synsets(w)[:3]]
     rng = np.random.default_rng(0)
     pairs = rng.integers(0, len(syn), size=(400, 2))
     for i, j in pairs:
         assert sim.path_similarity(syn[i], syn[j]) == syn[i].path_similarity(syn[j])
     for a in words[:6]:
-        expect = [max((x.path_similarity(y) or 0.0 for x in sim._synsets(a) for y in sim._synsets(b)), default=0.0)
-                  for b in words]
+        expect = [
+            max((x.path_similarity(y) or 0.0 for x in sim._synsets(a) for y in sim._synsets(b)), default=0.0)
+            for b in words
+        ]
         assert sim(a, words) == pytest.approx(expect, abs=0, rel=0)
 
 
@@ -431,7 +500,15 @@ class _XEmailTagger:
                 if text[e - 1] == ".":
                     e -= 1
                 w = text[s:e]
-                pos = "X" if "@" in w else "NUM" if any(c.isdigit() for c in w) else "VERB" if w in ("Write", "call") else "NOUN"
+                pos = (
+                    "X"
+                    if "@" in w
+                    else "NUM"
+                    if any(c.isdigit() for c in w)
+                    else "VERB"
+                    if w in ("Write", "call")
+                    else "NOUN"
+                )
                 tags.append((s, e, pos))
                 if e < m.end():
                     tags.append((e, m.end(), "PUNCT"))

@@ -16,7 +16,9 @@ from ppt.stages.prosan_distill import read_pairs
 from tests.helpers import ppt
 
 pytestmark = pytest.mark.filterwarnings("ignore::ppt.log.LeakWarning")
-PAIRS = [(f"My name is Anna and I am {20 + i} years old.", f"My name is Mary and I am {40 + i} years old.") for i in range(8)]
+PAIRS = [
+    (f"My name is Anna and I am {20 + i} years old.", f"My name is Mary and I am {40 + i} years old.") for i in range(8)
+]
 
 
 def test_loss_covers_only_the_anonymized_continuation(tiny_lm):
@@ -34,7 +36,9 @@ def test_loss_covers_only_the_anonymized_continuation(tiny_lm):
 
 
 def test_distill_lowers_the_loss_and_keeps_checkpoints(tiny_lm, tmp_path):
-    cfg = DistillConfig(base_model=str(tiny_lm), epochs=4, batch_size=4, lr=3e-3, checkpoint_every=2, keep=1, device="cpu")
+    cfg = DistillConfig(
+        base_model=str(tiny_lm), epochs=4, batch_size=4, lr=3e-3, checkpoint_every=2, keep=1, device="cpu"
+    )
     res = distill(PAIRS, tmp_path / "lite", cfg, teacher="prosan|eps:1|v:0")
     assert res.steps == 8 and res.pairs == 8
     assert sum(res.losses[-2:]) < sum(res.losses[:2])
@@ -80,15 +84,42 @@ def test_pairs_must_be_prosans_unless_any_teacher(tmp_path):
 @pytest.mark.slow
 def test_cli_distill_then_lite(tiny_lm, tmp_path):
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("".join(json.dumps({"original": s, "text": t, "ppt": {"sanitize": {"signature": "prosan|eps:1|v:0"}}}) + "\n"
-                             for s, t in PAIRS))
+    pairs.write_text(
+        "".join(
+            json.dumps({"original": s, "text": t, "ppt": {"sanitize": {"signature": "prosan|eps:1|v:0"}}}) + "\n"
+            for s, t in PAIRS
+        )
+    )
     out = tmp_path / "lite"
-    r = ppt("prosan", "distill", "--pairs", str(pairs), "-o", str(out), "--base-model", str(tiny_lm), "--max-steps", "2",
-            "--device", "cpu", "-q")
+    r = ppt(
+        "prosan",
+        "distill",
+        "--pairs",
+        str(pairs),
+        "-o",
+        str(out),
+        "--base-model",
+        str(tiny_lm),
+        "--max-steps",
+        "2",
+        "--device",
+        "cpu",
+        "-q",
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["steps"] == 2 and (out / "model.safetensors").is_file()
-    r = ppt("sanitize", "--mech", "prosan-lite", "--model", str(out), "-p", "max_new_tokens=4", "--seed", "1",
-            stdin=json.dumps({"text": "Anna is 23."}) + "\n")
+    r = ppt(
+        "sanitize",
+        "--mech",
+        "prosan-lite",
+        "--model",
+        str(out),
+        "-p",
+        "max_new_tokens=4",
+        "--seed",
+        "1",
+        stdin=json.dumps({"text": "Anna is 23."}) + "\n",
+    )
     assert r.returncode == 0, r.stderr
     rec = json.loads(r.stdout)
     assert rec["ppt"]["sanitize"]["signature"].startswith("prosan-lite|")
@@ -97,8 +128,16 @@ def test_cli_distill_then_lite(tiny_lm, tmp_path):
 def test_train_layers_trains_only_the_top_decoder_layers_and_the_budget_stops_early(tiny_lm, tmp_path):
     from ppt.models import load_causal_lm
 
-    cfg = DistillConfig(base_model=str(tiny_lm), epochs=4, batch_size=4, lr=3e-3, checkpoint_every=0, device="cpu",
-                        train_layers=1, max_seconds=0.0)
+    cfg = DistillConfig(
+        base_model=str(tiny_lm),
+        epochs=4,
+        batch_size=4,
+        lr=3e-3,
+        checkpoint_every=0,
+        device="cpu",
+        train_layers=1,
+        max_seconds=0.0,
+    )
     res = distill(PAIRS, tmp_path / "lite", cfg)
     assert res.steps == 1  # the budget (0 s) is spent after the first step
     before, _ = load_causal_lm(str(tiny_lm), device="cpu", dtype="float32")

@@ -19,8 +19,8 @@ from ppt.mechanisms.rantext.runs import (
     sample_run_block,
     sample_runs,
 )
-from ppt.samplers.exponential import sample_from_logits_inverse_cdf
 from ppt.rng import record_generator
+from ppt.samplers.exponential import sample_from_logits_inverse_cdf
 from ppt.spaces import space_from_arrays
 
 ALPHA = 1e-6
@@ -151,8 +151,14 @@ def test_z_modes_and_validation(space):
     assert Rantext(6.0, space=space, z="paper").params()["z_constants"]["a"] == 0.0165
     assert Rantext(6.0, space=space, z=3.5).z == 3.5
     assert Rantext(6.0, space=space, z="3.5").params()["z"] == "fixed"
-    for bad in [dict(z="magic"), dict(z=-1), dict(z=float("nan")), dict(target_fraction=0.0),
-                dict(target_fraction=1.5), dict(z="paper", target_fraction=0.1)]:  # unknown params, bad eps: test_contract.py
+    for bad in [
+        dict(z="magic"),
+        dict(z=-1),
+        dict(z=float("nan")),
+        dict(target_fraction=0.0),
+        dict(target_fraction=1.5),
+        dict(z="paper", target_fraction=0.1),
+    ]:  # unknown params, bad eps: test_contract.py
         with pytest.raises(ValueError):
             Rantext(6.0, space=space, **bad)
     assert isinstance(get_mechanism("rantext", eps=2.0, space=space), Rantext)
@@ -413,7 +419,9 @@ def test_fast_path_and_fallback_same_distribution(space, monkeypatch, sampler):
     assert torch.equal(s_fast["cr_size"], s_same["cr_size"])
     assert (o_fast == o_same).double().mean() > 0.999
     o_slow, _ = slow.perturb_rows(rows, slow.draw(n, record_generator(4, "y")))
-    table = np.vstack([np.bincount(o_fast.numpy(), minlength=space.size), np.bincount(o_slow.numpy(), minlength=space.size)])
+    table = np.vstack(
+        [np.bincount(o_fast.numpy(), minlength=space.size), np.bincount(o_slow.numpy(), minlength=space.size)]
+    )
     table = table[:, table.sum(0) > 0]
     assert stats.chi2_contingency(table).pvalue > ALPHA
 

@@ -49,11 +49,15 @@ def test_torch_sampler_matches_numpy_and_the_direct_form():
     r = rng.uniform(0.1, 2.3, n)  # from a handful of candidates to the whole row
     u = rng.random(n)
     o_np, s_np = sample_runs(table, rows, r, u, eps)
-    o_t, s_t = sample_runs_torch(table.on_device("cpu"), torch.from_numpy(rows), torch.from_numpy(r), torch.from_numpy(u), eps)
+    o_t, s_t = sample_runs_torch(
+        table.on_device("cpu"), torch.from_numpy(rows), torch.from_numpy(r), torch.from_numpy(u), eps
+    )
     m = np.maximum((d.astype(np.float64) < r[:, None]).sum(1), 1)
     assert np.array_equal(s_np, m) and np.array_equal(s_t.numpy(), m)
     assert (o_np < m).all() and (o_t.numpy() < m).all()
-    direct = sample_prefix_block(torch.from_numpy(d), torch.from_numpy(m), torch.from_numpy(eps / (2 * r)), torch.from_numpy(u)).numpy()
+    direct = sample_prefix_block(
+        torch.from_numpy(d), torch.from_numpy(m), torch.from_numpy(eps / (2 * r)), torch.from_numpy(u)
+    ).numpy()
     # identical up to ties at the last ulp of a float32 weight (the two exponentials may differ there)
     assert (o_t.numpy() == o_np).mean() > 0.999
     assert (o_np == direct).mean() > 0.999
@@ -160,7 +164,9 @@ def test_cuda_sampler_matches_cpu():
     r = rng.uniform(0.1, 2.3, n)
     u = rng.random(n)
     o_np, s_np = sample_runs(table, rows, r, u, eps)
-    o_c, s_c = sample_runs_torch(table.on_device("cuda"), torch.from_numpy(rows), torch.from_numpy(r), torch.from_numpy(u), eps)
+    o_c, s_c = sample_runs_torch(
+        table.on_device("cuda"), torch.from_numpy(rows), torch.from_numpy(r), torch.from_numpy(u), eps
+    )
     assert o_c.device.type == "cuda"
     assert np.array_equal(s_c.cpu().numpy(), s_np)
     assert (o_c.cpu().numpy() == o_np).mean() > 0.999  # parallel scans round differently: ties only

@@ -18,7 +18,9 @@ def test_cli_default_eps_matches_the_mechanism(name):
 
 
 def test_paper_defaults():
-    assert mechanism_class("santext+").default_eps == 0.8  # not the paper's 3: worst case <= 20 on glove-6b-50d (issue 16)
+    assert (
+        mechanism_class("santext+").default_eps == 0.8
+    )  # not the paper's 3: worst case <= 20 on glove-6b-50d (issue 16)
     assert mechanism_class("tem").default_eps == 0.8
     assert mechanism_class("custext+").default_eps == 1.0
     assert mechanism_class("rantext").default_eps == 6.0

@@ -291,8 +291,14 @@ def test_rows_chunked_like_whole(space, monkeypatch):
 
 @pytest.mark.parametrize(
     "kind,kw",
-    [("santext", {"w": 0.5}), ("santext+", {"w": 0.0}), ("santext+", {"w": 1.5}), ("santext+", {"p": -0.1}),
-     ("santext+", {"p": 2}), ("santext+", {"w": "abc"})],  # bad eps: test_contract.py
+    [
+        ("santext", {"w": 0.5}),
+        ("santext+", {"w": 0.0}),
+        ("santext+", {"w": 1.5}),
+        ("santext+", {"p": -0.1}),
+        ("santext+", {"p": 2}),
+        ("santext+", {"w": "abc"}),
+    ],  # bad eps: test_contract.py
 )
 def test_bad_parameters_fail_before_loading_a_space(kind, kw):
     kw = {"eps": 3.0, **kw}
@@ -301,7 +307,11 @@ def test_bad_parameters_fail_before_loading_a_space(kind, kw):
 
 
 def test_defaults():
-    assert SanTextPlus.defaults == {"eps": 0.8, "w": 0.9, "p": 0.3}  # eps 0.8: worst case <= 20 on glove-6b-50d (issue 16)
+    assert SanTextPlus.defaults == {
+        "eps": 0.8,
+        "w": 0.9,
+        "p": 0.3,
+    }  # eps 0.8: worst case <= 20 on glove-6b-50d (issue 16)
     assert SanText.default_policy.oov == "uniform" and SanText.default_policy.stopwords == "perturb"
     assert SanTextPlus.keeps_words and not SanText.keeps_words
 
@@ -322,14 +332,22 @@ def test_rows_do_not_depend_on_the_other_rows_of_their_chunk(space):
         mixed = mech.probabilities(torch.tensor([x, wide]))[:1]
         assert torch.equal(alone, mixed), x
         rows = torch.full((500,), x)
-        assert torch.equal(mech.sample(rows, u), mech.sample(torch.cat([rows, torch.tensor([wide])]), torch.cat([u, u[:1]]))[:500])
+        assert torch.equal(
+            mech.sample(rows, u), mech.sample(torch.cat([rows, torch.tensor([wide])]), torch.cat([u, u[:1]]))[:500]
+        )
 
 
 def test_band_index_is_floor_of_gap_over_band_width():
     """bands()' band index (scaled truncation) is bucketize against the band edges, at and around them."""
     edges = torch.arange(1, 96, dtype=torch.float64) * st.BAND_NATS
     near = torch.cat([edges, torch.nextafter(edges, torch.zeros_like(edges)), torch.nextafter(edges, edges + 1)])
-    gap = torch.cat([near, torch.tensor([0.0, 5e-324, 1e-300]), torch.rand(5000, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 800])
+    gap = torch.cat(
+        [
+            near,
+            torch.tensor([0.0, 5e-324, 1e-300]),
+            torch.rand(5000, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 800,
+        ]
+    )
     gap = gap.clamp(max=st.MAX_GAP).reshape(1, -1)
     _, band, totals, _ = st.bands(gap.clone())
     expect = torch.bucketize(gap, edges[: totals.shape[1] - 1], right=True)
@@ -348,7 +366,9 @@ def test_row_cache_changes_no_output(space, cls):
     cold.backend = "torch"  # the row cache belongs to the torch sampler
     hot = cls(eps, space=space)
     hot.backend = "torch"
-    hot.row_cache_bytes = 12 * st.RowCache.slots_for(1, 1) + 12 * (9 * len(hot.sensitive) + 16 * st.RowCache.max_bands + 32)
+    hot.row_cache_bytes = 12 * st.RowCache.slots_for(1, 1) + 12 * (
+        9 * len(hot.sensitive) + 16 * st.RowCache.max_bands + 32
+    )
     g = torch.Generator().manual_seed(5)
     hits = 0
     narrow = torch.tensor([x for x in range(V) if eps / 2 * span[x] < 8.0])

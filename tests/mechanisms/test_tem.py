@@ -11,9 +11,9 @@ from scipy import stats
 
 from ppt.mechanisms import get_mechanism
 from ppt.mechanisms.tem import TEM
+from ppt.rng import record_generator
 from ppt.samplers.exponential import grouped_searchsorted, sample_from_logits_inverse_cdf
 from ppt.spaces.distances import distance_rows
-from ppt.rng import record_generator
 
 ALPHA = 1e-6
 WORDS = (
@@ -98,7 +98,9 @@ def test_same_draw_as_base_sampler_inside_l(space):
     d = torch.from_numpy(dist(space))[rows]
     inside = d <= m.gamma
     n_out = space.size - inside.sum(1)
-    logits = torch.cat([torch.where(inside, -eps / 2 * d, -math.inf), (-eps / 2 * m.gamma + torch.log(n_out.double()))[:, None]], 1)
+    logits = torch.cat(
+        [torch.where(inside, -eps / 2 * d, -math.inf), (-eps / 2 * m.gamma + torch.log(n_out.double()))[:, None]], 1
+    )
     col = sample_from_logits_inverse_cdf(logits, torch.as_tensor(rand["u"]))
     bottom = col == space.size
     assert torch.equal(bottom, diag["bottom"])
@@ -214,7 +216,10 @@ def test_seeded_outputs_independent_of_distance_chunks(space):
     res = small.sanitize_batch(texts, [record_generator(9, i) for i in ids])
     assert {i: r.text for i, r in zip(ids, res)} == together
     long = " ".join(WORDS * 2)
-    assert m.sanitize_batch([long], [record_generator(None, 0)])[0].text != m.sanitize_batch([long], [record_generator(None, 0)])[0].text
+    assert (
+        m.sanitize_batch([long], [record_generator(None, 0)])[0].text
+        != m.sanitize_batch([long], [record_generator(None, 0)])[0].text
+    )
 
 
 def test_policies_and_accounting(space):

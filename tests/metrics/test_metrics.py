@@ -142,5 +142,3 @@ def test_paired_cosine_with_fake_encoder():
             return torch.tensor([[1.0, 0.0] if "x" in t else [0.0, 1.0] for t in texts])
 
     assert paired_cosine(Enc(), ["x", "x", "y"], ["x", "y", "y"]) == pytest.approx([1.0, 0.0, 1.0])
-
-

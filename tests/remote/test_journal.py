@@ -25,7 +25,6 @@ def test_journal_drops_a_torn_tail_and_ignores_errors(tmp_path):
     assert [json.loads(x)["id"] for x in path.read_text().splitlines()] == ["a", "b", "c"]
 
 
-
 def test_journal_keeps_big_integer_ids_and_fields_exact(tmp_path):
     """--resume replays journaled answers: an id or field beyond 64 bits must come back exact, not as a float."""
     big = 2**70 + 1

@@ -21,7 +21,9 @@ def test_faults_are_injected_in_order_then_answers_are_normal(transport):
         assert server.transport == transport
         with httpx.Client(timeout=10) as client:
             r = client.post(url + "/chat/completions", json=CHAT, headers={"X-Probe": "1"})
-            assert r.status_code == 429 and r.headers["retry-after"] == "0.5" and r.json()["error"]["type"] == "injected"
+            assert (
+                r.status_code == 429 and r.headers["retry-after"] == "0.5" and r.json()["error"]["type"] == "injected"
+            )
             with pytest.raises(httpx.TransportError):
                 client.post(url + "/chat/completions", json=CHAT)
             t0 = time.monotonic()

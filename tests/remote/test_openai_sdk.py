@@ -53,8 +53,9 @@ def test_completions_logprobs_k(client):
 
 
 def test_chat_logprobs_and_top_logprobs(client):
-    r = client.chat.completions.create(model="tiny", messages=MSG, max_tokens=5, temperature=0, logprobs=True,
-                                       top_logprobs=2)
+    r = client.chat.completions.create(
+        model="tiny", messages=MSG, max_tokens=5, temperature=0, logprobs=True, top_logprobs=2
+    )
     content = r.choices[0].logprobs.content
     assert content and "".join(t.token for t in content) == r.choices[0].message.content
     assert all(len(t.top_logprobs) == 2 and t.logprob <= 0 for t in content)
@@ -66,8 +67,11 @@ def test_chat_logprobs_and_top_logprobs(client):
 
 def test_streaming_chat_and_completions_match_the_plain_answer(client):
     plain = client.chat.completions.create(model="tiny", messages=MSG, max_tokens=6, temperature=0)
-    chunks = list(client.chat.completions.create(model="tiny", messages=MSG, max_tokens=6, temperature=0,
-                                                 stream=True, stream_options={"include_usage": True}))
+    chunks = list(
+        client.chat.completions.create(
+            model="tiny", messages=MSG, max_tokens=6, temperature=0, stream=True, stream_options={"include_usage": True}
+        )
+    )
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == plain.choices[0].message.content
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == plain.choices[0].finish_reason

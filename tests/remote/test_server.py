@@ -80,8 +80,16 @@ def test_concurrent_requests_are_batched_and_seeds_are_batch_independent(served)
     results: dict[int, str] = {}
 
     def call(i: int) -> None:
-        body = seeded if i == 0 else {**CHAT, "messages": [{"role": "user", "content": f"prompt number {i}"}],
-                                      "temperature": 1.0, "seed": 42}
+        body = (
+            seeded
+            if i == 0
+            else {
+                **CHAT,
+                "messages": [{"role": "user", "content": f"prompt number {i}"}],
+                "temperature": 1.0,
+                "seed": 42,
+            }
+        )
         r = client.post("/chat/completions", json=body)
         results[i] = r.json()["choices"][0]["message"]["content"]
 
@@ -99,9 +107,26 @@ def test_concurrent_requests_are_batched_and_seeds_are_batch_independent(served)
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_ppt_serve_process(tiny_lm, tmp_path, transport, stop_signal):
     port_file = tmp_path / "port"
-    proc = subprocess.Popen([*ppt_serve_command(transport), "serve", "--model", str(tiny_lm), "--host", "127.0.0.1", "--port", "0",
-                             "--port-file", str(port_file), "--device", "cpu", "--verbose"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            *ppt_serve_command(transport),
+            "serve",
+            "--model",
+            str(tiny_lm),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--port-file",
+            str(port_file),
+            "--device",
+            "cpu",
+            "--verbose",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 90
         while not port_file.exists():
@@ -131,8 +156,13 @@ def test_ppt_serve_bad_port_fails_cleanly(tiny_lm, transport):
         s.listen()
         port = s.getsockname()[1]
         env = {**os.environ, "PPT_QUIET": "1"}
-        r = subprocess.run([*ppt_serve_command(transport), "serve", "--model", str(tiny_lm), "--port", str(port), "--device", "cpu"],
-                           capture_output=True, text=True, timeout=120, env=env)
+        r = subprocess.run(
+            [*ppt_serve_command(transport), "serve", "--model", str(tiny_lm), "--port", str(port), "--device", "cpu"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
     assert r.returncode == 69 and "cannot bind" in r.stderr and r.stdout == ""
 
 
@@ -165,8 +195,10 @@ def test_requests_of_clients_that_left_are_never_generated(transport):
         time.sleep(0.2)  # the worker is now generating the first request
         body = json.dumps(CHAT).encode()
         with socket.create_connection(server.server_address[:2]) as s:  # a client that gives up at once
-            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                      b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            s.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+            )
             time.sleep(0.1)
         busy.join(timeout=30)
         deadline = time.monotonic() + 10

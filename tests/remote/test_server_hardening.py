@@ -55,9 +55,26 @@ def read_reply(sock: socket.socket, timeout: float = 5.0) -> bytes:
 def test_serve_refuses_a_non_loopback_host_without_allow_remote_and_a_token(tiny_lm, tmp_path, extra, transport):
     port_file = tmp_path / "port"
     try:
-        r = subprocess.run([*ppt_serve_command(transport), "serve", "--model", str(tiny_lm), "--host", "0.0.0.0", "--port", "0",
-                            "--port-file", str(port_file), "--device", "cpu", *extra],
-                           capture_output=True, text=True, timeout=60)
+        r = subprocess.run(
+            [
+                *ppt_serve_command(transport),
+                "serve",
+                "--model",
+                str(tiny_lm),
+                "--host",
+                "0.0.0.0",
+                "--port",
+                "0",
+                "--port-file",
+                str(port_file),
+                "--device",
+                "cpu",
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("ppt serve --host 0.0.0.0 started listening")
     assert r.returncode == 2, r.stderr
@@ -69,10 +86,26 @@ def test_serve_refuses_a_non_loopback_host_without_allow_remote_and_a_token(tiny
 def test_serve_with_api_key_env_requires_the_bearer_token_and_never_shows_it(tiny_lm, tmp_path, transport):
     token = "tok-DO-NOT-PRINT-8c1f"
     port_file = tmp_path / "port"
-    proc = subprocess.Popen([*ppt_serve_command(transport), "serve", "--model", str(tiny_lm), "--port", "0", "--port-file", str(port_file),
-                             "--device", "cpu", "--api-key-env", "PPT_TEST_SERVE_KEY"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PPT_TEST_SERVE_KEY": token})
+    proc = subprocess.Popen(
+        [
+            *ppt_serve_command(transport),
+            "serve",
+            "--model",
+            str(tiny_lm),
+            "--port",
+            "0",
+            "--port-file",
+            str(port_file),
+            "--device",
+            "cpu",
+            "--api-key-env",
+            "PPT_TEST_SERVE_KEY",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PPT_TEST_SERVE_KEY": token},
+    )
     try:
         deadline = time.monotonic() + 90
         while not port_file.exists():
@@ -98,12 +131,16 @@ BODY = json.dumps(CHAT).encode()
 HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
 
 
-@pytest.mark.parametrize(("stall", "sent"), [
-    ("before the first byte", b""),
-    ("in the headers", b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"),
-    ("in the body", HEAD + b"Content-Length: " + str(len(BODY)).encode() + b"\r\n\r\n" + BODY[:10]),
-    ("idle after a response", b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"),
-], ids=["nothing-sent", "headers", "body", "keep-alive"])
+@pytest.mark.parametrize(
+    ("stall", "sent"),
+    [
+        ("before the first byte", b""),
+        ("in the headers", b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"),
+        ("in the body", HEAD + b"Content-Length: " + str(len(BODY)).encode() + b"\r\n\r\n" + BODY[:10]),
+        ("idle after a response", b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"),
+    ],
+    ids=["nothing-sent", "headers", "body", "keep-alive"],
+)
 def test_a_silent_connection_is_closed_after_the_socket_timeout(transport, stall, sent):
     svc = EchoService()
     server, thread = serving(transport, svc, socket_timeout_s=0.5)
@@ -150,8 +187,10 @@ def test_a_half_closed_short_body_is_not_processed_as_complete(transport):
     body = json.dumps(CHAT).encode()
     try:
         with socket.create_connection(server.server_address[:2], timeout=5) as s:
-            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                      b"Content-Length: " + str(len(body) + 40).encode() + b"\r\n\r\n" + body)
+            s.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: " + str(len(body) + 40).encode() + b"\r\n\r\n" + body
+            )
             s.shutdown(socket.SHUT_WR)
             reply = read_reply(s)
         assert reply.startswith(b"HTTP/1.1 400"), reply[:80]
@@ -160,13 +199,16 @@ def test_a_half_closed_short_body_is_not_processed_as_complete(transport):
         stop(server, thread)
 
 
-@pytest.mark.parametrize("body", [
-    {**CHAT, "messages": [{"role": "hacker", "content": "x"}]},
-    {**CHAT, "messages": [{"role": "tool", "content": "x", "tool_call_id": "1"}]},
-    {**CHAT, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
-    {**CHAT, "presence_penalty": 0.5},
-    {**CHAT, "frobnicate": 1},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {**CHAT, "messages": [{"role": "hacker", "content": "x"}]},
+        {**CHAT, "messages": [{"role": "tool", "content": "x", "tool_call_id": "1"}]},
+        {**CHAT, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
+        {**CHAT, "presence_penalty": 0.5},
+        {**CHAT, "frobnicate": 1},
+    ],
+)
 def test_unknown_roles_and_unservable_parameters_are_refused(tiny_lm, body, transport):
     from ppt.lm.generate import LocalGenerator
     from ppt.remote.server import ModelService
@@ -186,8 +228,10 @@ def test_the_cap_holds_two_connections_at_once(transport):
     """The cap is max_connections, not one less (uvicorn counts the connection asking)."""
     server, thread = serving(transport, max_connections=2, socket_timeout_s=5)
     try:
-        with socket.create_connection(server.server_address[:2], timeout=5) as a, \
-                socket.create_connection(server.server_address[:2], timeout=5) as b:
+        with (
+            socket.create_connection(server.server_address[:2], timeout=5) as a,
+            socket.create_connection(server.server_address[:2], timeout=5) as b,
+        ):
             for s in (a, b):
                 s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             assert all(read_reply(s).startswith(b"HTTP/1.1 200") for s in (a, b))
@@ -218,11 +262,19 @@ def test_bodies_over_the_limit_are_refused_and_the_limit_itself_is_served(transp
     try:
         padded = BODY[:-1] + b" " * (limit - len(BODY)) + b"}"
         assert len(padded) == limit
-        ok = httpx.post(server.base_url + "/chat/completions", content=padded,
-                        headers={"Content-Type": "application/json"}, timeout=10)
+        ok = httpx.post(
+            server.base_url + "/chat/completions",
+            content=padded,
+            headers={"Content-Type": "application/json"},
+            timeout=10,
+        )
         assert ok.status_code == 200, ok.text
-        big = httpx.post(server.base_url + "/chat/completions", content=padded + b" ",
-                         headers={"Content-Type": "application/json"}, timeout=10)
+        big = httpx.post(
+            server.base_url + "/chat/completions",
+            content=padded + b" ",
+            headers={"Content-Type": "application/json"},
+            timeout=10,
+        )
         assert big.status_code == 413 and big.json()["error"]["message"]
         assert len(svc.bodies) == 1
     finally:
@@ -239,8 +291,12 @@ def test_a_wrong_token_is_refused_before_the_body_is_read_and_without_echoing_it
             assert "token" in r.json()["error"]["message"] and "wrong-token" not in r.text
         assert httpx.get(server.base_url.removesuffix("/v1") + "/health", timeout=10).status_code == 200
         assert svc.bodies == []
-        ok = httpx.post(server.base_url + "/chat/completions", json=CHAT,
-                        headers={"Authorization": "Bearer right-token"}, timeout=10)
+        ok = httpx.post(
+            server.base_url + "/chat/completions",
+            json=CHAT,
+            headers={"Authorization": "Bearer right-token"},
+            timeout=10,
+        )
         assert ok.status_code == 200 and len(svc.bodies) == 1
     finally:
         stop(server, thread)
@@ -258,10 +314,18 @@ def test_chunked_bodies_are_limited_as_they_stream_on_starlette_and_refused_by_s
         yield data[10:]
 
     try:
-        small = httpx.post(server.base_url + "/chat/completions", content=chunked(BODY), timeout=10,
-                           headers={"Content-Type": "application/json"})
-        big = httpx.post(server.base_url + "/chat/completions", content=chunked(BODY + b" " * 9), timeout=10,
-                         headers={"Content-Type": "application/json"})
+        small = httpx.post(
+            server.base_url + "/chat/completions",
+            content=chunked(BODY),
+            timeout=10,
+            headers={"Content-Type": "application/json"},
+        )
+        big = httpx.post(
+            server.base_url + "/chat/completions",
+            content=chunked(BODY + b" " * 9),
+            timeout=10,
+            headers={"Content-Type": "application/json"},
+        )
         if transport == "starlette":
             assert small.status_code == 200 and big.status_code == 413
             assert len(svc.bodies) == 1
@@ -306,8 +370,15 @@ def test_oversize_headers_are_refused(transport):
     server, thread = serving(transport, svc)
     try:
         with socket.create_connection(server.server_address[:2], timeout=5) as s:
-            s.sendall(HEAD + b"X-Pad: " + b"a" * (MAX_HEADER_BYTES + 1) + b"\r\nContent-Length: "
-                      + str(len(BODY)).encode() + b"\r\n\r\n" + BODY)
+            s.sendall(
+                HEAD
+                + b"X-Pad: "
+                + b"a" * (MAX_HEADER_BYTES + 1)
+                + b"\r\nContent-Length: "
+                + str(len(BODY)).encode()
+                + b"\r\n\r\n"
+                + BODY
+            )
             reply = read_reply(s)
         assert reply[:12] in (b"HTTP/1.1 400", b"HTTP/1.0 431", b"HTTP/1.1 431"), reply[:80]
         assert svc.bodies == []
@@ -334,9 +405,13 @@ def test_requests_while_the_model_loads_get_503_not_a_crash(transport):
     set, model routes answer 503 with Retry-After and health stays up."""
     server, thread = start_server(None, "127.0.0.1", 0, transport=transport)
     try:
-        for r in (httpx.get(server.base_url + "/models", timeout=10),
-                  httpx.post(server.base_url + "/chat/completions", json=CHAT, timeout=10)):
-            assert r.status_code == 503 and r.headers["retry-after"] == "5" and "loading" in r.json()["error"]["message"]
+        for r in (
+            httpx.get(server.base_url + "/models", timeout=10),
+            httpx.post(server.base_url + "/chat/completions", json=CHAT, timeout=10),
+        ):
+            assert (
+                r.status_code == 503 and r.headers["retry-after"] == "5" and "loading" in r.json()["error"]["message"]
+            )
         assert httpx.get(server.base_url.removesuffix("/v1") + "/health", timeout=10).status_code == 200
         server.service = EchoService()
         assert httpx.post(server.base_url + "/chat/completions", json=CHAT, timeout=10).status_code == 200

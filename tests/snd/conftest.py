@@ -5,11 +5,16 @@ from __future__ import annotations
 import pytest
 
 CORPUS = [
-    "the market rallied after the bank cut rates", "the striker scored twice in the final",
-    "a new phone was launched with a faster chip", "the minister resigned over the budget row",
-    "the film won three awards at the festival", "shares fell as oil prices rose sharply",
-    "the coach praised the young defender", "the software update fixed a security flaw",
-    "voters head to the polls next week", "the band announced a world tour",
+    "the market rallied after the bank cut rates",
+    "the striker scored twice in the final",
+    "a new phone was launched with a faster chip",
+    "the minister resigned over the budget row",
+    "the film won three awards at the festival",
+    "shares fell as oil prices rose sharply",
+    "the coach praised the young defender",
+    "the software update fixed a security flaw",
+    "voters head to the polls next week",
+    "the band announced a world tour",
 ] * 3
 
 

@@ -28,14 +28,46 @@ def corpus(tmp_path):
 @pytest.mark.slow
 def test_train_then_embed_in_every_format(tiny_encoder, corpus, tmp_path, tmp_cache):
     den = tmp_path / "den"
-    r = ppt("snd", "train-denoiser", "--model", str(tiny_encoder), "--corpus", str(corpus), "--eta", "40",
-            "--epochs", "2", "--batch-size", "10", "--seed", "0", "-o", str(den), "--device", "cpu", *TINY_ARCH)
+    r = ppt(
+        "snd",
+        "train-denoiser",
+        "--model",
+        str(tiny_encoder),
+        "--corpus",
+        str(corpus),
+        "--eta",
+        "40",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "10",
+        "--seed",
+        "0",
+        "-o",
+        str(den),
+        "--device",
+        "cpu",
+        *TINY_ARCH,
+    )
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert summary["epochs"] == 2 and summary["train_seconds"] >= 0 and (den / "MANIFEST.json").is_file()
     inp = corpus.read_text()
-    r = ppt("snd", "embed", "--model", str(tiny_encoder), "--eta", "40", "--denoiser", str(den), "--seed", "1",
-            "--device", "cpu", stdin=inp)
+    r = ppt(
+        "snd",
+        "embed",
+        "--model",
+        str(tiny_encoder),
+        "--eta",
+        "40",
+        "--denoiser",
+        str(den),
+        "--seed",
+        "1",
+        "--device",
+        "cpu",
+        stdin=inp,
+    )
     assert r.returncode == 0, r.stderr
     recs = [json.loads(x) for x in r.stdout.splitlines()]
     assert len(recs) == len(CORPUS)
@@ -46,8 +78,27 @@ def test_train_then_embed_in_every_format(tiny_encoder, corpus, tmp_path, tmp_ca
     assert len(recs[0]["snd_noisy"]) == 32 and len(recs[0]["snd_denoised"]) == 32
     # npy: the same vectors, in files; the records carry their row
     out = tmp_path / "idx.jsonl"
-    r = ppt("snd", "embed", "--model", str(tiny_encoder), "--eta", "40", "--denoiser", str(den), "--seed", "1",
-            "--device", "cpu", "--format", "npy", "--vectors", str(tmp_path / "v" / "emb"), "-o", str(out), stdin=inp)
+    r = ppt(
+        "snd",
+        "embed",
+        "--model",
+        str(tiny_encoder),
+        "--eta",
+        "40",
+        "--denoiser",
+        str(den),
+        "--seed",
+        "1",
+        "--device",
+        "cpu",
+        "--format",
+        "npy",
+        "--vectors",
+        str(tmp_path / "v" / "emb"),
+        "-o",
+        str(out),
+        stdin=inp,
+    )
     assert r.returncode == 0, r.stderr
     noisy = np.load(tmp_path / "v" / "emb.noisy.npy")
     assert noisy.shape == (len(CORPUS), 32) and noisy.dtype == np.float32
@@ -56,8 +107,27 @@ def test_train_then_embed_in_every_format(tiny_encoder, corpus, tmp_path, tmp_ca
     assert np.allclose(noisy[3], recs[3]["snd_noisy"], atol=1e-6)
     assert oct(out.stat().st_mode & 0o777) == "0o600"
     pq = pytest.importorskip("pyarrow.parquet")
-    r = ppt("snd", "embed", "--model", str(tiny_encoder), "--eta", "40", "--emit", "noisy", "--seed", "1",
-            "--device", "cpu", "--format", "parquet", "--vectors", str(tmp_path / "p"), "-o", os.devnull, stdin=inp)
+    r = ppt(
+        "snd",
+        "embed",
+        "--model",
+        str(tiny_encoder),
+        "--eta",
+        "40",
+        "--emit",
+        "noisy",
+        "--seed",
+        "1",
+        "--device",
+        "cpu",
+        "--format",
+        "parquet",
+        "--vectors",
+        str(tmp_path / "p"),
+        "-o",
+        os.devnull,
+        stdin=inp,
+    )
     assert r.returncode == 0, r.stderr
     table = pq.read_table(tmp_path / "p.parquet")
     assert table.num_rows == len(CORPUS)
@@ -65,8 +135,17 @@ def test_train_then_embed_in_every_format(tiny_encoder, corpus, tmp_path, tmp_ca
 
 
 def test_embed_refusals(tiny_encoder):
-    r = ppt("snd", "embed", "--model", str(tiny_encoder), "--eta", "inf", "--server", "http://127.0.0.1:9",
-            stdin='{"id": 1, "text": "a"}\n')
+    r = ppt(
+        "snd",
+        "embed",
+        "--model",
+        str(tiny_encoder),
+        "--eta",
+        "inf",
+        "--server",
+        "http://127.0.0.1:9",
+        stdin='{"id": 1, "text": "a"}\n',
+    )
     assert r.returncode == 2 and "clean token embeddings" in r.stderr
     r = ppt("snd", "embed", "--model", str(tiny_encoder), "--eta", "10", "--emit", "denoised", stdin='{"text": "a"}\n')
     assert r.returncode == 2 and "--denoiser" in r.stderr
@@ -78,10 +157,27 @@ def test_embed_refusals(tiny_encoder):
 def test_embed_through_a_real_loopback_server(tiny_encoder, tmp_path):
     token = "tok-snd-DO-NOT-PRINT"
     port_file = tmp_path / "port"
-    proc = subprocess.Popen([*PPT, "snd", "serve", "--model", str(tiny_encoder), "--port", "0", "--port-file",
-                             str(port_file), "--device", "cpu", "--api-key-env", "PPT_TEST_SND_KEY"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PPT_TEST_SND_KEY": token})
+    proc = subprocess.Popen(
+        [
+            *PPT,
+            "snd",
+            "serve",
+            "--model",
+            str(tiny_encoder),
+            "--port",
+            "0",
+            "--port-file",
+            str(port_file),
+            "--device",
+            "cpu",
+            "--api-key-env",
+            "PPT_TEST_SND_KEY",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PPT_TEST_SND_KEY": token},
+    )
     try:
         deadline = time.monotonic() + 90
         while not port_file.exists():
@@ -91,8 +187,7 @@ def test_embed_through_a_real_loopback_server(tiny_encoder, tmp_path):
         url = f"http://127.0.0.1:{int(port_file.read_text())}"
         inp = "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(CORPUS[:5]))
         args = ("snd", "embed", "--model", str(tiny_encoder), "--eta", "40", "--seed", "2", "--device", "cpu")
-        r = ppt(*args, "--server", url, "--api-key-env", "PPT_TEST_SND_KEY", stdin=inp,
-                env={"PPT_TEST_SND_KEY": token})
+        r = ppt(*args, "--server", url, "--api-key-env", "PPT_TEST_SND_KEY", stdin=inp, env={"PPT_TEST_SND_KEY": token})
         assert r.returncode == 0, r.stderr
         local = ppt(*args, stdin=inp)
         a = [json.loads(x) for x in r.stdout.splitlines()]
@@ -113,18 +208,58 @@ def test_embed_through_a_real_loopback_server(tiny_encoder, tmp_path):
 @pytest.mark.slow
 def test_attack_snd_inversion_and_eval_mi(tiny_encoder, corpus):
     inp = corpus.read_text()
-    r = ppt("attack", "snd-inversion", "--model", str(tiny_encoder), "--eta", "1000000", "--seed", "0",
-            "--summary-only", "--device", "cpu", stdin=inp)
+    r = ppt(
+        "attack",
+        "snd-inversion",
+        "--model",
+        str(tiny_encoder),
+        "--eta",
+        "1000000",
+        "--seed",
+        "0",
+        "--summary-only",
+        "--device",
+        "cpu",
+        stdin=inp,
+    )
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)["summary"]
     assert s["top1"]["rate"] == 1.0 and s["tokens"] > len(CORPUS)  # almost no noise: every token read back
-    r = ppt("attack", "snd-inversion", "--model", str(tiny_encoder), "--eta", "1", "--seed", "0", "--ci",
-            "clopper-pearson", "--summary", "none", "--device", "cpu", stdin=inp)
+    r = ppt(
+        "attack",
+        "snd-inversion",
+        "--model",
+        str(tiny_encoder),
+        "--eta",
+        "1",
+        "--seed",
+        "0",
+        "--ci",
+        "clopper-pearson",
+        "--summary",
+        "none",
+        "--device",
+        "cpu",
+        stdin=inp,
+    )
     assert r.returncode == 0, r.stderr
     per = [json.loads(x)["attack"]["snd-inversion"] for x in r.stdout.splitlines()]
     assert len(per) == len(CORPUS) and sum(p["top1"] for p in per) / len(per) < 0.5
-    r = ppt("snd", "embed", "--model", str(tiny_encoder), "--eta", "50", "--emit", "clean,noisy", "--seed", "0",
-            "--device", "cpu", stdin=inp)
+    r = ppt(
+        "snd",
+        "embed",
+        "--model",
+        str(tiny_encoder),
+        "--eta",
+        "50",
+        "--emit",
+        "clean,noisy",
+        "--seed",
+        "0",
+        "--device",
+        "cpu",
+        stdin=inp,
+    )
     assert r.returncode == 0, r.stderr
     m = ppt("eval", "mi", "--x-field", "snd_clean", "--y-field", "snd_noisy", stdin=r.stdout)
     assert m.returncode == 0, m.stderr

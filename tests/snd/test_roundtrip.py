@@ -74,10 +74,16 @@ def test_train_store_load_denoise(tiny_encoder, tmp_cache, tmp_path):
 def test_resume_continues_where_it_stopped(tiny_encoder, tmp_path):
     split = SplitModel.load(str(tiny_encoder), device="cpu")
     full = train_denoiser(split, CORPUS, TrainConfig(eta=20.0, epochs=3, batch_size=10, seed=1, arch=ARCH))
-    train_denoiser(split, CORPUS, TrainConfig(eta=20.0, epochs=2, batch_size=10, seed=1, arch=ARCH),
-                   checkpoint_dir=tmp_path)
-    res = train_denoiser(split, CORPUS, TrainConfig(eta=20.0, epochs=3, batch_size=10, seed=1, arch=ARCH),
-                         checkpoint_dir=tmp_path, resume=True)
+    train_denoiser(
+        split, CORPUS, TrainConfig(eta=20.0, epochs=2, batch_size=10, seed=1, arch=ARCH), checkpoint_dir=tmp_path
+    )
+    res = train_denoiser(
+        split,
+        CORPUS,
+        TrainConfig(eta=20.0, epochs=3, batch_size=10, seed=1, arch=ARCH),
+        checkpoint_dir=tmp_path,
+        resume=True,
+    )
     assert res.resumed_from == {"epoch": 2, "step": 0}
     assert [h["epoch"] for h in res.history] == [1, 2, 3]
     for a, b in zip(full.model.state_dict().values(), res.model.state_dict().values(), strict=True):
@@ -88,11 +94,17 @@ def test_resume_refuses_a_checkpoint_for_another_eta(tiny_encoder, tmp_path):
     from ppt.io import PptError
 
     split = SplitModel.load(str(tiny_encoder), device="cpu")
-    train_denoiser(split, CORPUS[:10], TrainConfig(eta=20.0, epochs=1, batch_size=10, seed=1, arch=ARCH),
-                   checkpoint_dir=tmp_path)
+    train_denoiser(
+        split, CORPUS[:10], TrainConfig(eta=20.0, epochs=1, batch_size=10, seed=1, arch=ARCH), checkpoint_dir=tmp_path
+    )
     with pytest.raises(PptError, match="another model, eta"):
-        train_denoiser(split, CORPUS[:10], TrainConfig(eta=40.0, epochs=1, batch_size=10, seed=1, arch=ARCH),
-                       checkpoint_dir=tmp_path, resume=True)
+        train_denoiser(
+            split,
+            CORPUS[:10],
+            TrainConfig(eta=40.0, epochs=1, batch_size=10, seed=1, arch=ARCH),
+            checkpoint_dir=tmp_path,
+            resume=True,
+        )
 
 
 def test_stamp_claims():

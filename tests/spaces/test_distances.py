@@ -47,7 +47,9 @@ def test_sorted_rows_files(emb, tmp_path):
     assert np.all(idx[:, 0] == np.arange(300))
     # each row is a permutation, and the distances are the true ones at float16 precision
     assert np.all(np.sort(idx, axis=1) == np.arange(300))
-    np.testing.assert_allclose(dist.astype(np.float64), np.take_along_axis(ref, idx.astype(np.int64), 1), rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(
+        dist.astype(np.float64), np.take_along_axis(ref, idx.astype(np.int64), 1), rtol=2e-3, atol=2e-3
+    )
 
 
 def test_index_dtype():

@@ -14,8 +14,28 @@ import torch
 from ppt.spaces.builders import BUILDER_VERSION, GRID_BITS, to_grid
 
 ROOT = Path(__file__).resolve().parents[2]
-WORDS = ["river", "bank", "money", "paris", "doctor", "medicine", "the", "a", "zanzibar", "quick", "fox", "lazy",
-         "dog", "station", "meeting", "notes", "thanks", "patient", "diabetes", "secret"]
+WORDS = [
+    "river",
+    "bank",
+    "money",
+    "paris",
+    "doctor",
+    "medicine",
+    "the",
+    "a",
+    "zanzibar",
+    "quick",
+    "fox",
+    "lazy",
+    "dog",
+    "station",
+    "meeting",
+    "notes",
+    "thanks",
+    "patient",
+    "diabetes",
+    "secret",
+]
 
 
 def test_to_grid_rounds_to_multiples_of_the_grid_exactly_in_float32():
@@ -62,8 +82,12 @@ def test_float32_encoder_still_returns_float32_rows():
 def test_readme_goldens_and_docs_cite_one_default_space_hash():
     """The default space's identity is written in README's stamp, the goldens and the docs: one value."""
     cited = set()
-    for path in [ROOT / "README.md", *sorted((ROOT / "tests" / "data" / "golden").glob("rantext*.jsonl")),
-                 ROOT / "ppt" / "mechanisms" / "signature.py", ROOT / "ppt" / "cli" / "mechs_cmd.py"]:
+    for path in [
+        ROOT / "README.md",
+        *sorted((ROOT / "tests" / "data" / "golden").glob("rantext*.jsonl")),
+        ROOT / "ppt" / "mechanisms" / "signature.py",
+        ROOT / "ppt" / "cli" / "mechs_cmd.py",
+    ]:
         cited |= set(re.findall(r"space:cl100k-minilm:11000#([0-9a-f]{8})", path.read_text(encoding="utf-8")))
     assert len(cited) == 1, cited
     assert BUILDER_VERSION >= 2

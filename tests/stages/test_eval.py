@@ -10,8 +10,10 @@ from tests.helpers import ppt
 
 
 def test_cli_eval_summary_on_stdout_and_per_record():
-    rows = [{"id": 1, "text": "a b a b a", "ref": "a b a b a", "items": ["Secret Name"]},
-            {"id": 2, "text": "one two three four", "ref": "one two", "items": ["two"]}]
+    rows = [
+        {"id": 1, "text": "a b a b a", "ref": "a b a b a", "items": ["Secret Name"]},
+        {"id": 2, "text": "one two three four", "ref": "one two", "items": ["two"]},
+    ]
     stdin = "".join(json.dumps(r) + "\n" for r in rows)
     r = ppt("eval", "diversity,rouge", "phr", "--reference-field", "ref", "--items-field", "items", "-q", stdin=stdin)
     assert r.returncode == 0, r.stderr

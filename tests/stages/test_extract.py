@@ -22,8 +22,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def rec(i: int, **data) -> Record:
-    data = {"id": f"d{i}", "text": f"perturbed {i}", "raw": f"The clinic is open on day {i}.",
-            "generation": f"A patient reports pain after running {i} times.", **data}
+    data = {
+        "id": f"d{i}",
+        "text": f"perturbed {i}",
+        "raw": f"The clinic is open on day {i}.",
+        "generation": f"A patient reports pain after running {i} times.",
+        **data,
+    }
     return Record(line_no=i + 1, id=data["id"], data=data, text=data["text"])
 
 
@@ -36,12 +41,14 @@ def test_paper_prompt_filled_from_raw_and_generation(gen):
     ex = Extractor(gen, raw_field="raw", generation_field="generation")
     (msg,) = ex.prompt(rec(1).data)
     assert msg["role"] == "user"
-    assert msg["content"] == EXTRACT_TEMPLATE.format(raw="The clinic is open on day 1.",
-                                                     generation="A patient reports pain after running 1 times.")
+    assert msg["content"] == EXTRACT_TEMPLATE.format(
+        raw="The clinic is open on day 1.", generation="A patient reports pain after running 1 times."
+    )
     assert 'Use the "Perturbed Generation" as your primary writing material' in msg["content"]
     assert msg["content"].endswith('- "Extended Text":')
-    plain = Extractor(gen, raw_field="doc", generation_field="out", chat=False,
-                      template="Doc: {doc} | Gen: {out} | Next:")
+    plain = Extractor(
+        gen, raw_field="doc", generation_field="out", chat=False, template="Doc: {doc} | Gen: {out} | Next:"
+    )
     assert plain.prompt({"doc": "a", "out": "b"}) == "Doc: a | Gen: b | Next:"
 
 
@@ -83,9 +90,26 @@ def test_batched_equals_sequential_and_seeds_follow_ids(gen):
 def test_cli_process(tiny_lm, tmp_path):
     lines = [json.dumps(rec(i).data) for i in range(3)]
     lines.insert(1, json.dumps({"id": "no-raw", "generation": "x"}))
-    r = subprocess.run([*PPT, "extract", "--model", str(tiny_lm), "--device", "cpu", "--max-new-tokens", "4",
-                        "--on-error", "record", "--batch-size", "2"],
-                       input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=180)
+    r = subprocess.run(
+        [
+            *PPT,
+            "extract",
+            "--model",
+            str(tiny_lm),
+            "--device",
+            "cpu",
+            "--max-new-tokens",
+            "4",
+            "--on-error",
+            "record",
+            "--batch-size",
+            "2",
+        ],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert r.returncode == 1, r.stderr
     out = [json.loads(x) for x in r.stdout.splitlines()]
     assert [o["id"] for o in out] == ["d0", "no-raw", "d1", "d2"]
@@ -96,8 +120,9 @@ def test_cli_process(tiny_lm, tmp_path):
 
 
 def test_help_shows_examples():
-    r = subprocess.run([*PPT, "extract", "--help"], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "COLUMNS": "200"})
+    r = subprocess.run(
+        [*PPT, "extract", "--help"], capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"}
+    )
     assert r.returncode == 0 and "ppt extract --model smollm2 --raw-field raw" in r.stdout
 
 
@@ -106,10 +131,20 @@ def test_help_shows_examples():
 
 @pytest.mark.integration
 def test_smollm2_extracts_text(tmp_path):
-    recs = [rec(0, raw="The patient, a 54 year old teacher, reports chest pain after running.",
-                generation="Chest pain after exercise can point to a heart problem; a doctor should order an ECG.").data]
-    r = subprocess.run([*PPT, "extract", "--model", "smollm2", "--max-new-tokens", "24"],
-                       input=json.dumps(recs[0]) + "\n", capture_output=True, text=True, timeout=600)
+    recs = [
+        rec(
+            0,
+            raw="The patient, a 54 year old teacher, reports chest pain after running.",
+            generation="Chest pain after exercise can point to a heart problem; a doctor should order an ECG.",
+        ).data
+    ]
+    r = subprocess.run(
+        [*PPT, "extract", "--model", "smollm2", "--max-new-tokens", "24"],
+        input=json.dumps(recs[0]) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     (o,) = [json.loads(x) for x in r.stdout.splitlines()]
     assert o["extracted"].strip() and o["ppt"]["extract"]["chat"] is True
@@ -119,8 +154,14 @@ def test_smollm2_extracts_text(tmp_path):
 @pytest.mark.slow
 def test_example_pipeline_script(tmp_path):
     """The issue's "done means": examples/inferdpt.sh runs in CI (real smollm2; ~1-2 minutes)."""
-    r = subprocess.run(["bash", str(ROOT / "examples" / "inferdpt.sh"), str(tmp_path / "final.jsonl")],
-                       capture_output=True, text=True, timeout=1800, cwd=ROOT, env=shell_env())
+    r = subprocess.run(
+        ["bash", str(ROOT / "examples" / "inferdpt.sh"), str(tmp_path / "final.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=ROOT,
+        env=shell_env(),
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     out = [json.loads(x) for x in (tmp_path / "final.jsonl").read_text().splitlines()]
     ids = [json.loads(x)["id"] for x in (ROOT / "examples" / "prompts.jsonl").read_text().splitlines()]

@@ -29,8 +29,13 @@ STAMP = {"sanitize": {"mechanism": "rantext", "eps": 6.0, "keep_original": "raw"
 def records(n: int, stamped: bool = True, **extra) -> list[dict]:
     out = []
     for i in range(n):
-        r = {"id": f"r{i}", "text": f"perturbed words number {i} here", "raw": f"{SECRET_RAW} {i}",
-             "note": SECRET_OTHER, **extra}
+        r = {
+            "id": f"r{i}",
+            "text": f"perturbed words number {i} here",
+            "raw": f"{SECRET_RAW} {i}",
+            "note": SECRET_OTHER,
+            **extra,
+        }
         if stamped:
             r["ppt"] = json.loads(json.dumps(STAMP))
         out.append(r)
@@ -41,11 +46,20 @@ def jsonl(recs: list[dict]) -> str:
     return "".join(json.dumps(r) + "\n" for r in recs)
 
 
-def ppt_query(url: str | None, args: list[str], recs: list[dict] | str, *, env: dict | None = None,
-              timeout: float = 60) -> subprocess.CompletedProcess:
+def ppt_query(
+    url: str | None, args: list[str], recs: list[dict] | str, *, env: dict | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess:
     data = recs if isinstance(recs, str) else jsonl(recs)
-    return ppt("query", "--model", "m", *(["--base-url", url] if url else []), *args, stdin=data, timeout=timeout,
-               env=env or {})
+    return ppt(
+        "query",
+        "--model",
+        "m",
+        *(["--base-url", url] if url else []),
+        *args,
+        stdin=data,
+        timeout=timeout,
+        env=env or {},
+    )
 
 
 def lines(stdout: str) -> list[dict]:
@@ -109,10 +123,12 @@ def test_refuses_unsanitized_records_unless_allow_raw():
 
 @pytest.mark.parametrize(
     ("args", "error"),
-    [(["--template", "Continue: {raw}"], "raw_field_in_template"),
-     (["--template", "Continue: {text} {ppt_alignment}"], "raw_field_in_template"),
-     (["--template", "{text} / {note}"], "unsanitized_field"),
-     (["--template", "{text} {missing}", "--allow-raw"], "missing_field")],
+    [
+        (["--template", "Continue: {raw}"], "raw_field_in_template"),
+        (["--template", "Continue: {text} {ppt_alignment}"], "raw_field_in_template"),
+        (["--template", "{text} / {note}"], "unsanitized_field"),
+        (["--template", "{text} {missing}", "--allow-raw"], "missing_field"),
+    ],
 )
 def test_templates_may_only_name_sanitized_fields(args, error):
     svc = EchoService()
@@ -128,9 +144,30 @@ def test_custom_template_system_message_completions_and_extra_body(tmp_path):
     tpl = tmp_path / "t.txt"
     tpl.write_text("Q: {{literal}} {text}\n")
     with loopback(svc) as (_, url):
-        r = ppt_query(url, ["--template", f"@{tpl}", "--endpoint", "completions", "--system", "Be brief.",
-                            "--stop", "\n\n", "--top-p", "0.9", "--extra-body", '{"presence_penalty": 0.5}',
-                            "--output-field", "answer", "--max-tokens", "7", "--temperature", "0"], records(1))
+        r = ppt_query(
+            url,
+            [
+                "--template",
+                f"@{tpl}",
+                "--endpoint",
+                "completions",
+                "--system",
+                "Be brief.",
+                "--stop",
+                "\n\n",
+                "--top-p",
+                "0.9",
+                "--extra-body",
+                '{"presence_penalty": 0.5}',
+                "--output-field",
+                "answer",
+                "--max-tokens",
+                "7",
+                "--temperature",
+                "0",
+            ],
+            records(1),
+        )
     assert r.returncode == 0, r.stderr
     (o,) = lines(r.stdout)
     (body,) = svc.bodies
@@ -166,8 +203,9 @@ def test_bad_options_fail_before_reading_input(args, code, message):
 
 def test_retries_429_500_dropped_and_slow_responses():
     svc = EchoService()
-    plan = FaultPlan([Fault(status=429, retry_after=0.3), Fault(status=500), Fault(drop=True),
-                      Fault(delay_s=1.5), Fault(status=503)])
+    plan = FaultPlan(
+        [Fault(status=429, retry_after=0.3), Fault(status=500), Fault(drop=True), Fault(delay_s=1.5), Fault(status=503)]
+    )
     t0 = time.monotonic()
     with loopback(svc, plan) as (_, url):
         r = ppt_query(url, ["--concurrency", "1", "--timeout", "0.5", "--retry-backoff", "0.01"], records(3))
@@ -185,8 +223,11 @@ def test_retries_exhausted_exit_75_keeps_earlier_output():
     svc = EchoService()
     plan = FaultPlan([None] * 2 + [Fault(status=503)] * 10)
     with loopback(svc, plan) as (_, url):
-        r = ppt_query(url, ["--concurrency", "1", "--batch-size", "2", "--max-retries", "2",
-                            "--retry-backoff", "0.01"], records(4))
+        r = ppt_query(
+            url,
+            ["--concurrency", "1", "--batch-size", "2", "--max-retries", "2", "--retry-backoff", "0.01"],
+            records(4),
+        )
     assert r.returncode == 75, r.stderr
     assert "retries exhausted" in r.stderr and "http_503" in r.stderr
     assert [o["id"] for o in lines(r.stdout)] == ["r0", "r1"]  # the first batch was written before the failure
@@ -242,7 +283,9 @@ def test_default_openai_url_requires_a_key_and_dry_run_does_not():
     out = lines(r.stdout)
     assert [o["id"] for o in out] == ["r0", "r1"]
     assert out[0]["request"]["url"] == "https://api.openai.com/v1/chat/completions"
-    assert out[0]["request"]["body"]["messages"][0]["content"].endswith("number 0 here\n\n Provide only your Continuation.\n- Continuation:")
+    assert out[0]["request"]["body"]["messages"][0]["content"].endswith(
+        "number 0 here\n\n Provide only your Continuation.\n- Continuation:"
+    )
     assert SECRET_RAW not in r.stdout and SECRET_OTHER not in r.stdout  # the request shows only what is sent
 
 
@@ -263,12 +306,26 @@ def test_kill_and_resume_answers_every_record_exactly_once(tmp_path):
     recs = records(n)
     journal, out_file = tmp_path / "journal.jsonl", tmp_path / "out.jsonl"
     (tmp_path / "in.jsonl").write_text(jsonl(recs))
-    args = ["--concurrency", "2", "--batch-size", "4", "--resume", str(journal), "-i", str(tmp_path / "in.jsonl"),
-            "-o", str(out_file)]
+    args = [
+        "--concurrency",
+        "2",
+        "--batch-size",
+        "4",
+        "--resume",
+        str(journal),
+        "-i",
+        str(tmp_path / "in.jsonl"),
+        "-o",
+        str(out_file),
+    ]
     svc = EchoService(delay_s=0.1)
     with loopback(svc) as (_, url):
-        proc = subprocess.Popen([*PPT, "query", "--model", "m", "--base-url", url, *args],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [*PPT, "query", "--model", "m", "--base-url", url, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             deadline = time.monotonic() + 60
             while not journal.exists() or journal.read_text().count("\n") < 8:
@@ -299,8 +356,14 @@ def test_resume_refuses_to_share_the_output_file(tmp_path):
     assert r.returncode == 2 and "same file" in r.stderr
     j.write_text("")
     with open(j, "a") as fh:
-        r = subprocess.run([*PPT, "query", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--resume", str(j)],
-                           input=jsonl(records(1)), stdout=fh, stderr=subprocess.PIPE, text=True, timeout=60)
+        r = subprocess.run(
+            [*PPT, "query", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--resume", str(j)],
+            input=jsonl(records(1)),
+            stdout=fh,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
     assert r.returncode == 2 and "redirected to the --resume journal" in r.stderr
 
 
@@ -310,8 +373,25 @@ def test_resume_refuses_to_share_the_output_file(tmp_path):
 @pytest.mark.slow
 def test_local_backend_batched_and_seeded(tiny_lm):
     recs = records(3)
-    r = ppt_query(None, ["--backend", "local", "--model", str(tiny_lm), "--device", "cpu", "--max-tokens", "5",
-                         "--seed", "3", "--temperature", "1"], recs, timeout=180)
+    r = ppt_query(
+        None,
+        [
+            "--backend",
+            "local",
+            "--model",
+            str(tiny_lm),
+            "--device",
+            "cpu",
+            "--max-tokens",
+            "5",
+            "--seed",
+            "3",
+            "--temperature",
+            "1",
+        ],
+        recs,
+        timeout=180,
+    )
     assert r.returncode == 0, r.stderr
     out = lines(r.stdout)
     assert [o["id"] for o in out] == ["r0", "r1", "r2"]
@@ -322,7 +402,8 @@ def test_local_backend_batched_and_seeded(tiny_lm):
 
 
 def test_help_shows_examples():
-    r = subprocess.run([*PPT, "query", "--help"], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "COLUMNS": "200"})
+    r = subprocess.run(
+        [*PPT, "query", "--help"], capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"}
+    )
     assert r.returncode == 0 and "ppt query --backend local --model smollm2" in r.stdout
     assert Path(__file__).parents[2].joinpath("examples", "prompts.jsonl").exists()

@@ -7,21 +7,24 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("httpx")
 
 from ppt.testing import EchoService, loopback  # noqa: E402
-
 from tests.helpers import PPT  # noqa: E402
 
 
 def run(url: str, args: list[str], recs: list[dict]) -> subprocess.CompletedProcess:
-    return subprocess.run([*PPT, "query", "--model", "m", "--base-url", url, "--allow-raw", *args],
-                          input="".join(json.dumps(r) + "\n" for r in recs), capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "PPT_QUIET": ""})
+    return subprocess.run(
+        [*PPT, "query", "--model", "m", "--base-url", url, "--allow-raw", *args],
+        input="".join(json.dumps(r) + "\n" for r in recs),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PPT_QUIET": ""},
+    )
 
 
 def journal_ids(path) -> list:
@@ -36,9 +39,15 @@ def test_resume_refuses_a_repeated_id_instead_of_copying_the_earlier_answer(tmp_
         assert first.returncode == 0, first.stderr
         sent = len(svc.bodies)
         # the later "a" is another record: it must never receive the first one's saved output
-        r = run(url, ["--resume", str(journal)], [{"id": "a", "text": "first record", "raw": "SECRET-A"},
-                                                  {"id": "b", "text": "second record"},
-                                                  {"id": "a", "text": "third record"}])
+        r = run(
+            url,
+            ["--resume", str(journal)],
+            [
+                {"id": "a", "text": "first record", "raw": "SECRET-A"},
+                {"id": "b", "text": "second record"},
+                {"id": "a", "text": "third record"},
+            ],
+        )
     assert r.returncode == 65, r.stderr
     assert "duplicate id" in r.stderr and "line 3" in r.stderr and "line 1" in r.stderr
     assert "SECRET-A" not in r.stdout + r.stderr and "third record" not in r.stdout + r.stderr
@@ -50,8 +59,11 @@ def test_resume_repeated_id_within_one_batch_is_refused_before_sending(tmp_path)
     journal = tmp_path / "j.jsonl"
     svc = EchoService()
     with loopback(svc) as (_, url):
-        r = run(url, ["--resume", str(journal)], [{"id": 7, "text": "x one"}, {"id": 8, "text": "x two"},
-                                                  {"id": 7, "text": "x three"}])
+        r = run(
+            url,
+            ["--resume", str(journal)],
+            [{"id": 7, "text": "x one"}, {"id": 8, "text": "x two"}, {"id": 7, "text": "x three"}],
+        )
     assert r.returncode == 65 and "duplicate id" in r.stderr
     assert svc.bodies == [] and r.stdout == ""
     ids = journal_ids(journal) if journal.exists() else []

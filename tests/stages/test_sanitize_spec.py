@@ -12,13 +12,16 @@ from ppt.io import ExitCode, PptError
 from ppt.stages.sanitize_spec import SanitizeSpec
 
 
-@pytest.mark.parametrize("kw, msg", [
-    ({"keep_original": "text"}, "other than the text field"),
-    ({"diagnostics": "ppt"}, "other than the text field"),
-    ({"keep_original": "raw", "emit_alignment": "raw"}, "two different fields"),
-    ({"stamp_mode": "verbose"}, "--stamp must be compact or full"),
-    ({"min_kept": -1}, "--min-kept"),
-])
+@pytest.mark.parametrize(
+    "kw, msg",
+    [
+        ({"keep_original": "text"}, "other than the text field"),
+        ({"diagnostics": "ppt"}, "other than the text field"),
+        ({"keep_original": "raw", "emit_alignment": "raw"}, "two different fields"),
+        ({"stamp_mode": "verbose"}, "--stamp must be compact or full"),
+        ({"min_kept": -1}, "--min-kept"),
+    ],
+)
 def test_a_bad_spec_fails_when_made_with_a_usage_error(kw, msg):
     with pytest.raises(PptError) as e:
         SanitizeSpec("rantext", 6.0, **kw)
@@ -26,8 +29,9 @@ def test_a_bad_spec_fails_when_made_with_a_usage_error(kw, msg):
 
 
 def test_spec_is_frozen_picklable_and_the_recipe_is_a_spec():
-    spec = SanitizeRecipe("custext+", 3.0, params={"k": 20}, policy={"oov": "drop"}, seed=5, keep_original="raw",
-                          diagnostics="d")
+    spec = SanitizeRecipe(
+        "custext+", 3.0, params={"k": 20}, policy={"oov": "drop"}, seed=5, keep_original="raw", diagnostics="d"
+    )
     assert isinstance(spec, SanitizeSpec)
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.eps = 1.0  # type: ignore[misc]

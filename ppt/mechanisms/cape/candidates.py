@@ -26,7 +26,9 @@ def candidate_set(tokenizer, n_rows: int) -> tuple[torch.Tensor, list[str]]:
     for tid, tok in getattr(tokenizer, "added_tokens_decoder", {}).items():
         if getattr(tok, "special", False):
             special.add(int(tid))
-    texts = tokenizer.batch_decode([[i] for i in range(n)], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    texts = tokenizer.batch_decode(
+        [[i] for i in range(n)], skip_special_tokens=False, clean_up_tokenization_spaces=False
+    )
     prefix = None
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None and type(backend.model).__name__ == "WordPiece":
@@ -38,7 +40,12 @@ def candidate_set(tokenizer, n_rows: int) -> tuple[torch.Tensor, list[str]]:
         s = t.lstrip()
         if prefix and s.startswith(prefix) and len(s) > len(prefix):
             s = s[len(prefix) :]
-        if not s.strip() or "\ufffd" in s or _UNUSED_RE.match(s) or any(unicodedata.category(ch) == "Cc" and not ch.isspace() for ch in s):
+        if (
+            not s.strip()
+            or "\ufffd" in s
+            or _UNUSED_RE.match(s)
+            or any(unicodedata.category(ch) == "Cc" and not ch.isspace() for ch in s)
+        ):
             continue
         ids.append(i)
         out.append(s)

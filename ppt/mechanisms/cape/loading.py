@@ -30,8 +30,6 @@ CONTEXTS = ("auto", "causal", "masked")
 BATCHING = ("auto", "record", "mixed")
 
 
-
-
 def positive_int(name: str, value: Any) -> int:
     try:
         v = int(value)
@@ -75,7 +73,9 @@ def load_context_model(model: Any, context: str, device: str, dtype: str | None)
         lm, tok = model
         kind = model_kind(lm) if context == "auto" else context
         if kind is None:
-            raise ValueError(f"cannot tell whether {type(lm).__name__} is causal or masked; pass context='causal' or 'masked'")
+            raise ValueError(
+                f"cannot tell whether {type(lm).__name__} is causal or masked; pass context='causal' or 'masked'"
+            )
         name = getattr(lm.config, "_name_or_path", "") or type(lm).__name__
         if device != "auto":
             from ppt.models import resolve_device
@@ -135,6 +135,14 @@ def calibrate_logit_bound(tokenizer, lm) -> float:
 
 
 __all__ = [
-    "BATCHING", "CALIBRATION_PROMPTS", "CALIBRATION_QUANTILE", "CONTEXTS",
-    "calibrate_logit_bound", "check_choice", "default_dtype", "load_context_model", "merge_policy", "positive_int",
+    "BATCHING",
+    "CALIBRATION_PROMPTS",
+    "CALIBRATION_QUANTILE",
+    "CONTEXTS",
+    "calibrate_logit_bound",
+    "check_choice",
+    "default_dtype",
+    "load_context_model",
+    "merge_policy",
+    "positive_int",
 ]

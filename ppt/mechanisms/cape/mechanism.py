@@ -111,6 +111,7 @@ import torch
 from ppt import parallel
 from ppt.accounting import ClaimedEvent, PureDpEvent, SelfComposedEvent
 from ppt.lm.context import ContextModel
+from ppt.mechanisms.base import nonneg
 from ppt.mechanisms.cape import utility as cu
 from ppt.mechanisms.cape.candidates import CANDIDATE_RULE, candidate_set
 from ppt.mechanisms.cape.candidates import output_texts as candidate_output_texts
@@ -126,7 +127,6 @@ from ppt.mechanisms.cape.loading import (
     merge_policy,
     positive_int,
 )
-from ppt.mechanisms.base import nonneg
 from ppt.mechanisms.pipeline import TokenPipeline
 from ppt.mechanisms.policy import PERTURB, R_PERTURBED, R_PUNCT, Policy
 from ppt.spaces.tokenizers import tokenize_batch
@@ -142,15 +142,24 @@ class Cape(TokenPipeline):
     """Cape: bucketized exponential mechanism over a context model's vocabulary (eps-LDP per token + eps')."""
 
     name: ClassVar[str] = "cape"
-    notion: ClassVar[str] = "eps-LDP per token at the bucketized exponential mechanism's data-independent worst case; the paper's eps + eps' is a claim"
+    notion: ClassVar[str] = (
+        "eps-LDP per token at the bucketized exponential mechanism's data-independent worst case; the paper's eps + eps' is a claim"
+    )
     summary: ClassVar[str] = "Context-aware bucketized EM: LM logits (causal or masked) + input-embedding distance"
     default_eps: ClassVar[float] = 6.0
     default_space: ClassVar[str | None] = None
     default_model: ClassVar[str] = "smollm2"
     default_policy: ClassVar[Policy] = Policy(oov="drop", numbers="perturb", punct="keep", stopwords="keep")
     defaults: ClassVar[dict[str, Any]] = {
-        "model": "smollm2", "lambda_l": 0.5, "lambda_d": 1.0, "buckets": 50, "utility": "product",
-        "logit_bound": None, "context": "auto", "dtype": None, "batching": "auto",
+        "model": "smollm2",
+        "lambda_l": 0.5,
+        "lambda_d": 1.0,
+        "buckets": 50,
+        "utility": "product",
+        "logit_bound": None,
+        "context": "auto",
+        "dtype": None,
+        "batching": "auto",
     }
 
     def __init__(
@@ -174,9 +183,13 @@ class Cape(TokenPipeline):
     ):
         super().__init__(eps)
         if unknown:
-            raise ValueError(f"unknown Cape parameter(s): {', '.join(sorted(unknown))}; known: {', '.join(self.defaults)}, device, policy")
+            raise ValueError(
+                f"unknown Cape parameter(s): {', '.join(sorted(unknown))}; known: {', '.join(self.defaults)}, device, policy"
+            )
         if space is not None:
-            raise ValueError("Cape uses its context model's input embeddings, not an embedding space: pass --model instead of --space")
+            raise ValueError(
+                "Cape uses its context model's input embeddings, not an embedding space: pass --model instead of --space"
+            )
         self.lambda_l = nonneg("lambda_l", lambda_l)
         self.lambda_d = nonneg("lambda_d", lambda_d)
         if self.lambda_l == 0 and self.lambda_d == 0:
@@ -259,7 +272,11 @@ class Cape(TokenPipeline):
             "dtype_source": self.dtype_source,
             "context_prefix_token": self.lm.prefix_id,
             "eps_per_token_worst_case": self.worst_case,
-            "policy": dataclasses.asdict(self.policy) | {"stopwords_rule": "NLTK 179, whole words only", "punct_rule": "pieces of the 32 ASCII punctuation characters"},
+            "policy": dataclasses.asdict(self.policy)
+            | {
+                "stopwords_rule": "NLTK 179, whole words only",
+                "punct_rule": "pieces of the 32 ASCII punctuation characters",
+            },
         }
 
     # ---- the pipeline's hooks ----------------------------------------------------------------------
@@ -275,7 +292,9 @@ class Cape(TokenPipeline):
         (other punctuation pieces are perturbed)."""
         actions, why = super().plan_codes(codes, rows, lead, core, starts)
         punct = np.flatnonzero(why == R_PUNCT)
-        other = punct[np.fromiter((not ASCII_PUNCT.issuperset(core[i]) for i in punct.tolist()), dtype=bool, count=punct.size)]
+        other = punct[
+            np.fromiter((not ASCII_PUNCT.issuperset(core[i]) for i in punct.tolist()), dtype=bool, count=punct.size)
+        ]
         actions[other], why[other] = PERTURB, R_PERTURBED
         return actions, why
 
@@ -307,7 +326,10 @@ class Cape(TokenPipeline):
         per token, since eps' depends on the raw text."""
         n = int(acc.n_perturbed)
         claimed = float(acc.extra.get("eps_total_mean", self.eps)) if diagnostics and n else self.eps
-        return [SelfComposedEvent(PureDpEvent(self.worst_case), n), SelfComposedEvent(ClaimedEvent(claimed, self.CLAIM), n)]
+        return [
+            SelfComposedEvent(PureDpEvent(self.worst_case), n),
+            SelfComposedEvent(ClaimedEvent(claimed, self.CLAIM), n),
+        ]
 
     @property
     def model_dtype(self) -> str:
@@ -316,13 +338,22 @@ class Cape(TokenPipeline):
     def signature_params(self) -> dict[str, Any]:
         """The compact signature's parameters; the context model's dtype only when it is not float32
         (bf16 utilities differ from float32 ones by ~1e-2, so such outputs say so)."""
-        out = {"model": f"{self.model_name}#{self.model_hash[:8]}", "context": self.context, "buckets": self.buckets, "utility": self.utility,
-               "lambda_l": self.lambda_l, "lambda_d": self.lambda_d, "B": float(f"{self.logit_bound:.6g}")}
+        out = {
+            "model": f"{self.model_name}#{self.model_hash[:8]}",
+            "context": self.context,
+            "buckets": self.buckets,
+            "utility": self.utility,
+            "lambda_l": self.lambda_l,
+            "lambda_d": self.lambda_d,
+            "B": float(f"{self.logit_bound:.6g}"),
+        }
         if self.model_dtype != "float32":
             out["dtype"] = self.model_dtype
         return out
 
-    def record_accounting(self, diag: dict[str, torch.Tensor], counts: list[int]) -> tuple[list[float], list[dict[str, Any]]]:
+    def record_accounting(
+        self, diag: dict[str, torch.Tensor], counts: list[int]
+    ) -> tuple[list[float], list[dict[str, Any]]]:
         """Per record: composed eps = sum over its perturbed tokens of (eps + eps'_i), and eps' summaries
         next to the data-independent worst case."""
         return cu.record_accounts(diag.get("eps_prime"), counts, self.eps, self.worst_case)
@@ -336,8 +367,17 @@ class Cape(TokenPipeline):
         in place (:func:`~ppt.mechanisms.cape.utility.fused_utility`).
         """
         return cu.fused_utility(
-            logits_c, orig_ids, self.embeddings, self.cand_emb, self.cand_emb_mm, self.cand_sqnorm,
-            form=self.utility, lambda_l=self.lambda_l, lambda_d=self.lambda_d, bound=self.logit_bound, gemm_rows=gemm_rows,
+            logits_c,
+            orig_ids,
+            self.embeddings,
+            self.cand_emb,
+            self.cand_emb_mm,
+            self.cand_sqnorm,
+            form=self.utility,
+            lambda_l=self.lambda_l,
+            lambda_d=self.lambda_d,
+            bound=self.logit_bound,
+            gemm_rows=gemm_rows,
         )
 
     def mix_records(self, reproducible: bool = True) -> bool:
@@ -369,10 +409,13 @@ class Cape(TokenPipeline):
         with parallel.one_thread() if not mix and self.device.type == "cpu" else contextlib.nullcontext():
             return self._perturb(ids_list, positions, rand, mix)
 
-    def _perturb(self, ids_list: list[np.ndarray], positions: list[np.ndarray], rand: torch.Tensor,
-                 mix: bool) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def _perturb(
+        self, ids_list: list[np.ndarray], positions: list[np.ndarray], rand: torch.Tensor, mix: bool
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         feats = self.lm.features(ids_list, positions, mix_records=mix)
-        orig = torch.as_tensor(np.concatenate([np.asarray(i, dtype=np.int64)[p] for i, p in zip(ids_list, positions)]), device=self.device)
+        orig = torch.as_tensor(
+            np.concatenate([np.asarray(i, dtype=np.int64)[p] for i, p in zip(ids_list, positions)]), device=self.device
+        )
         rand = rand.to(self.device)
         n = int(orig.numel())
         chunk = self.chunk_rows(mix)

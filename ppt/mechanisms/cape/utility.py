@@ -59,7 +59,9 @@ def distance_term(dist: torch.Tensor) -> torch.Tensor:
     return torch.exp(-dist / dmax)
 
 
-def combine(lt: torch.Tensor, dt: torch.Tensor, lambda_l: float, lambda_d: float, form: str = "product") -> torch.Tensor:
+def combine(
+    lt: torch.Tensor, dt: torch.Tensor, lambda_l: float, lambda_d: float, form: str = "product"
+) -> torch.Tensor:
     """Hybrid utility from the logit term and the distance term."""
     if form == "product":
         out = torch.ones_like(lt)
@@ -93,8 +95,18 @@ def in_row_blocks(fn, x: torch.Tensor, rows: int | None) -> torch.Tensor:
 
 
 def fused_utility(
-    logits_c: torch.Tensor, orig_ids: torch.Tensor, embeddings: torch.Tensor, cand_emb: torch.Tensor, cand_emb_mm: torch.Tensor,
-    cand_sqnorm: torch.Tensor, *, form: str, lambda_l: float, lambda_d: float, bound: float, gemm_rows: int | None = None,
+    logits_c: torch.Tensor,
+    orig_ids: torch.Tensor,
+    embeddings: torch.Tensor,
+    cand_emb: torch.Tensor,
+    cand_emb_mm: torch.Tensor,
+    cand_sqnorm: torch.Tensor,
+    *,
+    form: str,
+    lambda_l: float,
+    lambda_d: float,
+    bound: float,
+    gemm_rows: int | None = None,
 ) -> torch.Tensor:
     """u [c, |C|] for rows with candidate logits ``logits_c`` (overwritten) and original token ids.
 
@@ -111,7 +123,9 @@ def fused_utility(
     if cand_emb_mm.dtype == torch.float32:
         sq = in_row_blocks(lambda x: torch.addmm(cand_sqnorm.unsqueeze(0), x, cand_emb.T, alpha=-2.0), e, gemm_rows)
     else:
-        sq = in_row_blocks(lambda x: (x.to(cand_emb_mm.dtype) @ cand_emb_mm.T).float().mul_(-2.0).add_(cand_sqnorm), e, gemm_rows)
+        sq = in_row_blocks(
+            lambda x: (x.to(cand_emb_mm.dtype) @ cand_emb_mm.T).float().mul_(-2.0).add_(cand_sqnorm), e, gemm_rows
+        )
     dist = sq.add_(e.pow(2).sum(1, keepdim=True)).clamp_min_(0).sqrt_()
     dmax = dist.amax(dim=1, keepdim=True)
     dmax = torch.where(dmax > 0, dmax, torch.ones_like(dmax))
@@ -149,7 +163,9 @@ def bucketize(u: torch.Tensor, n_buckets: int) -> tuple[torch.Tensor, torch.Tens
     return b, block_counts.squeeze(1), means
 
 
-def _bucketize(u: torch.Tensor, n_buckets: int, v_block: int, block_sums: bool | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _bucketize(
+    u: torch.Tensor, n_buckets: int, v_block: int, block_sums: bool | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``bucketize`` with the member counts per block of ``v_block`` columns (``[n, blocks, N_b]``;
     summed over blocks they are the counts).
 
@@ -182,7 +198,9 @@ def _bucketize(u: torch.Tensor, n_buckets: int, v_block: int, block_sums: bool |
         sums = torch.zeros((n, n_buckets), dtype=u.dtype, device=u.device).scatter_add_(1, b, u)
     means = sums.double() / counts.clamp_min(1)
     # a mean lies within the row's [u_min, u_max]; keep float rounding of the sum from stepping outside
-    means = torch.where(counts > 0, torch.minimum(torch.maximum(means, lo.double()), hi.double()), torch.zeros_like(means))
+    means = torch.where(
+        counts > 0, torch.minimum(torch.maximum(means, lo.double()), hi.double()), torch.zeros_like(means)
+    )
     return b, block_counts, means
 
 
@@ -203,7 +221,9 @@ def eps_prime(counts: torch.Tensor) -> torch.Tensor:
 MEMBER_BLOCK = 1024  # columns per block in nth_member's two-level search on CUDA
 
 
-def nth_member(b: torch.Tensor, k: torch.Tensor, j: torch.Tensor, block_counts: torch.Tensor, block: int) -> torch.Tensor:
+def nth_member(
+    b: torch.Tensor, k: torch.Tensor, j: torch.Tensor, block_counts: torch.Tensor, block: int
+) -> torch.Tensor:
     """The column of the ``j[i]``-th (0-based, column order) entry of row i of ``b`` equal to ``k[i]``
     (``j[i]`` below that row's count of them), from ``block_counts`` [n, blocks, N_b] (entries equal
     to each value per block of ``block`` columns, see ``_bucketize``).
@@ -221,7 +241,11 @@ def nth_member(b: torch.Tensor, k: torch.Tensor, j: torch.Tensor, block_counts: 
     per_block = block_counts.gather(2, k.view(n, 1, 1).expand(n, block_counts.shape[1], 1)).squeeze(2)
     running = per_block.cumsum(1, dtype=torch.int32)
     blk = torch.searchsorted(running, target).squeeze(1).clamp_(max=running.shape[1] - 1)
-    before = torch.where(blk > 0, running.gather(1, (blk - 1).clamp_min(0).unsqueeze(1)).squeeze(1), torch.zeros_like(blk, dtype=torch.int32))
+    before = torch.where(
+        blk > 0,
+        running.gather(1, (blk - 1).clamp_min(0).unsqueeze(1)).squeeze(1),
+        torch.zeros_like(blk, dtype=torch.int32),
+    )
     # the block's columns; in a short last block the ones past v repeat column v - 1, which lies after
     # the member (j is below the row's count), so they never change the answer
     cols = (blk.unsqueeze(1) * block + torch.arange(block, device=b.device)).clamp_(max=v - 1)
@@ -231,7 +255,12 @@ def nth_member(b: torch.Tensor, k: torch.Tensor, j: torch.Tensor, block_counts: 
 
 
 def sample_bucketized(
-    u: torch.Tensor, eps: float, delta_u: float, n_buckets: int, r_bucket: torch.Tensor, r_member: torch.Tensor,
+    u: torch.Tensor,
+    eps: float,
+    delta_u: float,
+    n_buckets: int,
+    r_bucket: torch.Tensor,
+    r_member: torch.Tensor,
     member_block: int | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """One candidate column per row of ``u`` [n, V] with two uniforms per row.
@@ -297,7 +326,9 @@ def calibrate_bound(abs_logits: torch.Tensor, quantile: float) -> float:
 COMPOSITION = "basic: sum over perturbed tokens of (eps + eps'_i); eps'_i data dependent (paper's Theorem 4.1), see eps_per_token_worst_case"
 
 
-def record_accounts(eps_prime: torch.Tensor | None, counts: list[int], eps: float, worst_case: float) -> tuple[list[float], list[dict]]:
+def record_accounts(
+    eps_prime: torch.Tensor | None, counts: list[int], eps: float, worst_case: float
+) -> tuple[list[float], list[dict]]:
     """Per record (``counts[b]`` of the batch's positions, records' positions in order): composed eps =
     sum over its perturbed positions of (eps + eps'_i), and the accounting's extra fields (eps' mean
     and max, eps + eps' mean and max, the data-independent worst case per token and composed).
@@ -319,17 +350,44 @@ def record_accounts(eps_prime: torch.Tensor | None, counts: list[int], eps: floa
     for n, total_b, mx in zip(counts, sums, maxima.tolist()):
         if n:
             mean = total_b / n
-            stats = {"eps_prime_mean": mean, "eps_prime_max": mx, "eps_total_mean": eps + mean, "eps_total_max": eps + mx}
+            stats = {
+                "eps_prime_mean": mean,
+                "eps_prime_max": mx,
+                "eps_total_mean": eps + mean,
+                "eps_total_max": eps + mx,
+            }
             composed.append(n * eps + total_b)
         else:
             stats = {"eps_prime_mean": 0.0, "eps_prime_max": 0.0, "eps_total_mean": 0.0, "eps_total_max": 0.0}
             composed.append(0.0)
-        extras.append({"eps_per_token_worst_case": worst_case, "composed_eps_worst_case": n * worst_case, **stats, "composition": COMPOSITION})
+        extras.append(
+            {
+                "eps_per_token_worst_case": worst_case,
+                "composed_eps_worst_case": n * worst_case,
+                **stats,
+                "composition": COMPOSITION,
+            }
+        )
     return composed, extras
 
 
 __all__ = [
-    "UTILITIES", "logit_term", "distance_term", "combine", "fused_utility", "sensitivity", "bucketize", "bucket_logits",
-    "eps_prime", "in_row_blocks", "nth_member", "sample_bucketized", "closed_form", "pairwise_bound", "worst_case_eps", "calibrate_bound",
-    "COMPOSITION", "record_accounts",
+    "UTILITIES",
+    "logit_term",
+    "distance_term",
+    "combine",
+    "fused_utility",
+    "sensitivity",
+    "bucketize",
+    "bucket_logits",
+    "eps_prime",
+    "in_row_blocks",
+    "nth_member",
+    "sample_bucketized",
+    "closed_form",
+    "pairwise_bound",
+    "worst_case_eps",
+    "calibrate_bound",
+    "COMPOSITION",
+    "record_accounts",
 ]

@@ -78,8 +78,14 @@ def batch_loss(model: Any, batch: list[tuple[list[int], int]], pad: int) -> torc
     return model(input_ids=ids.to(dev), attention_mask=attn.to(dev), labels=labels.to(dev)).loss
 
 
-def distill(pairs: list[tuple[str, str]], out_dir: str | Path, cfg: DistillConfig, *,
-            teacher: str | None = None, progress: Callable[[int, int, float], None] | None = None) -> DistillResult:
+def distill(
+    pairs: list[tuple[str, str]],
+    out_dir: str | Path,
+    cfg: DistillConfig,
+    *,
+    teacher: str | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> DistillResult:
     """Fine-tune ``cfg.base_model`` on ``pairs`` and save it (and checkpoints) under ``out_dir``."""
     from ppt.lm.base import pad_id
     from ppt.models import load_causal_lm
@@ -150,7 +156,9 @@ def trainable(model: Any, top_layers: int | None) -> list[torch.nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
-def _save(model: Any, tok: Any, d: Path, cfg: DistillConfig, res: DistillResult, step: int, teacher: str | None) -> None:
+def _save(
+    model: Any, tok: Any, d: Path, cfg: DistillConfig, res: DistillResult, step: int, teacher: str | None
+) -> None:
     from ppt.models._quiet import quiet_loading
 
     d.mkdir(parents=True, exist_ok=True)
@@ -160,9 +168,16 @@ def _save(model: Any, tok: Any, d: Path, cfg: DistillConfig, res: DistillResult,
         model.save_pretrained(d)
         tok.save_pretrained(d)
     model.train(was)
-    meta = {"template": cfg.template, "base_model": cfg.base_model, "pairs": res.pairs, "steps": step,
-            "teacher": teacher, "config": {k: v for k, v in asdict(cfg).items() if k != "template"},
-            "loss_first": res.losses[0] if res.losses else None, "loss_last": res.losses[-1] if res.losses else None}
+    meta = {
+        "template": cfg.template,
+        "base_model": cfg.base_model,
+        "pairs": res.pairs,
+        "steps": step,
+        "teacher": teacher,
+        "config": {k: v for k, v in asdict(cfg).items() if k != "template"},
+        "loss_first": res.losses[0] if res.losses else None,
+        "loss_last": res.losses[-1] if res.losses else None,
+    }
     (d / META_FILE).write_text(json.dumps(meta, indent=1))
 
 

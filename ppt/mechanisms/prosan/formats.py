@@ -19,9 +19,11 @@ import re
 import numpy as np
 
 EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
-EMAIL_RULE = ("e-mail addresses (pattern) are eligible whatever their POS tag; a protected one gets fresh "
-              "random letters (same case) and digits in its local part and domain labels, keeping '@', "
-              "punctuation and the top-level domain")
+EMAIL_RULE = (
+    "e-mail addresses (pattern) are eligible whatever their POS tag; a protected one gets fresh "
+    "random letters (same case) and digits in its local part and domain labels, keeping '@', "
+    "punctuation and the top-level domain"
+)
 _LOWER = np.array(list("abcdefghijklmnopqrstuvwxyz"))
 
 
@@ -39,7 +41,11 @@ def fresh_email(word: str, g: np.random.Generator) -> str:
     draws = g.integers(0, 260, size=len(alnum))
     orig = chars[alnum].astype(str)
     letters = _LOWER[draws % 26]
-    new = np.where(np.char.isdigit(orig), (draws % 10).astype(str), np.where(np.char.isupper(orig), np.char.upper(letters), letters))
+    new = np.where(
+        np.char.isdigit(orig),
+        (draws % 10).astype(str),
+        np.where(np.char.isupper(orig), np.char.upper(letters), letters),
+    )
     chars[alnum] = new
     return "".join(chars.tolist()) + tld
 

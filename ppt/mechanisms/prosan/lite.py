@@ -49,21 +49,35 @@ class ProSanLite(Mechanism):
 
     name: ClassVar[str] = "prosan-lite"
     notion: ClassVar[str] = "none: no differential-privacy guarantee (a distilled model's rewrite)"
-    summary: ClassVar[str] = "ProSan's lightweight mode: a causal LM distilled from ProSan pairs rewrites the prompt (no DP)"
+    summary: ClassVar[str] = (
+        "ProSan's lightweight mode: a causal LM distilled from ProSan pairs rewrites the prompt (no DP)"
+    )
     default_eps: ClassVar[float] = 1.0  # placeholder: no eps (any other value is rejected)
     takes_eps: ClassVar[bool] = False
     default_space: ClassVar[str | None] = None
     defaults: ClassVar[dict[str, Any]] = {"model": None, "temperature": 0.0, "max_new_tokens": None}
     reports_pairs: ClassVar[bool] = False
 
-    def __init__(self, eps: float = 1.0, model: str | None = None, temperature: float = 0.0,
-                 max_new_tokens: int | None = None, device: str = "auto", quiet: bool = False,
-                 space: Any = None, policy: Any = None, batch_size: int = 8, **extra: Any):
+    def __init__(
+        self,
+        eps: float = 1.0,
+        model: str | None = None,
+        temperature: float = 0.0,
+        max_new_tokens: int | None = None,
+        device: str = "auto",
+        quiet: bool = False,
+        space: Any = None,
+        policy: Any = None,
+        batch_size: int = 8,
+        **extra: Any,
+    ):
         super().__init__(eps)
         if self.eps != self.default_eps:
             raise ValueError("prosan-lite has no eps (it gives no differential-privacy guarantee): leave --eps out")
         if extra:
-            raise ValueError(f"unknown prosan-lite parameter(s): {', '.join(sorted(extra))}; known: model, temperature, max_new_tokens")
+            raise ValueError(
+                f"unknown prosan-lite parameter(s): {', '.join(sorted(extra))}; known: model, temperature, max_new_tokens"
+            )
         if space is not None:
             raise ValueError("prosan-lite uses a distilled model (--model DIR), not an embedding space")
         if model is None:
@@ -79,16 +93,27 @@ class ProSanLite(Mechanism):
         self.gen = None
         from ppt.log import LeakWarning, warn
 
-        warn("prosan-lite gives no privacy guarantee: the distilled model may copy private words "
-             "(measure with `ppt eval phr`)", LeakWarning)
+        warn(
+            "prosan-lite gives no privacy guarantee: the distilled model may copy private words "
+            "(measure with `ppt eval phr`)",
+            LeakWarning,
+        )
 
     def params(self) -> dict[str, Any]:
         m = self.meta or {}
-        return {"model": self.model_name, "mode": "lite: one generation pass of a distilled causal LM",
-                "distilled_by_ppt": self.meta is not None, "base_model": m.get("base_model"),
-                "trained_pairs": m.get("pairs"), "trained_steps": m.get("steps"), "teacher": m.get("teacher"),
-                "template": self.template, "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
-                "guarantee": NO_DP_LITE}
+        return {
+            "model": self.model_name,
+            "mode": "lite: one generation pass of a distilled causal LM",
+            "distilled_by_ppt": self.meta is not None,
+            "base_model": m.get("base_model"),
+            "trained_pairs": m.get("pairs"),
+            "trained_steps": m.get("steps"),
+            "teacher": m.get("teacher"),
+            "template": self.template,
+            "temperature": self.temperature,
+            "max_new_tokens": self.max_new_tokens,
+            "guarantee": NO_DP_LITE,
+        }
 
     def signature_params(self) -> dict[str, Any]:
         return {"model": self.model_name, "mode": "lite", "T": self.temperature}
@@ -109,7 +134,9 @@ class ProSanLite(Mechanism):
     def _params(self, text: str):
         from ppt.lm.generate import SamplingParams
 
-        n = self.max_new_tokens or max(8, int(1.5 * len(self.gen.tokenizer(text, add_special_tokens=False)["input_ids"])) + 8)
+        n = self.max_new_tokens or max(
+            8, int(1.5 * len(self.gen.tokenizer(text, add_special_tokens=False)["input_ids"])) + 8
+        )
         return SamplingParams(max_new_tokens=n, temperature=self.temperature, stop=("\n",))
 
     def perturb(self, texts: list[str], generators: list[torch.Generator], reproducible: bool) -> list[str]:
@@ -129,7 +156,9 @@ class ProSanLite(Mechanism):
             res.append(o.text.strip())
         return res
 
-    def sanitize_batch(self, texts: list[str], generators: list[torch.Generator], *, reproducible: bool = True) -> list[Sanitized]:
+    def sanitize_batch(
+        self, texts: list[str], generators: list[torch.Generator], *, reproducible: bool = True
+    ) -> list[Sanitized]:
         self.prepare()
         live = [i for i, t in enumerate(texts) if t.strip()]
         outs = [""] * len(texts)
@@ -144,8 +173,14 @@ class ProSanLite(Mechanism):
             a, b = _WORDS.findall(t), _WORDS.findall(o)
             sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
             kept = sum(blk.size for blk in sm.get_matching_blocks())
-            acc = Accounting(notion=self.notion, eps_per_token=math.inf, n_tokens=len(a), n_perturbed=len(a) - kept,
-                             composed_eps=math.inf, extra={"output_words": len(b)})
+            acc = Accounting(
+                notion=self.notion,
+                eps_per_token=math.inf,
+                n_tokens=len(a),
+                n_perturbed=len(a) - kept,
+                composed_eps=math.inf,
+                extra={"output_words": len(b)},
+            )
             res.append(Sanitized(o, acc, None))
         return res
 

@@ -114,8 +114,16 @@ class _WordTokenizer:
 
     def tokenize(self, text: str) -> ProsanTokens:
         tb = self.mech.tokenize_batch([text], reproducible=True)
-        return ProsanTokens(lead=tb.lead, core=tb.core, rows=tb.rows, kinds=tb.kinds, ids=tb.rows, codes=tb.codes,
-                            actions=tb.actions, why=tb.why)
+        return ProsanTokens(
+            lead=tb.lead,
+            core=tb.core,
+            rows=tb.rows,
+            kinds=tb.kinds,
+            ids=tb.rows,
+            codes=tb.codes,
+            actions=tb.actions,
+            why=tb.why,
+        )
 
 
 def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
@@ -128,17 +136,33 @@ class ProSan(TokenPipeline):
     """ProSan: importance- and self-information-driven anonymization (no DP guarantee)."""
 
     name: ClassVar[str] = "prosan"
-    notion: ClassVar[str] = "none: no differential-privacy guarantee (contextual anonymization by importance and self-information)"
+    notion: ClassVar[str] = (
+        "none: no differential-privacy guarantee (contextual anonymization by importance and self-information)"
+    )
     summary: ClassVar[str] = "ProSan: replace unimportant nouns, names and numbers with masked-LM candidates (no DP)"
     default_eps: ClassVar[float] = 1.0  # placeholder: ProSan has no eps (any other value is rejected)
     takes_eps: ClassVar[bool] = False
     default_space: ClassVar[str | None] = None
     default_model: ClassVar[str] = "smollm2"
-    default_policy: ClassVar[Policy] = Policy(oov="keep", numbers="random-digits", punct="keep", stopwords="keep", case="sentence")
+    default_policy: ClassVar[Policy] = Policy(
+        oov="keep", numbers="random-digits", punct="keep", stopwords="keep", case="sentence"
+    )
     defaults: ClassVar[dict[str, Any]] = {
-        "model": "smollm2", "mlm": "splade-tiny", "tagger": "en_core_web_sm", "lambda": 0.8, "tau": 0.9,
-        "max_candidates": 50, "similarity": "auto", "scale": 1.0, "response_tokens": 8, "pos": "NOUN,PROPN,NUM",
-        "exclude_original": True, "max_tokens": 512, "batching": "record", "emails": True, "threads": "auto",
+        "model": "smollm2",
+        "mlm": "splade-tiny",
+        "tagger": "en_core_web_sm",
+        "lambda": 0.8,
+        "tau": 0.9,
+        "max_candidates": 50,
+        "similarity": "auto",
+        "scale": 1.0,
+        "response_tokens": 8,
+        "pos": "NOUN,PROPN,NUM",
+        "exclude_original": True,
+        "max_tokens": 512,
+        "batching": "record",
+        "emails": True,
+        "threads": "auto",
     }
 
     def __init__(
@@ -170,9 +194,13 @@ class ProSan(TokenPipeline):
             raise ValueError("prosan has no eps (it gives no differential-privacy guarantee): leave --eps out")
         lam = extra.pop("lambda", extra.pop("lam", 0.8))
         if extra:
-            raise ValueError(f"unknown ProSan parameter(s): {', '.join(sorted(extra))}; known: {', '.join(self.defaults)}, device, policy")
+            raise ValueError(
+                f"unknown ProSan parameter(s): {', '.join(sorted(extra))}; known: {', '.join(self.defaults)}, device, policy"
+            )
         if space is not None:
-            raise ValueError("prosan uses a causal LM and a masked LM, not an embedding space: pass --model / --param mlm=...")
+            raise ValueError(
+                "prosan uses a causal LM and a masked LM, not an embedding space: pass --model / --param mlm=..."
+            )
         self.lam = nonneg("lambda", lam)
         self.tau = float(tau)
         if not 0 < self.tau <= 1:
@@ -218,20 +246,33 @@ class ProSan(TokenPipeline):
         self.score_cache: dict | None = None
         from ppt.log import LeakWarning, warn
 
-        warn("prosan gives no differential-privacy guarantee: words it does not select are released verbatim "
-             "(measure what is hidden with `ppt eval phr`)", LeakWarning)
+        warn(
+            "prosan gives no differential-privacy guarantee: words it does not select are released verbatim "
+            "(measure what is hidden with `ppt eval phr`)",
+            LeakWarning,
+        )
 
     # ---- parameters and stamp ---------------------------------------------------------------------
 
     def params(self) -> dict[str, Any]:
         return {
-            "model": self.model_name, "mlm": self.mlm_name, "tagger": self.tagger_name, "lambda": self.lam,
-            "tau": self.tau, "max_candidates": self.max_candidates, "similarity": self.similarity,
-            "scale": self.scale, "response_tokens": self.response_tokens, "pos": ",".join(self.pos),
-            "exclude_original": self.exclude_original, "max_tokens": self.max_tokens, "batching": self.batching,
-            "emails": self.emails, "threads": self.threads,
+            "model": self.model_name,
+            "mlm": self.mlm_name,
+            "tagger": self.tagger_name,
+            "lambda": self.lam,
+            "tau": self.tau,
+            "max_candidates": self.max_candidates,
+            "similarity": self.similarity,
+            "scale": self.scale,
+            "response_tokens": self.response_tokens,
+            "pos": ",".join(self.pos),
+            "exclude_original": self.exclude_original,
+            "max_tokens": self.max_tokens,
+            "batching": self.batching,
+            "emails": self.emails,
+            "threads": self.threads,
             "importance": "||mean over the word's tokens of dL/d(input embedding)||_2, min-max over the prompt's words; "
-                          "L = mean NLL of the LM's greedy response (the prompt's own LM loss when response_tokens=0)",
+            "L = mean NLL of the LM's greedy response (the prompt's own LM loss when response_tokens=0)",
             "privacy": "self-information -ln p(token | prefix) summed over the word's tokens, min-max over the prompt's words",
             "protected_share": "gamma = min(1, lambda * sigmoid(mean self-information)); the ceil(gamma * n) least important words of the selected POS",
             "weights": "P(c) ∝ exp((K_w - O_w) * scale * s_c) over masked-LM candidates up to cumulative probability tau",
@@ -244,9 +285,17 @@ class ProSan(TokenPipeline):
         }
 
     def signature_params(self) -> dict[str, Any]:
-        return {"model": self.model_name, "mlm": self.mlm_name, "lambda": self.lam, "tau": self.tau,
-                "sim": self.similarity, "scale": self.scale, "resp": self.response_tokens, "pos": ".".join(self.pos),
-                "email": self.emails}
+        return {
+            "model": self.model_name,
+            "mlm": self.mlm_name,
+            "lambda": self.lam,
+            "tau": self.tau,
+            "sim": self.similarity,
+            "scale": self.scale,
+            "resp": self.response_tokens,
+            "pos": ".".join(self.pos),
+            "email": self.emails,
+        }
 
     def eps_per_token(self) -> float:
         return math.inf
@@ -259,7 +308,9 @@ class ProSan(TokenPipeline):
         n = int(acc.n_tokens)
         return [UnprotectedEvent(n, NO_DP)] if n else []
 
-    def record_accounting(self, diag: dict[str, torch.Tensor], counts: list[int]) -> tuple[list[float], list[dict[str, Any]]]:
+    def record_accounting(
+        self, diag: dict[str, torch.Tensor], counts: list[int]
+    ) -> tuple[list[float], list[dict[str, Any]]]:
         meta = self._current.meta if self._current is not None else [{} for _ in counts]
         extras, offset = [], 0
         ncand = diag.get("n_candidates")
@@ -290,7 +341,9 @@ class ProSan(TokenPipeline):
         if not getattr(self.lm_tok, "is_fast", False):
             from ppt.io import ExitCode, PptError
 
-            raise PptError(f"prosan needs a fast tokenizer (character offsets) for {self.model_name!r}", exit_code=ExitCode.CONFIG)
+            raise PptError(
+                f"prosan needs a fast tokenizer (character offsets) for {self.model_name!r}", exit_code=ExitCode.CONFIG
+            )
         self.prefix = bos_prefix(self.lm_tok)
         self.lm_pad = pad_id(self.lm_tok)
         self.lm_eos = eos_ids(self.lm, self.lm_tok)
@@ -308,8 +361,11 @@ class ProSan(TokenPipeline):
         n = min(len(tok), self.mlm.get_input_embeddings().weight.shape[0])
         specials = set(tok.all_special_ids)
         texts = tok.convert_ids_to_tokens(list(range(n)))
-        keep = [i for i, t in enumerate(texts) if i not in specials and t and t.isalpha() and len(t) >= 2
-                and not t.startswith("##")]
+        keep = [
+            i
+            for i, t in enumerate(texts)
+            if i not in specials and t and t.isalpha() and len(t) >= 2 and not t.startswith("##")
+        ]
         self._candidates = torch.as_tensor(keep, dtype=torch.long)
         self._cand_text = [texts[i] for i in keep]
         self.id_text = np.asarray(texts, dtype=object)
@@ -317,7 +373,9 @@ class ProSan(TokenPipeline):
         for col, t in enumerate(self._cand_text):
             self.cand_fold.setdefault(t.casefold(), []).append(col)
         self.vocab = tok.get_vocab()
-        self.lowercase = bool(getattr(tok, "do_lower_case", False)) or bool(tok("A", add_special_tokens=False)["input_ids"] == tok("a", add_special_tokens=False)["input_ids"])
+        self.lowercase = bool(getattr(tok, "do_lower_case", False)) or bool(
+            tok("A", add_special_tokens=False)["input_ids"] == tok("a", add_special_tokens=False)["input_ids"]
+        )
         emb = self.mlm.get_input_embeddings().weight.detach().float()
         self.mlm_emb = torch.nn.functional.normalize(emb, dim=1)
         self.max_mlm_len = int(getattr(self.mlm.config, "max_position_embeddings", 512) or 512)
@@ -355,7 +413,9 @@ class ProSan(TokenPipeline):
         codes = kind_codes(kinds)
         is_word = codes != SPACE_CODE
         with torch_threads(self.threads):
-            word_scores = self.score(list(texts), leads, cores, [is_word[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])], reproducible)
+            word_scores = self.score(
+                list(texts), leads, cores, [is_word[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])], reproducible
+            )
         n = len(core)
         k = np.zeros(n)
         o = np.zeros(n)
@@ -373,7 +433,9 @@ class ProSan(TokenPipeline):
             widx = lo + np.flatnonzero(is_word[lo:hi])
             k[widx], o[widx] = ws.importance, ws.privacy
             ends = np.cumsum([len(a) + len(b) for a, b in zip(lead[lo:hi], core[lo:hi])])
-            starts[lo:hi] = ends - np.asarray([len(b) for b in core[lo:hi]], dtype=np.int64) if hi > lo else starts[lo:hi]
+            starts[lo:hi] = (
+                ends - np.asarray([len(b) for b in core[lo:hi]], dtype=np.int64) if hi > lo else starts[lo:hi]
+            )
             cand = lo + np.flatnonzero(eligible[lo:hi])
             gamma = sc.protected_share(self.lam, ws.entropy) if len(widx) else 0.0
             m = sc.n_protected(gamma, len(cand))
@@ -391,8 +453,22 @@ class ProSan(TokenPipeline):
             actions[word], why[word] = PERTURB, R_PERTURBED
             meta.append({"gamma": gamma, "entropy": ws.entropy, "n_eligible": int(len(cand)), "n_protected": int(m)})
         rows = np.asarray([self._vocab_id(c) for c in core], dtype=np.int64)
-        tb = ProsanBatch(lead=lead, core=core, kinds=kinds, rows=rows, codes=codes, bounds=bounds, texts=list(texts),
-                         actions=actions, why=why, starts=starts, k=k, o=o, meta=meta, emails=emails)
+        tb = ProsanBatch(
+            lead=lead,
+            core=core,
+            kinds=kinds,
+            rows=rows,
+            codes=codes,
+            bounds=bounds,
+            texts=list(texts),
+            actions=actions,
+            why=why,
+            starts=starts,
+            k=k,
+            o=o,
+            meta=meta,
+            emails=emails,
+        )
         self._current, self._mail_records = tb, None
         return tb
 
@@ -418,9 +494,13 @@ class ProSan(TokenPipeline):
         """One uniform per replaced word."""
         return {"u": torch.from_numpy(g.random(n))}
 
-    def perturb_batch(self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], rand: dict[str, torch.Tensor], reproducible: bool):
+    def perturb_batch(
+        self, tb: TokenBatch, perturb: np.ndarray, counts: list[int], rand: dict[str, torch.Tensor], reproducible: bool
+    ):
         with torch_threads(self.threads):
-            new_ids, diag = self.perturb(tb, np.flatnonzero(perturb), rand["u"], reproducible or self.batching == "record")
+            new_ids, diag = self.perturb(
+                tb, np.flatnonzero(perturb), rand["u"], reproducible or self.batching == "record"
+            )
         return new_ids, diag
 
     def output_texts(self, new_rows: np.ndarray) -> np.ndarray:
@@ -438,8 +518,14 @@ class ProSan(TokenPipeline):
 
     # ---- scoring and replacement ----------------------------------------------------------------------
 
-    def score(self, texts: list[str], leads: list[list[str]], cores: list[list[str]], is_word: list[np.ndarray],
-              reproducible: bool) -> list[sc.WordScores]:
+    def score(
+        self,
+        texts: list[str],
+        leads: list[list[str]],
+        cores: list[list[str]],
+        is_word: list[np.ndarray],
+        reproducible: bool,
+    ) -> list[sc.WordScores]:
         """K, O and H of every text (one record at a time when ``reproducible``)."""
         enc = self.lm_tok(texts, add_special_tokens=False, return_offsets_mapping=True)
         prompts, words, n_words = [], [], []
@@ -467,9 +553,17 @@ class ProSan(TokenPipeline):
                     out[i] = sc.WordScores(np.zeros(n_words[i]), np.zeros(n_words[i]), np.zeros(n_words[i]), 0.0)
             if not live:
                 continue
-            resp = sc.greedy_responses(self.lm, [prompts[i] for i in live], self.response_tokens, self.lm_pad, self.lm_eos)
-            res = sc.score_batch(self.lm, [prompts[i] for i in live], resp, [words[i] for i in live],
-                                 [n_words[i] for i in live], len(self.prefix))
+            resp = sc.greedy_responses(
+                self.lm, [prompts[i] for i in live], self.response_tokens, self.lm_pad, self.lm_eos
+            )
+            res = sc.score_batch(
+                self.lm,
+                [prompts[i] for i in live],
+                resp,
+                [words[i] for i in live],
+                [n_words[i] for i in live],
+                len(self.prefix),
+            )
             for i, r in zip(live, res):
                 out[i] = r
         if cache is not None:
@@ -537,8 +631,10 @@ class ProSan(TokenPipeline):
         """s_c [n, C] of each word to its candidate columns."""
         if self.similarity_fn is not None:
             ctext = self._cand_text
-            return torch.as_tensor([self.similarity_fn(w, [ctext[c] for c in row]) for w, row in zip(words, cols.cpu().tolist())],
-                                   dtype=torch.float64)
+            return torch.as_tensor(
+                [self.similarity_fn(w, [ctext[c] for c in row]) for w, row in zip(words, cols.cpu().tolist())],
+                dtype=torch.float64,
+            )
         vecs = []
         for w in words:
             ids = self.mlm_tok(w, add_special_tokens=False)["input_ids"] or [self.mlm_tok.unk_token_id or 0]
@@ -550,8 +646,6 @@ class ProSan(TokenPipeline):
 
 def _flag(value: Any) -> bool:
     return value.lower() in ("1", "true", "yes") if isinstance(value, str) else bool(value)
-
-
 
 
 def _merge_policy(base: Policy, policy: Policy | dict | None) -> Policy:

@@ -27,7 +27,9 @@ def candidate_sets(probs: torch.Tensor, tau: float, max_candidates: int) -> tupl
     return cols, mask
 
 
-def replacement_probs(k: torch.Tensor, o: torch.Tensor, sims: torch.Tensor, mask: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+def replacement_probs(
+    k: torch.Tensor, o: torch.Tensor, sims: torch.Tensor, mask: torch.Tensor, scale: float = 1.0
+) -> torch.Tensor:
     """Eq. 10: P [n, C] with P[i, j] ∝ exp((k_i - o_i) * scale * sims[i, j]) over mask[i]."""
     logits = ((k - o) * scale)[:, None].to(sims.dtype) * sims
     logits = logits.masked_fill(~mask, float("-inf"))

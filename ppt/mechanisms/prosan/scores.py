@@ -91,12 +91,18 @@ def greedy_responses(model: Any, prompts: list[list[int]], n: int, pad: int, eos
     ids = torch.full((len(prompts), width), pad, dtype=torch.long)
     attn = torch.zeros_like(ids)
     for r, p in enumerate(prompts):
-        ids[r, width - len(p):] = torch.as_tensor(p, dtype=torch.long)
-        attn[r, width - len(p):] = 1
+        ids[r, width - len(p) :] = torch.as_tensor(p, dtype=torch.long)
+        attn[r, width - len(p) :] = 1
     dev = next(model.parameters()).device
     with torch.inference_mode():
-        out = model.generate(input_ids=ids.to(dev), attention_mask=attn.to(dev), max_new_tokens=n, do_sample=False,
-                             pad_token_id=pad, eos_token_id=eos or None)
+        out = model.generate(
+            input_ids=ids.to(dev),
+            attention_mask=attn.to(dev),
+            max_new_tokens=n,
+            do_sample=False,
+            pad_token_id=pad,
+            eos_token_id=eos or None,
+        )
     res = []
     stop = set(eos)
     for row in out[:, width:].cpu().tolist():
@@ -105,8 +111,14 @@ def greedy_responses(model: Any, prompts: list[list[int]], n: int, pad: int, eos
     return res
 
 
-def score_batch(model: Any, prompts: list[list[int]], responses: list[list[int]], words: list[np.ndarray],
-                n_words: list[int], n_prefix: int) -> list[WordScores]:
+def score_batch(
+    model: Any,
+    prompts: list[list[int]],
+    responses: list[list[int]],
+    words: list[np.ndarray],
+    n_words: list[int],
+    n_prefix: int,
+) -> list[WordScores]:
     """Scores of each record from one padded forward/backward pass.
 
     ``prompts[i]``: token ids (``n_prefix`` BOS ids first); ``words[i]``: word index of each of those
@@ -138,7 +150,9 @@ def score_batch(model: Any, prompts: list[list[int]], responses: list[list[int]]
     for p in frozen:
         p.requires_grad_(False)
     try:
-        grad, nll, per_record = _forward_backward(model, ids, attn, target, emb_layer, tmask, base, head, param_dtype, b, width, dev)
+        grad, nll, per_record = _forward_backward(
+            model, ids, attn, target, emb_layer, tmask, base, head, param_dtype, b, width, dev
+        )
     finally:
         for p in frozen:
             p.requires_grad_(True)
@@ -168,8 +182,14 @@ def score_batch(model: Any, prompts: list[list[int]], responses: list[list[int]]
             h = float(inf_w[scored].mean())
         else:
             h = 0.0
-        out.append(WordScores(k.cpu().numpy().astype(np.float64), o.cpu().numpy().astype(np.float64),
-                              inf_w.cpu().numpy().astype(np.float64), h))
+        out.append(
+            WordScores(
+                k.cpu().numpy().astype(np.float64),
+                o.cpu().numpy().astype(np.float64),
+                inf_w.cpu().numpy().astype(np.float64),
+                h,
+            )
+        )
     return out
 
 
@@ -200,5 +220,13 @@ def _forward_backward(model, ids, attn, target, emb_layer, tmask, base, head, pa
     return grad, nll, per_record
 
 
-__all__ = ["WordScores", "char_word_map", "greedy_responses", "minmax", "n_protected", "protected_share",
-           "score_batch", "token_words"]
+__all__ = [
+    "WordScores",
+    "char_word_map",
+    "greedy_responses",
+    "minmax",
+    "n_protected",
+    "protected_share",
+    "score_batch",
+    "token_words",
+]

@@ -44,8 +44,9 @@ def load_spacy(name: str) -> Any:
     try:
         import spacy
     except ImportError:
-        raise PptError("prosan needs spaCy for POS tags, which is not installed", exit_code=ExitCode.CONFIG,
-                       hint=SPACY_INSTALL) from None
+        raise PptError(
+            "prosan needs spaCy for POS tags, which is not installed", exit_code=ExitCode.CONFIG, hint=SPACY_INSTALL
+        ) from None
     from ppt.models.resolve import resolve
 
     r = resolve(name)
@@ -54,14 +55,18 @@ def load_spacy(name: str) -> Any:
     elif r.source == "path":
         path = r.path
     else:
-        raise PptError(f"spaCy model {name!r} is not a local path or an offline alias", exit_code=ExitCode.CONFIG,
-                       hint=SPACY_INSTALL)
+        raise PptError(
+            f"spaCy model {name!r} is not a local path or an offline alias",
+            exit_code=ExitCode.CONFIG,
+            hint=SPACY_INSTALL,
+        )
     exclude = ["parser", "ner", "lemmatizer", "senter"]
     try:
         return spacy.load(str(path), exclude=exclude)
     except Exception as e:  # noqa: BLE001 - spaCy raises IOError/ValueError/OSError on a bad package
-        raise PptError(f"cannot load spaCy model {name!r}: {type(e).__name__}", exit_code=ExitCode.CONFIG,
-                       hint=SPACY_INSTALL) from None
+        raise PptError(
+            f"cannot load spaCy model {name!r}: {type(e).__name__}", exit_code=ExitCode.CONFIG, hint=SPACY_INSTALL
+        ) from None
 
 
 def word_pieces(text: str, tags: list[tuple[int, int, str]]) -> tuple[list[str], list[str], list[str]]:
@@ -83,7 +88,7 @@ def word_pieces(text: str, tags: list[tuple[int, int, str]]) -> tuple[list[str],
             lead.append(ws)
             core.append(word)
             pos.append("X")
-            s = stripped[len(word):]
+            s = stripped[len(word) :]
         return s
 
     for start, end, tag in tags:

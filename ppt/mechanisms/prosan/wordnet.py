@@ -21,10 +21,25 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-WORDNET_INSTALL = "apt-get install -y wordnet-base wordnet-sense-index && pip install 'ppt[prosan]' (or --param similarity=embedding)"
+WORDNET_INSTALL = (
+    "apt-get install -y wordnet-base wordnet-sense-index && pip install 'ppt[prosan]' (or --param similarity=embedding)"
+)
 DEBIAN_DIR = Path("/usr/share/wordnet")
-_NEEDED = ("index.noun", "data.noun", "index.verb", "data.verb", "index.adj", "data.adj", "index.adv", "data.adv",
-           "noun.exc", "verb.exc", "adj.exc", "adv.exc", "index.sense")
+_NEEDED = (
+    "index.noun",
+    "data.noun",
+    "index.verb",
+    "data.verb",
+    "index.adj",
+    "data.adj",
+    "index.adv",
+    "data.adv",
+    "noun.exc",
+    "verb.exc",
+    "adj.exc",
+    "adv.exc",
+    "index.sense",
+)
 LEXNAMES = (
     "adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute noun.body noun.cognition "
     "noun.communication noun.event noun.feeling noun.food noun.group noun.location noun.motive noun.object noun.person "
@@ -93,12 +108,16 @@ def load_wordnet() -> Any:
     try:
         from nltk.corpus.reader.wordnet import WordNetCorpusReader
     except ImportError:
-        raise PptError("WordNet similarity needs NLTK, which is not installed", exit_code=ExitCode.CONFIG,
-                       hint=WORDNET_INSTALL) from None
+        raise PptError(
+            "WordNet similarity needs NLTK, which is not installed", exit_code=ExitCode.CONFIG, hint=WORDNET_INSTALL
+        ) from None
     src = find_wordnet_source()
     if src is None:
-        raise PptError("WordNet's files were not found (Debian wordnet-base, $NLTK_DATA or $PPT_WORDNET)",
-                       exit_code=ExitCode.CONFIG, hint=WORDNET_INSTALL)
+        raise PptError(
+            "WordNet's files were not found (Debian wordnet-base, $NLTK_DATA or $PPT_WORDNET)",
+            exit_code=ExitCode.CONFIG,
+            hint=WORDNET_INSTALL,
+        )
     try:
         root = nltk_wordnet_root(src)
         import nltk.data
@@ -112,7 +131,9 @@ def load_wordnet() -> Any:
             warnings.simplefilter("ignore", UserWarning)
             return WordNetCorpusReader(str(root), None)
     except (OSError, LookupError, ValueError) as e:
-        raise PptError(f"cannot read WordNet: {type(e).__name__}", exit_code=ExitCode.CONFIG, hint=WORDNET_INSTALL) from None
+        raise PptError(
+            f"cannot read WordNet: {type(e).__name__}", exit_code=ExitCode.CONFIG, hint=WORDNET_INSTALL
+        ) from None
 
 
 class WordNetSimilarity:
@@ -187,5 +208,12 @@ class WordNetSimilarity:
         return [self._pair(w, c.lower()) for c in candidates]
 
 
-__all__ = ["WORDNET_INSTALL", "WordNetSimilarity", "find_wordnet_source", "lexnames_text", "load_wordnet",
-           "nltk_wordnet_root", "wordnet_available"]
+__all__ = [
+    "WORDNET_INSTALL",
+    "WordNetSimilarity",
+    "find_wordnet_source",
+    "lexnames_text",
+    "load_wordnet",
+    "nltk_wordnet_root",
+    "wordnet_available",
+]

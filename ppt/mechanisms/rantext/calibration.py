@@ -107,9 +107,13 @@ class Calibration:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "Z": self.z, "target_fraction": self.target_fraction, "target_size": self.k,
+            "Z": self.z,
+            "target_fraction": self.target_fraction,
+            "target_size": self.k,
             "realized_median_fraction": self.realized_median_fraction,
-            "sample_tokens": self.tokens, "draws_per_token": self.draws, "seed": self.seed,
+            "sample_tokens": self.tokens,
+            "draws_per_token": self.draws,
+            "seed": self.seed,
             "artifact": self.artifact_hash,
         }
 
@@ -140,8 +144,15 @@ def fit_z(space, target: float, tokens: int = 256, draws: int = 4, seed: int = C
         )
     sizes = (d.unsqueeze(1) < (radii / z).unsqueeze(2)).sum(2)  # [s, draws]
     realized = float(sizes.flatten().double().median()) / V
-    return {"z": z, "target_fraction": float(target), "k": k, "realized_median_fraction": realized,
-            "tokens": int(sample.numel()), "draws": int(draws), "seed": int(seed)}
+    return {
+        "z": z,
+        "target_fraction": float(target),
+        "k": k,
+        "realized_median_fraction": realized,
+        "tokens": int(sample.numel()),
+        "draws": int(draws),
+        "seed": int(seed),
+    }
 
 
 _MEMO: dict[str, Calibration] = {}
@@ -154,8 +165,13 @@ def calibrated_z(space, target: float, tokens: int = 256, draws: int = 4, seed: 
     values that map to the same target share it).
     """
     deps = {
-        "space": space.name, "space_hash": space.hash, "metric": space.metric,
-        "target_fraction": repr(float(target)), "tokens": int(tokens), "draws": int(draws), "seed": int(seed),
+        "space": space.name,
+        "space_hash": space.hash,
+        "metric": space.metric,
+        "target_fraction": repr(float(target)),
+        "tokens": int(tokens),
+        "draws": int(draws),
+        "seed": int(seed),
         "version": CALIBRATION_VERSION,
     }
     key = json.dumps(deps, sort_keys=True) + str(space.cache.root)
@@ -170,12 +186,27 @@ def calibrated_z(space, target: float, tokens: int = 256, draws: int = 4, seed: 
     art = space.cache.get_or_build("rantext-calibration", deps, build)
     fit = json.loads(art.file("calibration.json").read_text())
     cal = Calibration(
-        z=float(fit["z"]), target_fraction=float(fit["target_fraction"]), k=int(fit["k"]),
-        realized_median_fraction=float(fit["realized_median_fraction"]), tokens=int(fit["tokens"]),
-        draws=int(fit["draws"]), seed=int(fit["seed"]), artifact_hash=art.content_hash, artifact=art,
+        z=float(fit["z"]),
+        target_fraction=float(fit["target_fraction"]),
+        k=int(fit["k"]),
+        realized_median_fraction=float(fit["realized_median_fraction"]),
+        tokens=int(fit["tokens"]),
+        draws=int(fit["draws"]),
+        seed=int(fit["seed"]),
+        artifact_hash=art.content_hash,
+        artifact=art,
     )
     _MEMO[key] = cal
     return cal
 
 
-__all__ = ["PAPER_POINTS", "TARGET_POINTS", "WHOLE_VOCAB_EPS", "monotone_envelope", "Calibration", "calibrated_z", "fit_z", "target_fraction"]
+__all__ = [
+    "PAPER_POINTS",
+    "TARGET_POINTS",
+    "WHOLE_VOCAB_EPS",
+    "monotone_envelope",
+    "Calibration",
+    "calibrated_z",
+    "fit_z",
+    "target_fraction",
+]

@@ -59,15 +59,16 @@ by frequent tokens, which sit in denser regions of MiniLM space, so the lists on
 (on cl100k-minilm at eps 6: median ~22% of V on Zipf-distributed text vs the 10.5% target).
 """
 
-
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+
 from ppt.lazy import lazy_module
 
 torch = lazy_module("torch")
@@ -125,7 +126,9 @@ class Rantext(TokenMechanism):
     """RANTEXT: per token, Laplace-sized random adjacency list, then the exponential mechanism in it."""
 
     name: ClassVar[str] = "rantext"
-    notion: ClassVar[str] = "eps-LDP per token only given the random adjacency list C_r (conditional; no proven bound over the vocabulary)"
+    notion: ClassVar[str] = (
+        "eps-LDP per token only given the random adjacency list C_r (conditional; no proven bound over the vocabulary)"
+    )
     summary: ClassVar[str] = "InferDPT's RANTEXT: Laplace-sized random adjacency list + exponential mechanism"
     default_space: ClassVar[str] = "cl100k-minilm"
     default_policy: ClassVar[Policy] = Policy(oov="drop", numbers="random-digits", punct="keep", stopwords="perturb")
@@ -164,7 +167,9 @@ class Rantext(TokenMechanism):
             try:
                 zf = float(z)
             except (TypeError, ValueError):
-                raise ValueError(f"rantext: z must be one of {', '.join(Z_MODES)} or a positive number (got {z!r})") from None
+                raise ValueError(
+                    f"rantext: z must be one of {', '.join(Z_MODES)} or a positive number (got {z!r})"
+                ) from None
             if not math.isfinite(zf) or zf <= 0:
                 raise ValueError(f"rantext: a numeric z must be positive and finite (got {z})")
             self.z_mode = "fixed"
@@ -207,7 +212,9 @@ class Rantext(TokenMechanism):
     def calibration(self) -> calibration.Calibration | None:
         if self.z_mode != "calibrated":
             return None
-        return calibration.calibrated_z(self.space, self.target_fraction, self.calibration_tokens, self.calibration_draws)
+        return calibration.calibrated_z(
+            self.space, self.target_fraction, self.calibration_tokens, self.calibration_draws
+        )
 
     @cached_property
     def z(self) -> float:
@@ -239,8 +246,14 @@ class Rantext(TokenMechanism):
     def run_table(self) -> RunTable:
         """The space's sorted rows (indices) with their distances in run-length form (cached artifact)."""
         sr = self.space.sorted_rows(quiet=self.quiet)
-        deps = {"space": self.space.name, "space_hash": self.space.hash, "metric": self.space.metric,
-                "sorted_rows": sr.artifact.key, "version": RUN_TABLE_VERSION}
+        deps = {
+            "space": self.space.name,
+            "space_hash": self.space.hash,
+            "metric": self.space.metric,
+            "sorted_rows": sr.artifact.key,
+            "version": RUN_TABLE_VERSION,
+        }
+
         def build(tmp: Path) -> None:
             from ppt.progress import stage
 
@@ -310,7 +323,9 @@ class Rantext(TokenMechanism):
         """Squared per-dimension Laplace scales (what :func:`ppt.samplers.laplace.laplace_norms` uses)."""
         return self.noise_scale**2
 
-    def _seeds_and_uniforms(self, counts: list[int], generators: list[np.random.Generator]) -> tuple[list[int], np.ndarray]:
+    def _seeds_and_uniforms(
+        self, counts: list[int], generators: list[np.random.Generator]
+    ) -> tuple[list[int], np.ndarray]:
         """Each record's draws from its generator, in ``draw``'s order: its Laplace stream seed, then its uniforms."""
         seeds, us = [], []
         for n, g in zip(counts, generators):
@@ -355,12 +370,19 @@ class Rantext(TokenMechanism):
             return sample_runs(self.run_table, rows, r, u, self.eps, self.chunk_entries)
         return self._sample_fallback(rows, r, u)
 
-    def perturb_rows_np(self, rows: np.ndarray, rand: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        out, size = self._sample(np.asarray(rows, dtype=np.int64), np.asarray(rand["r"], dtype=np.float64),
-                                 np.asarray(rand["u"], dtype=np.float64))
+    def perturb_rows_np(
+        self, rows: np.ndarray, rand: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        out, size = self._sample(
+            np.asarray(rows, dtype=np.int64),
+            np.asarray(rand["r"], dtype=np.float64),
+            np.asarray(rand["u"], dtype=np.float64),
+        )
         return out, {"cr_size": size}
 
-    def perturb_rows(self, rows: torch.Tensor, rand: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def perturb_rows(
+        self, rows: torch.Tensor, rand: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         out, size = self.sample_given_radius(rows, rand["r"], rand["u"])
         return out, {"cr_size": size}
 

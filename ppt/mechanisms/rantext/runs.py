@@ -157,7 +157,9 @@ def pad_block(values: np.ndarray, counts: np.ndarray, width: int) -> tuple[np.nd
     return v, c
 
 
-def pick_runs(values: np.ndarray, counts: np.ndarray, kr: np.ndarray, neg_a: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def pick_runs(
+    values: np.ndarray, counts: np.ndarray, kr: np.ndarray, neg_a: np.ndarray, u: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The run each row's uniform falls in, and where inside that run (a fraction in [0, 1]).
 
     ``values`` [k, Kp] float16 or float32 run distances and ``counts`` [k, Kp] run lengths (columns >= kr
@@ -283,7 +285,9 @@ def sample_runs(
     run = np.empty(rows.size, dtype=np.int64)
     frac = np.empty(rows.size, dtype=np.float64)
     for sel in length_chunks(kr, budget):
-        Kp = min(-(-int(kr[sel].max()) // RUN_BLOCK) * RUN_BLOCK, values.shape[1])  # whole blocks where the table has them
+        Kp = min(
+            -(-int(kr[sel].max()) // RUN_BLOCK) * RUN_BLOCK, values.shape[1]
+        )  # whole blocks where the table has them
         rsel = rows[sel]
         run[sel], frac[sel] = pick_runs(values[rsel, :Kp], counts[rsel, :Kp], kr[sel], neg_a[sel], u[sel])
     col = candidate_in_run(ends[rows, run].astype(np.int64), counts[rows, run].astype(np.int64), frac)
@@ -318,8 +322,12 @@ class DeviceRunTable:
                 a = a.copy()
             return torch.from_numpy(a).to(device)
 
-        return cls(values=put(table.values, np.float16), counts=put(table.counts, np.int32),
-                   ends=put(table.ends, np.int32), idx=put(idx, idx_dtype))
+        return cls(
+            values=put(table.values, np.float16),
+            counts=put(table.counts, np.int32),
+            ends=put(table.ends, np.int32),
+            idx=put(idx, idx_dtype),
+        )
 
 
 def _prefix_lengths_torch(values, rows, r):
@@ -396,7 +404,9 @@ def sample_runs_torch(table: DeviceRunTable, rows, r, u, eps: float, budget: int
         for s in range(start, start + cnt, step):
             sel = order[s : min(s + step, start + cnt)]
             rsel = rows[sel]
-            run[sel], frac[sel] = _pick_runs_torch(table.values[rsel, :W], table.counts[rsel, :W], kr[sel], neg_a[sel], u[sel])
+            run[sel], frac[sel] = _pick_runs_torch(
+                table.values[rsel, :W], table.counts[rsel, :W], kr[sel], neg_a[sel], u[sel]
+            )
         start += cnt
     end = table.ends[rows, run].long()
     count = table.counts[rows, run].long()
@@ -428,8 +438,22 @@ def build_run_table_files(dist: np.ndarray, tmp: Path, chunk: int = 256) -> dict
 
 
 __all__ = [
-    "DEFAULT_CHUNK_ENTRIES", "DEVICE_CHUNK_ENTRIES", "RUN_TABLE_VERSION", "DeviceRunTable", "RunTable",
-    "build_run_table_files", "build_runs", "candidate_in_run", "clamp_u", "length_chunks", "neg_a32",
-    "pick_runs", "prefix_lengths", "run_weights", "sample_prefix_block", "sample_run_block", "sample_runs",
+    "DEFAULT_CHUNK_ENTRIES",
+    "DEVICE_CHUNK_ENTRIES",
+    "RUN_TABLE_VERSION",
+    "DeviceRunTable",
+    "RunTable",
+    "build_run_table_files",
+    "build_runs",
+    "candidate_in_run",
+    "clamp_u",
+    "length_chunks",
+    "neg_a32",
+    "pick_runs",
+    "prefix_lengths",
+    "run_weights",
+    "sample_prefix_block",
+    "sample_run_block",
+    "sample_runs",
     "sample_runs_torch",
 ]
