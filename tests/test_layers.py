@@ -132,3 +132,55 @@ def test_the_check_catches_upward_imports():
     found = upward("ppt.metrics.x", imports_in(src, "ppt.metrics.x"))
     assert [b.split(": ")[1].split(" ")[0] for b in found] == ["ppt.cli.main", "ppt.attacks", "ppt.stages.sanitize"]
     assert upward("ppt.cli.x", imports_in(src, "ppt.cli.x")) == []
+
+
+def _file_graph() -> dict[str, set[str]]:
+    """module -> the ppt modules (files) it imports, module-level and lazy alike; package faces resolved to
+    the module itself, imports of a package's ``__init__`` kept as that package."""
+    names = {module_name(p) for p in SOURCES}
+    graph: dict[str, set[str]] = {}
+    for p in SOURCES:
+        me = module_name(p)
+        graph[me] = {m for _, m in imported(p) if m in names and m != me}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle_between_modules():
+    """No two modules import each other, directly or around a loop (lazy imports count); a package's
+    ``__init__`` that re-exports its modules is left out, as it only hands names on."""
+    graph = {m: {d for d in deps if not (ROOT.parent / d.replace(".", "/") / "__init__.py").exists()}
+             for m, deps in _file_graph().items()}
+    assert cycles(graph) == []
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the check can fail

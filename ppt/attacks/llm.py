@@ -19,8 +19,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ppt.io import RecordError
-from ppt.lm.base import LanguageModel
-from ppt.lm.generate import SamplingParams
+from ppt.lm.base import LanguageModel, SamplingParams
 from ppt.metrics.rouge import rouge_l_tokens
 from ppt.metrics.text import words
 

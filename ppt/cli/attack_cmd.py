@@ -361,7 +361,7 @@ def llm(
 
         from ppt.attacks.llm import PROMPT, LlmAttack
         from ppt.io import ExitCode, PptError, stdout_guard
-        from ppt.lm.base import get_lm
+        from ppt.lm.door import get_lm
         from ppt.stages.attack import LlmRunner
 
         if not original_field:

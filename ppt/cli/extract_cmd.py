@@ -136,7 +136,7 @@ def extract(
 ) -> None:
     with handle_errors():
         from ppt.io import ExitCode, PptError, run_stream, stdout_guard
-        from ppt.lm.generate import SamplingParams
+        from ppt.lm.base import SamplingParams
         from ppt.lm.templates import EXTRACT_TEMPLATE, load_template
         from ppt.stages.extract import Extractor
 
@@ -152,12 +152,12 @@ def extract(
             )
         except ValueError as e:
             raise PptError(str(e), ExitCode.USAGE) from None
-        from ppt.lm.vllm_engine import RUNTIMES, load_generator
+        from ppt.lm.door import RUNTIMES, get_lm
 
         if runtime not in RUNTIMES:
             raise PptError(f"--runtime must be one of {', '.join(RUNTIMES)}", ExitCode.USAGE)
         with stdout_guard():
-            gen = load_generator(runtime, model, device=device, dtype=dtype, batch_size=batch_size)
+            gen = get_lm(model, runtime=runtime, device=device, dtype=dtype, batch_size=batch_size)
         batch_size = batch_size or gen.batch_size or 256
         extractor = Extractor(
             gen,

@@ -239,11 +239,11 @@ def query(
         if backend == "local":
             if base_url is not None or api_key_env is not None:
                 raise PptError("--base-url and --api-key-env do not apply to --backend local", ExitCode.USAGE)
-            from ppt.lm.generate import LocalGenerator
+            from ppt.lm.door import get_lm
             from ppt.remote.backends import LocalQueryBackend
 
             with stdout_guard():
-                gen = LocalGenerator.load(model, device=device, dtype=dtype, batch_size=min(batch_size, 16))
+                gen = get_lm(model, device=device, dtype=dtype, batch_size=min(batch_size, 16))
             impl = LocalQueryBackend(gen, seed=seed)
         else:
             if seed is not None:

@@ -172,7 +172,7 @@ def serve(
 
         from ppt.cli.common import warn
         from ppt.io import ExitCode, PptError, stdout_guard
-        from ppt.lm.vllm_engine import RUNTIMES, load_generator
+        from ppt.lm.door import RUNTIMES, get_lm
         from ppt.remote.auth import check_env_name, env_not_set_message, is_loopback_host
         from ppt.remote.server import ModelService, describe_transport, make_server
 
@@ -225,7 +225,7 @@ def serve(
             ) from None
         try:
             with stdout_guard():
-                gen = load_generator(runtime, model, device=device, dtype=dtype, batch_size=max_batch)
+                gen = get_lm(model, runtime=runtime, device=device, dtype=dtype, batch_size=max_batch)
         except BaseException:
             server.server_close()
             raise

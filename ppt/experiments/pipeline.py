@@ -154,10 +154,10 @@ class Context:
                 url = check_base_url(cfg.remote)
                 self._backend = HttpBackend(url, api_key=resolve_api_key(cfg.api_key_env, url, required=False))
             else:
-                from ppt.lm.generate import LocalGenerator
+                from ppt.lm.door import get_lm
                 from ppt.remote.backends import LocalQueryBackend
 
-                gen = LocalGenerator.load(cfg.remote_model, device=self._device(), batch_size=cfg.batch_size)
+                gen = get_lm(cfg.remote_model, device=self._device(), batch_size=cfg.batch_size)
                 self._backend = LocalQueryBackend(gen, seed=cfg.seed)
         return self._backend
 
@@ -180,11 +180,12 @@ class Context:
     @property
     def extractor(self):
         if self._extractor is None:
-            from ppt.lm.generate import LocalGenerator, SamplingParams
+            from ppt.lm.base import SamplingParams
+            from ppt.lm.door import get_lm
             from ppt.stages.extract import Extractor
 
             cfg = self.cfg
-            gen = LocalGenerator.load(cfg.extract_model, device=self._device(), batch_size=cfg.batch_size)
+            gen = get_lm(cfg.extract_model, device=self._device(), batch_size=cfg.batch_size)
             self._extractor = Extractor(
                 gen,
                 raw_field="raw",

@@ -2,7 +2,8 @@
 helpers generation, scoring, the attacks and Cape share.
 
     from ppt.lm import LanguageModel, get_lm, LocalGenerator, SamplingParams, Completion
-    base.py       LanguageModel protocol, get_lm; context length, pad/eos, padding, batching, gathered logits
+    door.py       get_lm: the one way to load a model (transformers or vllm runtime)
+    base.py       LanguageModel protocol, Prompt, SamplingParams, Completion; context length, pad/eos, padding, batching, gathered logits
     generate.py   LocalGenerator: batched generation (chat templates, stops, per-record generators)
     score.py      continuation log-probs, last-token features
     masked.py     masked-LM predictions at masked positions (MTI)
@@ -18,10 +19,10 @@ from typing import Any
 
 _EXPORTS = {
     "LanguageModel": "ppt.lm.base",
-    "get_lm": "ppt.lm.base",
+    "get_lm": "ppt.lm.door",
     "LocalGenerator": "ppt.lm.generate",
-    "SamplingParams": "ppt.lm.generate",
-    "Completion": "ppt.lm.generate",
+    "SamplingParams": "ppt.lm.base",
+    "Completion": "ppt.lm.base",
     "continuation_logprobs": "ppt.lm.score",
     "last_token_features": "ppt.lm.score",
     "Template": "ppt.lm.templates",

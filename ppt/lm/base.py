@@ -4,19 +4,66 @@ generation, scoring, the masked-LM attack and Cape's context model used to copy:
 pad/EOS fallbacks, right padding with attention masks, length-bucketed batches, logits gathered at a
 few positions, the BOS prefix and the device a model sits on.
 
-Nothing here imports torch at module import time; ``get_lm`` loads a local model through ppt.models.
+Nothing here imports torch at module import time; ``ppt.lm.door.get_lm`` loads a model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import torch
 
     from ppt.io import RecordError
-    from ppt.lm.generate import Completion, LocalGenerator, Prompt, SamplingParams
+
+Messages = list[dict[str, Any]]
+Prompt = str | Messages  # a plain prompt (completions) or chat messages
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to decode. ``temperature`` 0 means greedy; ``top_p`` < 1 samples from the nucleus."""
+
+    max_new_tokens: int = 100
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be a positive integer (got {self.max_new_tokens!r})")
+        if not (self.temperature >= 0) or self.temperature != self.temperature or self.temperature > 100:
+            raise ValueError(f"temperature must be in [0, 100] (got {self.temperature!r})")
+        if not (0 < self.top_p <= 1):
+            raise ValueError(f"top_p must be in (0, 1] (got {self.top_p!r})")
+        if any(not isinstance(s, str) or not s for s in self.stop):
+            raise ValueError("stop sequences must be non-empty strings")
+
+    def to_dict(self) -> dict:
+        return {
+            "max_new_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "stop": list(self.stop),
+        }
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str  # "stop" | "length"
+
+    @property
+    def usage(self) -> dict:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        }
 
 
 class LanguageModel(Protocol):
@@ -45,13 +92,6 @@ class LanguageModel(Protocol):
     def score(self, pairs: list[tuple[list[int], list[int]]], batch_size: int = 16) -> list[tuple[float, int]]: ...
 
     def logits_at(self, input_ids: Any, attn: Any, rows: Any, cols: Any) -> torch.Tensor: ...
-
-
-def get_lm(name_or_path: str, device: Any = "auto", dtype: Any = None, batch_size: int = 8) -> LocalGenerator:
-    """A local causal LM (alias, path or hub id, see ppt.models) as a LanguageModel."""
-    from ppt.lm.generate import LocalGenerator
-
-    return LocalGenerator.load(name_or_path, device=device, dtype=dtype, batch_size=batch_size)
 
 
 # ---------------------------------------------------------------------- model facts

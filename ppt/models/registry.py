@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import os
-import sys
 from pathlib import Path
 
-from ppt.models.catalog import OFFLINE, Asset
+from ppt.models.catalog import OFFLINE, Asset, models_dir
 
 # --------------------------------------------------------------------------------------------------
 # Locating files without importing the carrier
@@ -34,15 +32,6 @@ def get_asset(alias: str) -> Asset:
 
         raise PptError(f"unknown offline model alias {alias!r}", hint="known aliases: " + ", ".join(OFFLINE))
     return a
-
-
-def models_dir() -> Path:
-    """Where ``ppt models install`` puts the carriers installed without their dependencies
-    (``PPT_MODELS_DIR``, default ``<sys.prefix>/share/ppt/models``): outside site-packages, so pip never
-    sees a package whose declared requirements it does not have (``pip check`` stays clean), and per
-    environment, like the packages beside it."""
-    env = os.environ.get("PPT_MODELS_DIR")
-    return Path(env) if env else Path(sys.prefix) / "share" / "ppt" / "models"
 
 
 def _distribution(name: str):

@@ -105,7 +105,7 @@ def parse_request(
     can serve beyond one plain answer (``"n"``, ``"logprobs"``, ``"stream"``); other requests for them,
     unknown parameters and unsupported ones set to anything but their "off" value are refused
     (``strict=False`` leaves those to a service that may support them)."""
-    from ppt.lm.generate import SamplingParams
+    from ppt.lm.base import SamplingParams
 
     if not isinstance(body, dict):
         raise ValueError("request body must be a JSON object")

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ppt.io import RecordError
-from ppt.lm.generate import Completion, SamplingParams
+from ppt.lm.base import Completion, SamplingParams
 
 
 class EndpointLM:

@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from ppt.io import Record, RecordError, stamp
-from ppt.lm.generate import Completion, LocalGenerator, SamplingParams
+from ppt.lm.base import Completion, SamplingParams
+from ppt.lm.generate import LocalGenerator
 from ppt.lm.templates import EXTRACT_TEMPLATE, Template, load_template
 from ppt.stages.base import Stage
 

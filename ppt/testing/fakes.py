@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ppt.io import RecordError
-from ppt.lm.generate import Completion, SamplingParams, content_text
+from ppt.lm.base import Completion, SamplingParams
+from ppt.lm.generate import content_text
 from ppt.remote.service import Service, ServiceError
 
 # ---------------------------------------------------------------------- a model-free LanguageModel

@@ -44,7 +44,7 @@ def test_model_facts():
 
 
 def test_local_generator_per_prompt_params_match_separate_calls(tiny_lm):
-    from ppt.lm.base import get_lm
+    from ppt.lm.door import get_lm
 
     lm = get_lm(str(tiny_lm), device="cpu", batch_size=4)
     prompts = ["The quick brown fox", "A patient reports", "The clinic", "Please summarize"]

@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 
 from ppt.io import ExitCode, PptError  # noqa: E402
 from ppt.lm import vllm_engine  # noqa: E402
+from ppt.lm.door import get_lm  # noqa: E402
 from ppt.lm.generate import CPU_BATCH, GPU_BATCH, LocalGenerator, default_batch_size  # noqa: E402
 from tests.helpers import PPT  # noqa: E402
 
@@ -25,15 +26,15 @@ def no_vllm(monkeypatch):
 
 def test_absent_vllm_is_a_config_error(no_vllm, tiny_lm):
     assert vllm_engine.vllm_available() is False
-    for call in (vllm_engine.require_vllm, lambda: vllm_engine.load_generator("vllm", str(tiny_lm), device="cpu")):
+    for call in (vllm_engine.require_vllm, lambda: get_lm(str(tiny_lm), runtime="vllm", device="cpu")):
         with pytest.raises(PptError) as e:
             call()
         assert e.value.exit_code == ExitCode.CONFIG
         assert "vllm package is not installed" in str(e.value) and "--runtime transformers" in e.value.hint
     with pytest.raises(PptError) as e:
-        vllm_engine.load_generator("tensorrt", str(tiny_lm))
+        get_lm(str(tiny_lm), runtime="tensorrt")
     assert e.value.exit_code == ExitCode.USAGE
-    assert isinstance(vllm_engine.load_generator("transformers", str(tiny_lm), device="cpu"), LocalGenerator)
+    assert isinstance(get_lm(str(tiny_lm), runtime="transformers", device="cpu"), LocalGenerator)
 
 
 @pytest.mark.skipif(vllm_engine.vllm_available(), reason="vllm is installed here")

@@ -126,13 +126,13 @@ class ProSanLite(Mechanism):
 
     def prepare(self) -> ProSanLite:
         if self.gen is None:
-            from ppt.lm.generate import LocalGenerator
+            from ppt.lm.door import get_lm
 
-            self.gen = LocalGenerator.load(self.model_name, device=self.device_arg, batch_size=self.batch_size)
+            self.gen = get_lm(self.model_name, device=self.device_arg, batch_size=self.batch_size)
         return self
 
     def _params(self, text: str):
-        from ppt.lm.generate import SamplingParams
+        from ppt.lm.base import SamplingParams
 
         n = self.max_new_tokens or max(
             8, int(1.5 * len(self.gen.tokenizer(text, add_special_tokens=False)["input_ids"])) + 8
