@@ -45,8 +45,25 @@ def stamped_space(data: dict) -> str | None:
 
 
 def stamped_keeps_stopwords(data: dict) -> bool:
+    """Whether the sanitizer kept stopwords verbatim: the stamp's policy, else the mechanism's own default
+    (read from the mechanism, so a plug-in that keeps them is treated like CusText+ and Cape)."""
     view = stamp_view(sanitize_block(data))
-    return view["stopwords"] == "keep" or (view["stopwords"] is None and view["mechanism"] in ("custext+", "cape"))
+    if view["stopwords"] is not None:
+        return view["stopwords"] == "keep"
+    return default_stopwords(view["mechanism"]) == "keep"
+
+
+def default_stopwords(mechanism: str | None) -> str | None:
+    """The stopword rule of ``mechanism``'s default policy (None when the mechanism is unknown here)."""
+    if not mechanism:
+        return None
+    from ppt.mechanisms import mechanism_class
+
+    try:
+        policy = getattr(mechanism_class(mechanism), "default_policy", None)
+    except (KeyError, ImportError):
+        return None
+    return getattr(policy, "stopwords", None)
 
 
 def merge_result(data: dict, result_field: str, name: str, result: dict, stage_block: dict) -> dict | RecordError:

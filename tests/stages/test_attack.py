@@ -114,3 +114,30 @@ def test_summary_file_is_written_through_a_symlink_and_keeps_its_mode(tmp_path):
     assert link.is_symlink()
     assert json.loads(target.read_text())["summary"]["attack"] == "ngram"
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_a_plugin_that_keeps_stopwords_is_read_from_its_own_policy(monkeypatch):
+    """The attack's stopword default comes from the mechanism's declared policy, not a list of names."""
+    import sys
+    import types
+
+    from ppt.mechanisms import Policy, registry
+    from ppt.stages.attack import default_stopwords, stamped_keeps_stopwords
+
+    mod = types.ModuleType("ppt_test_plugin_mech")
+
+    class Keeper:
+        default_policy = Policy(stopwords="keep")
+
+    mod.Keeper = Keeper
+    monkeypatch.setitem(sys.modules, "ppt_test_plugin_mech", mod)
+    monkeypatch.setattr(registry, "plugins", lambda: {"keeper": ("ppt_test_plugin_mech", "Keeper")})
+
+    def rec(sig: str) -> dict:
+        return {"ppt": {"sanitize": {"signature": sig}}}
+
+    assert default_stopwords("keeper") == "keep" and default_stopwords("rantext") == "perturb"
+    assert default_stopwords("no-such-mech") is None
+    assert stamped_keeps_stopwords(rec("keeper|eps:1|v:0.1.0"))
+    assert stamped_keeps_stopwords(rec("cape|eps:1|v:0.1.0")) and stamped_keeps_stopwords(rec("custext+|eps:1|v:0.1.0"))
+    assert not stamped_keeps_stopwords(rec("rantext|eps:1|v:0.1.0"))
