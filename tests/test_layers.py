@@ -180,7 +180,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_circle_between_modules():
     """No two modules import each other, directly or around a loop (lazy imports count); a package's
     ``__init__`` that re-exports its modules is left out, as it only hands names on."""
-    graph = {m: {d for d in deps if not (ROOT.parent / d.replace(".", "/") / "__init__.py").exists()}
-             for m, deps in _file_graph().items()}
+    graph = {
+        m: {d for d in deps if not (ROOT.parent / d.replace(".", "/") / "__init__.py").exists()}
+        for m, deps in _file_graph().items()
+    }
     assert cycles(graph) == []
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the check can fail
