@@ -100,7 +100,10 @@ def mechs(
         table.add_column(col, overflow="fold")
     for r in rows:
         pol = ", ".join(f"{k}={v}" for k, v in (r["policy"] or {}).items())
-        params = ", ".join(f"{k}={v}" for k, v in r["defaults"].items())
+        declared = {p["name"]: p["expects"] for p in r.get("params", [])}
+        params = ", ".join(
+            f"{k}={v}" + (f" ({declared[k]})" if k in declared else "") for k, v in r["defaults"].items()
+        )
         table.add_row(r["name"], r["notion"], f"{r['default_eps']:g}", str(r["default_space"] or ""), params, pol)
     Console().print(table)
 

@@ -23,6 +23,7 @@ from ppt.lazy import lazy_module
 torch = lazy_module("torch")
 
 from ppt.mechanisms.accounting import Accounting
+from ppt.mechanisms.params import Param, check_params
 
 
 @dataclass
@@ -59,11 +60,26 @@ class Mechanism(ABC):
     defaults: ClassVar[dict[str, Any]] = {}
     default_eps: ClassVar[float] = 6.0  # a subclass's defaults["eps"], when given, takes its place
     takes_eps: ClassVar[bool] = True  # False: no eps at all (no DP guarantee; default_eps is a placeholder)
+    # declared parameters (ppt.mechanisms.params): checked generically, listed by `ppt mechs`, checked against
+    # `--param` before any space or model loads; a mechanism that declares them gets ``defaults`` from them
+    PARAMS: ClassVar[tuple[Param, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "PARAMS" in cls.__dict__:
+            own = cls.__dict__.get("defaults", {})
+            eps = {"eps": own["eps"]} if "eps" in own else {}
+            cls.defaults = {**eps, **{p.name: p.default for p in cls.PARAMS if not p.internal}}
         if "eps" in cls.__dict__.get("defaults", {}):
             cls.default_eps = float(cls.defaults["eps"])
+
+    @classmethod
+    def check_params(cls, given: dict[str, Any]) -> dict[str, Any]:
+        """Every declared parameter, checked and converted (defaults filled in); ValueError on an unknown
+        name or a bad value. A mechanism that declares none accepts what its ``__init__`` takes."""
+        if not cls.PARAMS:
+            return dict(given)
+        return check_params(cls.name, cls.PARAMS, given)
 
     def __init__(self, eps: float, **params: Any):
         if params:
@@ -143,6 +159,7 @@ class Mechanism(ABC):
             "default_eps": cls.default_eps,
             "default_space": getattr(cls, "default_space", None),
             "defaults": getattr(cls, "defaults", {}),
+            "params": [p.describe() for p in cls.PARAMS if not p.internal],
             "policy": dataclasses.asdict(policy) if policy is not None else None,
         }
 

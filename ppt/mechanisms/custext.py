@@ -44,6 +44,7 @@ from ppt.lazy import lazy_module
 torch = lazy_module("torch")
 
 from ppt.accounting import ConditionalDpEvent, SelfComposedEvent
+from ppt.mechanisms.params import Param
 from ppt.mechanisms.pipeline import TokenMechanism
 from ppt.mechanisms.policy import Policy
 from ppt.progress import progress_bar, stage
@@ -148,7 +149,12 @@ class CusText(TokenMechanism):
         "eps-LDP only among the K words of the input word's group (conditional; other groups distinguishable with certainty)"
     )
     summary: ClassVar[str] = "CusText: resample each word within its fixed group of K similar words (GloVe, K=20)"
-    defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "k": 20}
+    defaults: ClassVar[dict[str, Any]] = {"eps": 1.0}
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param(
+            "k", 20, "group size: each word is resampled among the K most similar words of its group", type="int", low=1
+        ),
+    )
     default_space: ClassVar[str] = "glove-6b-50d"
     default_policy: ClassVar[Policy] = Policy(oov="uniform", numbers="random-digits", punct="keep", stopwords="perturb")
 
@@ -159,12 +165,9 @@ class CusText(TokenMechanism):
         policy: Policy | None = None,
         device: str = "auto",
         quiet: bool = False,
-        k: int | None = None,
+        **params: Any,
     ):
-        k = self.defaults["k"] if k is None else k
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k (group size) must be a positive integer (got {k!r})")
-        self.k = int(k)
+        self.k = int(self.check_params({k: v for k, v in params.items() if v is not None})["k"])
         super().__init__(eps, space=space, policy=policy, device=device, quiet=quiet)
         self.groups_artifact = None
         self.table_artifact = None

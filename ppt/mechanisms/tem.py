@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from ppt.accounting import MetricDpEvent, SelfComposedEvent
+from ppt.mechanisms.params import Param
 from ppt.mechanisms.pipeline import TokenMechanism
 from ppt.mechanisms.policy import Policy
 from ppt.mechanisms.privacy import warn_worst_case
@@ -59,7 +60,26 @@ class TEM(TokenMechanism):
     default_policy: ClassVar[Policy] = Policy()
     # eps 0.8: worst case 0.8 * D = 18.2 (<= 20) on glove-6b-50d; names came through unchanged 96.6% of
     # the time at the old default 6 and 0% at 0.8 (CHANGELOG)
-    defaults: ClassVar[dict[str, Any]] = {"eps": 0.8, "beta": 0.001}
+    defaults: ClassVar[dict[str, Any]] = {"eps": 0.8}
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param(
+            "beta",
+            0.001,
+            "probability that the output leaves the gamma-ball (sets gamma)",
+            low=0.0,
+            high=1.0,
+            open_low=True,
+            open_high=True,
+        ),
+        Param(
+            "chunk_entries",
+            DEFAULT_CHUNK_ENTRIES,
+            "distance entries per block of unique ids",
+            type="int",
+            low=1,
+            internal=True,
+        ),
+    )
 
     def __init__(
         self,
@@ -68,22 +88,11 @@ class TEM(TokenMechanism):
         policy: Policy | None = None,
         device: str = "auto",
         quiet: bool = False,
-        beta: float = 0.001,
-        chunk_entries: int = DEFAULT_CHUNK_ENTRIES,
         **params: Any,
     ):
-        if params:
-            raise ValueError(f"tem: unknown parameter(s) {', '.join(sorted(params))}")
-        try:
-            beta = float(beta)
-        except (TypeError, ValueError):
-            raise ValueError(f"tem: beta must be a number in (0, 1) (got {beta!r})") from None
-        if not (0.0 < beta < 1.0):
-            raise ValueError(f"tem: beta must be in (0, 1) (got {beta})")
-        if int(chunk_entries) < 1:
-            raise ValueError("tem: chunk_entries must be positive")
-        self.beta = beta
-        self.chunk_entries = int(chunk_entries)
+        p = self.check_params(params)
+        self.beta = float(p["beta"])
+        self.chunk_entries = p["chunk_entries"]
         super().__init__(eps, space=space, policy=policy, device=device, quiet=quiet)
         if self.space.size < 2:
             raise ValueError("tem: the space needs at least two words")

@@ -136,6 +136,14 @@ def build_mechanism(
         ) from None
     eps = validate_eps(eps, cls)
     kwargs: dict[str, Any] = dict(params or {})
+    try:  # declared parameters are checked before any space or model loads
+        check = getattr(cls, "check_params", None)
+        if check is not None:
+            check({k: v for k, v in kwargs.items() if v is not None})
+    except ValueError as e:
+        raise PptError(
+            str(e), exit_code=ExitCode.USAGE, hint=f"see `ppt mechs --json` for {name}'s parameters"
+        ) from None
     if space:
         from ppt.spaces import load_space
 

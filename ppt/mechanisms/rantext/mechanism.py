@@ -75,6 +75,7 @@ torch = lazy_module("torch")
 
 from ppt import parallel
 from ppt.accounting import ConditionalDpEvent, SelfComposedEvent
+from ppt.mechanisms.params import Param
 from ppt.mechanisms.pipeline import TokenMechanism
 from ppt.mechanisms.policy import Policy
 from ppt.mechanisms.rantext import calibration
@@ -132,7 +133,53 @@ class Rantext(TokenMechanism):
     summary: ClassVar[str] = "InferDPT's RANTEXT: Laplace-sized random adjacency list + exponential mechanism"
     default_space: ClassVar[str] = "cl100k-minilm"
     default_policy: ClassVar[Policy] = Policy(oov="drop", numbers="random-digits", punct="keep", stopwords="perturb")
-    defaults: ClassVar[dict[str, Any]] = {"z": "calibrated", "target_fraction": None}
+
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param(
+            "z",
+            "calibrated",
+            "noise scale of the adjacency list: calibrated per space, the paper's constants, or a fixed number",
+            choices=Z_MODES,
+            low=0.0,
+            open_low=True,
+        ),
+        Param(
+            "target_fraction",
+            None,
+            "with z=calibrated: the median adjacency list size as a share of the "
+            "vocabulary (default: the eps-dependent rule in the README)",
+            low=0.0,
+            high=1.0,
+            open_low=True,
+            nullable=True,
+        ),
+        Param(
+            "z_constants",
+            None,
+            "the paper's fitted constants, overridden (dict of ZConstants fields)",
+            type="any",
+            internal=True,
+        ),
+        Param(
+            "fast_path",
+            None,
+            "force (true) or forbid (false) the run-length fast path",
+            type="bool",
+            nullable=True,
+            internal=True,
+        ),
+        Param(
+            "chunk_entries",
+            DEFAULT_CHUNK_ENTRIES,
+            "run-length entries per sampling block",
+            type="int",
+            low=1,
+            internal=True,
+        ),
+        Param("calibration_tokens", 256, "tokens sampled to calibrate z", type="int", low=1, internal=True),
+        Param("calibration_draws", 4, "noise draws per calibration token", type="int", low=1, internal=True),
+        Param("sampler", "auto", "auto: torch on CUDA, numpy on CPU", type="str", choices=SAMPLERS, internal=True),
+    )
 
     def __init__(
         self,
@@ -141,58 +188,27 @@ class Rantext(TokenMechanism):
         policy: Policy | None = None,
         device: str = "auto",
         quiet: bool = False,
-        z: str | float = "calibrated",
-        target_fraction: float | None = None,
-        z_constants: ZConstants | dict | None = None,
-        fast_path: bool | None = None,
-        chunk_entries: int = DEFAULT_CHUNK_ENTRIES,
-        calibration_tokens: int = 256,
-        calibration_draws: int = 4,
-        sampler: str = "auto",
         **params: Any,
     ):
-        if params:
-            raise ValueError(f"rantext: unknown parameter(s) {', '.join(sorted(params))}")
-        if isinstance(z, str) and z not in Z_MODES:
-            try:
-                z = float(z)  # a number given as text (CLI)
-            except ValueError:
-                pass
+        p = self.check_params(params)
+        z, target_fraction = p["z"], p["target_fraction"]
         if isinstance(z, str):
-            if z not in Z_MODES:
-                raise ValueError(f"rantext: z must be one of {', '.join(Z_MODES)} or a positive number (got {z!r})")
             self.z_mode = z
             self._z_fixed = None
         else:
-            try:
-                zf = float(z)
-            except (TypeError, ValueError):
-                raise ValueError(
-                    f"rantext: z must be one of {', '.join(Z_MODES)} or a positive number (got {z!r})"
-                ) from None
-            if not math.isfinite(zf) or zf <= 0:
-                raise ValueError(f"rantext: a numeric z must be positive and finite (got {z})")
             self.z_mode = "fixed"
-            self._z_fixed = zf
-        if target_fraction is not None:
-            tf = float(target_fraction)
-            if not (0.0 < tf <= 1.0):
-                raise ValueError(f"rantext: target_fraction must be in (0, 1] (got {target_fraction})")
-            if self.z_mode != "calibrated":
-                raise ValueError("rantext: target_fraction only applies with z='calibrated'")
-            target_fraction = tf
+            self._z_fixed = float(z)
+        if target_fraction is not None and self.z_mode != "calibrated":
+            raise ValueError("rantext: target_fraction only applies with z='calibrated'")
+        z_constants = p["z_constants"]
         if isinstance(z_constants, dict):
             z_constants = ZConstants(**z_constants)
         self.z_constants = z_constants or ZConstants()
-        if int(chunk_entries) < 1:
-            raise ValueError("rantext: chunk_entries must be positive")
-        self.chunk_entries = int(chunk_entries)
-        if sampler not in SAMPLERS:
-            raise ValueError(f"rantext: sampler must be one of {', '.join(SAMPLERS)} (got {sampler!r})")
-        self.sampler = sampler
-        self.fast_path_opt = fast_path
-        self.calibration_tokens = int(calibration_tokens)
-        self.calibration_draws = int(calibration_draws)
+        self.chunk_entries = p["chunk_entries"]
+        self.sampler = p["sampler"]
+        self.fast_path_opt = p["fast_path"]
+        self.calibration_tokens = p["calibration_tokens"]
+        self.calibration_draws = p["calibration_draws"]
         self._target_override = target_fraction
         super().__init__(eps, space=space, policy=policy, device=device, quiet=quiet)
         if self.z_mode == "paper":
