@@ -180,7 +180,7 @@ complete -c ppt -n '__fish_seen_subcommand_from tune' -s i -d 'Input JSONL file;
 complete -c ppt -n '__fish_seen_subcommand_from tune' -l output -d 'Output JSONL: - writes stdout; a regular file is replaced at'
 complete -c ppt -n '__fish_seen_subcommand_from tune' -s o -d 'Output JSONL: - writes stdout; a regular file is replaced at'
 complete -c ppt -n '__fish_seen_subcommand_from tune' -l eps -d 'Privacy budget eps (inf: the non-private run, same code path'
-complete -c ppt -n '__fish_seen_subcommand_from tune' -l delta -d 'Privacy budget delta (default: min(1e-5, 1/records)).'
+complete -c ppt -n '__fish_seen_subcommand_from tune' -l delta -d 'Privacy budget delta (default: 1e-5, whatever the number of '
 complete -c ppt -n '__fish_seen_subcommand_from tune' -l model -d 'Local causal LM (alias, path or hub id).'
 complete -c ppt -n '__fish_seen_subcommand_from tune' -l init -d 'Initial instruction (public).'
 complete -c ppt -n '__fish_seen_subcommand_from tune' -l ensemble -d 'Disjoint subsets (meta-prompts) voting per token.'

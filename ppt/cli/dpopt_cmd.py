@@ -53,7 +53,11 @@ def tune(
     ] = 8.0,
     delta: Annotated[
         float | None,
-        typer.Option("--delta", help="Privacy budget delta (default: min(1e-5, 1/records)).", rich_help_panel=PANEL),
+        typer.Option(
+            "--delta",
+            help="Privacy budget delta (default: 1e-5, whatever the number of records: a delta derived from n would release n; pass one below 1/n for large data).",
+            rich_help_panel=PANEL,
+        ),
     ] = None,
     model: Annotated[
         str, typer.Option("--model", help="Local causal LM (alias, path or hub id).", rich_help_panel=PANEL)

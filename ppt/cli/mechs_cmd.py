@@ -104,7 +104,14 @@ def mechs(
         params = ", ".join(
             f"{k}={v}" + (f" ({declared[k]})" if k in declared else "") for k, v in r["defaults"].items()
         )
-        table.add_row(r["name"], r["notion"], f"{r['default_eps']:g}", str(r["default_space"] or ""), params, pol)
+        table.add_row(
+            r["name"],
+            r["notion"],
+            "none" if r["default_eps"] is None else f"{r['default_eps']:g}",
+            str(r["default_space"] or ""),
+            params,
+            pol,
+        )
     Console().print(table)
 
 

@@ -30,13 +30,17 @@ from ppt.dpopt.subsets import assign, make_key, split
 from ppt.io import ExitCode, PptError
 
 MIN_VALIDATION = 1
+# A fixed default delta: min(1e-5, 1/n) printed 1/n, the exact record count, above 100,000 records (and made
+# delta0 and the LimitedDomain threshold depend on n). Above 1/DEFAULT_DELTA records a local warning asks for
+# --delta below 1/n instead.
+DEFAULT_DELTA = 1e-5
 
 
 @dataclass
 class TuneConfig:
     labels: list[str]
     eps: float = 8.0
-    delta: float | None = None  # default: min(1e-5, 1 / number of records)
+    delta: float | None = None  # default: DEFAULT_DELTA, whatever the number of records (it is released)
     init: str = "Classify the sentiment."
     ensemble: int = 32
     shots: int = 4
@@ -62,7 +66,14 @@ class TuneConfig:
     def resolved(self, n_records: int) -> TuneConfig:
         out = TuneConfig(**asdict(self))
         if out.delta is None:
-            out.delta = min(1e-5, 1.0 / max(n_records, 1))
+            out.delta = DEFAULT_DELTA
+            if out.private and n_records * DEFAULT_DELTA > 1:
+                from ppt.log import warn
+
+                warn(
+                    f"the default delta {DEFAULT_DELTA:g} is above 1/(number of records): pass --delta below 1/n "
+                    "for a meaningful guarantee (the delta is released with the instruction; n is not)"
+                )
         if out.eps_select is None:
             out.eps_select = out.eps
         if not out.private:

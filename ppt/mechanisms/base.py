@@ -156,7 +156,7 @@ class Mechanism(ABC):
             "name": name or cls.name,
             "notion": getattr(cls, "notion", ""),
             "summary": getattr(cls, "summary", "") or (cls.__doc__ or "").strip().splitlines()[0],
-            "default_eps": cls.default_eps,
+            "default_eps": cls.default_eps if getattr(cls, "takes_eps", True) else None,  # no eps: no DP claim
             "default_space": getattr(cls, "default_space", None),
             "defaults": getattr(cls, "defaults", {}),
             "params": [p.describe() for p in cls.PARAMS if not p.internal],

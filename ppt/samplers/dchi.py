@@ -7,9 +7,10 @@ sphere of R^d is proportional to exp(-eta * ||z||_2), so releasing x + z is eta 
 Split-N-Denoise authors' code) has density exp(-eta * ||z||_1) instead, a different and, per unit of L2
 distance, much weaker mechanism. Clipping is post-processing, so it keeps the guarantee.
 
-Each record's noise comes from that record's own torch generator (``ppt.rng.record_torch_generator``;
-limit: torch's CPU generator keeps 32 bits of its seed, see ppt.rng): one 63-bit draw seeds two numpy PCG64 streams, one for the radii and one for the directions (numpy's Gamma sampler
-takes a generator, torch's does not). Rows are drawn front to back in each stream, so a record's first n
+Each record's noise comes from that record's own numpy generator (``ppt.rng.record_generator``, PCG64DXSM
+with a 128-bit seed): one 128-bit draw (:func:`dchi_seed`) seeds two numpy PCG64 streams, one for the radii
+and one for the directions. The guarantee holds in exact arithmetic; adding the float64 noise to float32 rows
+rounds (see ppt.snd.privacy). Rows are drawn front to back in each stream, so a record's first n
 rows are the same whatever the padded length: its noise never depends on its batch.
 """
 

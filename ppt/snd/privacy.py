@@ -5,8 +5,14 @@ Pr[x~(t) in S] <= exp(eta * ||E[t] - E[t']||_2) * Pr[x~(t') in S], with E the mo
 table (the unit of distance); the clip is post-processing. Every vocabulary row lies in the ball of
 radius C (the clip bound is the largest row norm), so ||E[t] - E[t']|| <= 2C and the per-token epsilon
 is at most 2 * eta * C. A text's rows compose: two texts of the same length n differing in k positions
-are within exp(eta * sum of the k distances). The number of tokens is sent in the clear; the denoiser,
-run by the client on its own noise, is post-processing too.
+are within exp(eta * sum of the k distances). The number of tokens is sent in the clear.
+
+What it covers: the noisy rows the server receives, and functions of them alone (``snd_noisy``). The
+denoiser is NOT post-processing: it reads the client's noise z beside the noisy rows x~, and x~ - z is the
+clean rows, so ``snd_denoised`` (like ``snd_clean`` and the raw text field the record keeps) is a function of
+the raw text: local only, and ``ppt query`` refuses to send it. The bound holds in exact arithmetic: the
+float32 sum x + fl(z) leaves a low-bit channel (an output finer than ulp(x) is impossible from x and possible
+from an x' of smaller magnitude), which the stamp states.
 """
 
 from __future__ import annotations
@@ -36,5 +42,21 @@ def snd_privacy(eta: float, bound: float, dim: int, model: dict[str, Any]) -> di
         "eps_per_token_bound_from": "diameter 2C of the clip ball, C = the largest token-embedding norm",
         "composition": "a text's rows compose: eta * (sum over positions of the token distances)",
         "not_hidden": ["the number of tokens"],
+        "arithmetic": "proven in exact arithmetic; the float32 rounding of x + z is not covered",
         "protected": True,
     }
+
+
+def snd_fields(privacy: dict[str, Any], prefix: str, emit: list[str], fmt: str = "jsonl") -> dict[str, Any]:
+    """``privacy`` with the fields it covers and those it does not: only the noisy rows (what the server
+    received, and functions of them alone) are covered; the denoised and clean vectors and the record's raw
+    text field are functions of the raw text, local only (``ppt query`` refuses to send them)."""
+    if fmt != "jsonl":
+        return {
+            **privacy,
+            "covers": ["the noisy vectors in the vector files"],
+            "local_only": ["the denoised and clean vector files", "the record's text field (raw)"],
+        }
+    covered = [prefix + k for k in emit if k == "noisy"] if privacy.get("protected") else []
+    local = [prefix + k for k in emit if k != "noisy" or not privacy.get("protected")]
+    return {**privacy, "covers": covered, "local_only": local, "text_field": "raw (local only)"}

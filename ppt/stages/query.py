@@ -71,8 +71,25 @@ class QuerySpec:
 PROTECTED_BODY_KEYS = ("messages", "prompt", "model", "stream", "n")
 
 
+def local_only_fields(data: dict) -> set[str]:
+    """Fields a stamp marks local only whatever --allow-raw says (Split-N-Denoise's denoised and clean
+    vectors: functions of the raw text that the record carries beside the covered noisy rows)."""
+    ppt = data.get("ppt")
+    snd = ppt.get("snd") if isinstance(ppt, dict) else None
+    privacy = snd.get("privacy") if isinstance(snd, dict) else None
+    names = privacy.get("local_only") if isinstance(privacy, dict) else None
+    return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
+
+
 def check_sanitized(data: dict, spec: QuerySpec) -> RecordError | None:
     """None when the record may be sent under ``spec``; else why not (never quoting its content)."""
+    local_only = local_only_fields(data)
+    for name in spec.template.fields:
+        if name in local_only:
+            return RecordError(
+                "local_field_in_template",
+                f"template field '{name}' is computed from the raw text (ppt.snd.privacy.local_only); it is never sent",
+            )
     if spec.allow_raw:
         return None
     ppt = data.get("ppt")

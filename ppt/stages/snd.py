@@ -73,7 +73,7 @@ class SndEmbedStage(Stage):
         if self.split is not None:
             return
         from ppt.snd import store
-        from ppt.snd.privacy import snd_privacy
+        from ppt.snd.privacy import snd_fields, snd_privacy
 
         self.split = self.load_split()
         den_info = None
@@ -109,7 +109,9 @@ class SndEmbedStage(Stage):
         d = self.split.describe()
         self._block = {
             "model": {"id": d["id"], "hash": d["hash"], "pooling": d["pooling"]},
-            "privacy": snd_privacy(self.eta, self.split.bound, self.split.dim, d),
+            "privacy": snd_fields(
+                snd_privacy(self.eta, self.split.bound, self.split.dim, d), self.prefix, list(self.emit), self.fmt
+            ),
             "server": self.server,
             "denoiser": den_info,
             "emit": list(self.emit),

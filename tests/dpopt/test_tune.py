@@ -111,3 +111,14 @@ def test_a_leading_line_break_does_not_end_a_candidate(lm):
     assert not _stops(tok, nl, set(), [nl])
     assert _stops(tok, nl, set(), word)
     assert _stops(tok, 7, {7}, [])
+
+
+def test_the_default_delta_does_not_depend_on_the_number_of_records(recwarn):
+    """The released delta must not disclose n (second reading, row 7): min(1e-5, 1/n) printed 1/n above 1e5."""
+    from ppt.dpopt.tune import DEFAULT_DELTA
+
+    for n in (80, 100_000, 250_001, 10_000_000):
+        assert TuneConfig(labels=LAB).resolved(n).delta == DEFAULT_DELTA == 1e-5
+    assert TuneConfig(labels=LAB, delta=1e-8).resolved(250_001).delta == 1e-8  # the user's stays
+    warned = [str(w.message) for w in recwarn if "default delta" in str(w.message)]
+    assert warned and all("250001" not in m and "10000000" not in m for m in warned)

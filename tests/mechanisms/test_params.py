@@ -80,3 +80,13 @@ def test_a_bad_param_fails_before_the_space_loads():
     assert e.value.exit_code == ExitCode.USAGE and "tem: beta must be" in e.value.message
     r = ppt("sanitize", "-m", "custext", "-p", "k=0", stdin='{"text": "a"}\n')
     assert r.returncode == 2 and "custext: k must be an integer in [1, inf)" in r.stderr
+
+
+def test_mechanisms_without_eps_list_none():
+    """ProSan has no DP guarantee: `ppt mechs` must not print its placeholder eps (second reading, row 24)."""
+    for name in ("prosan", "prosan-lite"):
+        assert mechanism_class(name).describe(name)["default_eps"] is None
+    assert mechanism_class("rantext").describe()["default_eps"] == 6.0
+    r = ppt("mechs", "--json")
+    rows = {json.loads(line)["name"]: json.loads(line) for line in r.stdout.splitlines()}
+    assert all(rows[n]["default_eps"] is None for n in ("prosan", "prosan-lite") if n in rows)

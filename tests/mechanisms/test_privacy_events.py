@@ -176,3 +176,18 @@ def test_random_digits_are_not_counted_as_kept_numbers(space):
     assert privacy_block(keep, acc)["proven"]["eps"] == "inf"
     assert privacy_block(keep, acc, diagnostics=True)["unprotected"] == {"numbers": 1}
     assert math.isfinite(privacy_block(mech, run(mech, "zqaa zqbb").accounting)["proven"]["eps"])
+
+
+def test_cape_claim_label_says_what_its_figure_is():
+    """Without --diagnostics the claimed figure is the paper's eps alone, and the label says so (second reading,
+    row 23); with them it is eps + eps', labelled as such."""
+    from types import SimpleNamespace
+
+    from ppt.mechanisms.cape.mechanism import Cape
+
+    me = SimpleNamespace(eps=6.0, worst_case=17.6, CLAIM=Cape.CLAIM, CLAIM_EPS_ONLY=Cape.CLAIM_EPS_ONLY)
+    acc = SimpleNamespace(n_perturbed=3, extra={"eps_total_mean": 14.7})
+    plain = Cape.privacy_events(me, acc)[1]
+    full = Cape.privacy_events(me, acc, diagnostics=True)[1]
+    assert plain.event.eps == 6.0 and "eps only" in plain.event.source
+    assert full.event.eps == 14.7 and "eps+eps'" in full.event.source and "only" not in full.event.source

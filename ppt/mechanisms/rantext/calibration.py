@@ -8,8 +8,8 @@ target curve (:data:`TARGET_POINTS`).
 
 The target curve never increases with eps, so the list never shrinks as eps falls:
 
-* eps <= 1: the whole vocabulary (fraction 1), as in the paper, whose Z = eps below 2 makes C_r the
-  whole vocabulary on every space we measured;
+* eps <= 1: a median list of the whole vocabulary (fraction 1): about half the draws cover all of V, the
+  tokens farthest from the rest far fewer (C_r stays random: the eps figure is conditional here too);
 * eps >= 2: 10.5% of V, the *monotone envelope* of the sizes the paper reports (about 1.5%, 9%, 10%,
   10.5% of V at eps 2, 6, 10, 14, :data:`PAPER_POINTS`, a third-party reading of its appendix): at
   each eps the largest size the paper uses at that eps or any larger one. The paper's own points grow

@@ -17,7 +17,7 @@ ConditionalDpEvent(eps, "given the random adjacency list C_r"), and n * eps appe
 conditional total (issue 16: the certified per-token loss is at least 8.5 at eps 6).
 
 Z(eps): ``z="calibrated"`` (default) fits Z per space so the median |C_r| / |V| follows a target that
-never shrinks as eps falls: the whole vocabulary at eps <= 1, the monotone envelope of the paper's list
+never shrinks as eps falls: a median list of the whole vocabulary at eps <= 1, the monotone envelope of the paper's list
 sizes (10.5% of V) from eps 2 (see :mod:`ppt.mechanisms.rantext.calibration`; ``target_fraction=``
 fixes the fraction); ``z="paper"`` uses the published formula
 (:class:`ZConstants`), whose constants were fitted to ada-002 and do not transfer; a positive number
