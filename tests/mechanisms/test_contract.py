@@ -146,7 +146,11 @@ def test_stamp_params_and_accounting_present(mechs, name):
     assert st["mechanism"] == name and st["notion"] == mech.notion and st["notion"]
     assert st["params"] and json.dumps(st["params"])  # JSON-serializable, for the record stamp
     desc = type(mech).describe(name)
-    assert desc["name"] == name and desc["notion"] == mech.notion and desc["default_eps"] == (type(mech).default_eps if type(mech).takes_eps else None)
+    assert (
+        desc["name"] == name
+        and desc["notion"] == mech.notion
+        and desc["default_eps"] == (type(mech).default_eps if type(mech).takes_eps else None)
+    )
     [res] = mech.sanitize_batch([TEXTS[0]], [record_generator(5, 0)])
     acc = res.accounting.to_dict()
     for key in ("notion", "eps_per_token", "n_tokens", "n_perturbed", "kept", "dropped", "composed_eps"):
