@@ -17,7 +17,7 @@ from ppt.mechanisms import Mechanism
 from ppt.rng import record_generator
 from ppt.stages.base import Stage, prepare_mechanism
 from ppt.stages.sanitize_spec import WEAK_EPS, SanitizeSpec, build_mechanism, validate_eps  # noqa: F401 - re-exported
-from ppt.stages.sanitize_stamp import RecordStamper
+from ppt.stages.sanitize_stamp import RecordStamper, with_earlier_releases
 
 
 def sanitize_records(
@@ -101,6 +101,15 @@ def sanitize_records(
         if diagnostics:
             data[diagnostics] = stamper.diagnostics_value(res)
         block = stamper.block(res)
+        prior = (rec.data.get("ppt") or {}).get("sanitize") if isinstance(rec.data.get("ppt"), dict) else None
+        if isinstance(prior, dict):  # released before: keep that release in the ledger, and compose
+            block = with_earlier_releases(block, prior)
+            if not stamper.warned_earlier:
+                stamper.warned_earlier = True
+                logger.warning(
+                    "records already carry a ppt.sanitize stamp: each keeps its earlier releases under "
+                    "ppt.sanitize.earlier, composed in privacy.all_releases"
+                )
         if n_out == 0 and (rec.text or "").strip():
             block["empty_output"] = True  # only when true (it follows from the output text)
             (on_empty or _warn_empty)(rec, acc)

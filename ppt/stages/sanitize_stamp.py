@@ -28,6 +28,7 @@ class RecordStamper:
         spec = spec or SanitizeSpec(mech.name)
         self.mech, self.mode = mech, spec.stamp_mode
         self.diagnostics = spec.diagnostics
+        self.warned_earlier = False  # the "already stamped" warning is given once per run
         self._sig: str | None = None
         self._fields: dict[str, Any] = {"seeded": seeded(spec.seed), "text_field": spec.text_field}
         for key, value in (
@@ -68,4 +69,36 @@ class RecordStamper:
         }
 
 
-__all__ = ["RecordStamper", "STAMP_MODES"]
+def with_earlier_releases(block: dict[str, Any], prior: Any) -> dict[str, Any]:
+    """``block`` for a record that already carried a ``ppt.sanitize`` stamp (``prior``): the earlier releases
+    (their signature and privacy block) are kept under ``earlier``, and ``privacy.all_releases`` composes the
+    proven figures of every release of the record by basic composition (no proven bound in one release: none
+    in total). Conservative when a later run re-sanitized the earlier output (post-processing costs nothing),
+    exact when it re-sanitized the raw text (``--text-field`` on a ``--keep-original`` field)."""
+    if not isinstance(prior, dict):
+        return block
+    earlier = [r for r in prior.get("earlier", []) if isinstance(r, dict)]
+    earlier.append({k: prior[k] for k in ("signature", "privacy") if k in prior})
+    eps_total: Any = 0.0
+    delta_total = 0.0
+    for release in [*earlier, block]:
+        proven = (release.get("privacy") or {}).get("proven") or {}
+        eps, delta = proven.get("eps"), proven.get("delta") or 0.0
+        if eps is None or eps_total is None:
+            eps_total = None
+        elif eps == "inf" or eps_total == "inf":
+            eps_total = "inf"
+        else:
+            eps_total = eps_total + float(eps)
+        delta_total += float(delta) if isinstance(delta, (int, float)) else 0.0
+    privacy = dict(block.get("privacy") or {})
+    privacy["all_releases"] = {
+        "releases": len(earlier) + 1,
+        "composition": "basic, over this record's releases",
+        "eps": eps_total,
+        "delta": delta_total,
+    }
+    return {**block, "privacy": privacy, "earlier": earlier}
+
+
+__all__ = ["RecordStamper", "STAMP_MODES", "with_earlier_releases"]

@@ -124,3 +124,50 @@ def test_attack_readers_take_compact_and_full_stamps():
         assert stamped_space(rec) == "cl100k-minilm:11000" and stamped_keeps_stopwords(rec)
         [rec] = sanitize("-m", "rantext", "-e", "6", "--stamp", stamp)
         assert not stamped_keeps_stopwords(rec)
+
+
+def test_a_second_release_keeps_the_first_in_the_stamp_and_composes_them():
+    """Sanitizing a record twice (here: its raw text, kept by --keep-original, released again) keeps both
+    releases and composes their proven figures (second reading: the second stamp used to replace the first)."""
+    first = ppt(
+        "sanitize",
+        "-m",
+        "santext",
+        "--space",
+        "glove-6b-50d:2000",
+        "-e",
+        "1",
+        "--seed",
+        "1",
+        "--keep-original",
+        "raw",
+        "-q",
+        stdin=recs(["the river bank"]),
+    )
+    assert first.returncode == 0, first.stderr
+    once = json.loads(first.stdout)["ppt"]["sanitize"]
+    assert "earlier" not in once and "all_releases" not in once["privacy"]
+    second = ppt(
+        "sanitize",
+        "-m",
+        "santext",
+        "--space",
+        "glove-6b-50d:2000",
+        "-e",
+        "1",
+        "--seed",
+        "2",
+        "--text-field",
+        "raw",
+        stdin=first.stdout,
+    )
+    assert second.returncode == 0, second.stderr
+    assert "already carry a ppt.sanitize stamp" in second.stderr
+    twice = json.loads(second.stdout)["ppt"]["sanitize"]
+    assert [r["signature"] for r in twice["earlier"]] == [once["signature"]]
+    total = twice["privacy"]["all_releases"]
+    assert total["releases"] == 2
+    assert total["eps"] == pytest.approx(once["privacy"]["proven"]["eps"] + twice["privacy"]["proven"]["eps"])
+    third = ppt("sanitize", "-m", "rantext", "-e", "6", "--text-field", "raw", "-q", stdin=second.stdout)
+    ledger = json.loads(third.stdout)["ppt"]["sanitize"]
+    assert len(ledger["earlier"]) == 2 and ledger["privacy"]["all_releases"]["eps"] is None  # RANTEXT proves none
