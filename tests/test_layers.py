@@ -30,6 +30,7 @@ FLOORS: dict[str, int] = {
     "ppt.models": 2,
     "ppt.lm": 3,
     "ppt.spaces": 3,
+    "ppt.detect": 3,
     "ppt.mechanisms": 4,
     "ppt.metrics": 4,
     "ppt.snd": 4,

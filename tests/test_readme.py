@@ -29,7 +29,10 @@ def test_quick_start_has_install_and_test_commands_and_ci_runs_both():
     assert "python3 -m venv" in ci and "mktemp -d" in ci and 'PPT_CACHE="$work/cache"' in ci
 
 
-@pytest.mark.parametrize("block", _sh_blocks("Examples"), ids=lambda b: b.split()[1])
+RUN_SECTIONS = ("Examples", "Private and readable: protect what is sensitive, keep the rest")
+
+
+@pytest.mark.parametrize("block", [b for sec in RUN_SECTIONS for b in _sh_blocks(sec)], ids=lambda b: b.split()[1])
 def test_examples_run(block):
     r = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", block],

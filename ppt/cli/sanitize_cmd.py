@@ -118,6 +118,44 @@ def sanitize(
             rich_help_panel=POLICY_PANEL,
         ),
     ] = None,
+    protect: Annotated[
+        str,
+        typer.Option(
+            "--protect",
+            help="all: perturb the whole text (default). detected: replace only the spans a detector marks "
+            "(--detect, --deny) and keep the rest verbatim: readable, but what the detector misses is released "
+            "raw (the stamp says so).",
+            rich_help_panel=POLICY_PANEL,
+        ),
+    ] = "all",
+    detect: Annotated[
+        str | None,
+        typer.Option(
+            "--detect",
+            help="Detectors for --protect detected, comma-separated: patterns (presidio-analyzer: e-mails, "
+            "phones, cards, IBANs, IPs, URLs, dates; pip install 'ppt[detect]'), ner (spaCy on en_core_web_sm). "
+            "Default: patterns,ner, or none when --deny is given.",
+            rich_help_panel=POLICY_PANEL,
+        ),
+    ] = None,
+    deny: Annotated[
+        str | None,
+        typer.Option(
+            "--deny",
+            metavar="FILE",
+            help="With --protect detected: words and phrases (one a line) that are always replaced.",
+            rich_help_panel=POLICY_PANEL,
+        ),
+    ] = None,
+    allow: Annotated[
+        str | None,
+        typer.Option(
+            "--allow",
+            metavar="FILE",
+            help="With --protect detected: detected spans whose text is on this list (one a line) are kept.",
+            rich_help_panel=POLICY_PANEL,
+        ),
+    ] = None,
     keep_original: Annotated[
         str | None,
         typer.Option(
@@ -208,6 +246,10 @@ def sanitize(
             min_kept=min_kept,
             diagnostics=diagnostics,
             stamp_mode=stamp_mode,
+            protect=protect,
+            detect=tuple(d.strip() for d in (detect or "").split(",") if d.strip()),
+            deny=deny,
+            allow=allow,
         )
         if engine == "ray":
             from ppt.exec.ray import RayOptions, run_stage_on_ray

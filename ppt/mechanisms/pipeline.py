@@ -76,6 +76,7 @@ class TokenPipeline(Mechanism):
     default_policy: ClassVar[Policy] = Policy()
     keeps_words: ClassVar[bool] = False  # True when the mechanism itself may keep a word (SanText+ p)
     policy: Policy
+    detector: Any = None  # --protect detected (ppt.detect): only detected spans are replaced; None: all text
 
     # ---- per-mechanism parts ----------------------------------------------------------------------
 
@@ -186,6 +187,10 @@ class TokenPipeline(Mechanism):
         n_texts, bounds, core, codes, rows = len(tb), tb.bounds.tolist(), tb.core, tb.codes, tb.rows
         rec = tb.text_index
         actions, why = self.plan_codes(codes, rows, tb.lead, core, tb.bounds[:-1])
+        if self.detector is not None:  # --protect detected: only what the detector marks is replaced
+            from ppt.mechanisms.protect import detected_pieces, keep_undetected
+
+            keep_undetected(actions, why, detected_pieces(tb, self.detector.detect(texts)))
         perturb = actions == PERTURB
         counts = np.bincount(rec[perturb], minlength=n_texts).tolist()
         # each record's randomness from its own generator, in a fixed order: perturbation first

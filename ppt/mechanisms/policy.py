@@ -85,8 +85,9 @@ class Policy:
 PERTURB, KEEP, DROP, UNIFORM, DIGITS = 0, 1, 2, 3, 4
 # why a piece gets its action (``plan`` names them; the accounting counts kept and dropped pieces by them)
 # "pos" and "important": words ProSan keeps because of their part of speech / their importance to the task
-REASONS = ("whitespace", "punct", "number", "stopword", "perturbed", "oov", "pos", "important")
-R_WHITESPACE, R_PUNCT, R_NUMBER, R_STOPWORD, R_PERTURBED, R_OOV, R_POS, R_IMPORTANT = range(len(REASONS))
+# "undetected": text outside every detected span under --protect detected (ppt.mechanisms.protect)
+REASONS = ("whitespace", "punct", "number", "stopword", "perturbed", "oov", "pos", "important", "undetected")
+R_WHITESPACE, R_PUNCT, R_NUMBER, R_STOPWORD, R_PERTURBED, R_OOV, R_POS, R_IMPORTANT, R_UNDETECTED = range(len(REASONS))
 REASON_NAMES = np.array(REASONS, dtype=object)
 _POLICY_ACTION = {"drop": DROP, "uniform": UNIFORM, "keep": KEEP, "random-digits": DIGITS}
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ppt.mechanisms.policy import Policy
 
 # reasons the accounting counts kept pieces by -> the unprotected reason, for pieces that are raw words
-RAW_KEPT = {"stopword": "stopwords", "oov": "oov", "number": "numbers"}
+RAW_KEPT = {"stopword": "stopwords", "oov": "oov", "number": "numbers", "undetected": "undetected"}
 # what the short reasons mean (README "Privacy accounting, honestly"; `ppt mechs --describe`)
 PASS_THROUGH = {
     "stopwords": "stopwords kept verbatim (--stopwords keep)",
@@ -38,6 +38,8 @@ PASS_THROUGH = {
     "number-format": "numbers' digit count and separators kept (random digits)",
     "punct": "punctuation kept",
     "case": "capitalisation copied from the original words (--case original)",
+    "undetected": "text no detector marked, kept verbatim (--protect detected): detection depends on the text, "
+    "so what the detector misses is released raw",
 }
 
 
@@ -84,6 +86,8 @@ def privacy_block(
         events += counted_unprotected(acc)
     block = render(events)
     passes = policy_passes(policy)
+    if getattr(mech, "detector", None) is not None:
+        passes.append(("undetected", True))
     if compact:
         passes = [(reason, raw) for reason, raw in passes if raw]
     if passes:

@@ -68,6 +68,9 @@ def make_signature(mech: Any, version: str | None = None) -> str:
     policy = getattr(mech, "policy", None)
     if policy is not None:
         parts.append(f"pol:{policy_code(policy)}")
+    detector = getattr(mech, "detector", None)
+    if detector is not None:  # --protect detected: which detector (and lists) chose what was replaced
+        parts.append(f"protect:{_enc(detector.signature)}")
     parts.append(f"v:{_enc(version)}")
     return "|".join(parts)
 

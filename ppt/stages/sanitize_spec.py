@@ -23,6 +23,8 @@ from ppt.mechanisms.base import check_eps
 
 WEAK_EPS = 10.0
 STAMP_MODES = ("compact", "full")
+PROTECT_MODES = ("all", "detected")
+DEFAULT_DETECTORS = ("patterns", "ner")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,10 @@ class SanitizeSpec:
     min_kept: int = 0
     diagnostics: str | None = None
     stamp_mode: str = "compact"
+    protect: str = "all"  # "detected": only what a detector marks is replaced (ppt.detect)
+    detect: tuple[str, ...] = ()  # detectors for --protect detected (default: patterns, ner without --deny)
+    deny: str | None = None  # a deny-list file: its words and phrases are always detected
+    allow: str | None = None  # an allow-list file: detected spans with exactly this text are kept
 
     def __post_init__(self) -> None:
         named = [
@@ -62,6 +68,10 @@ class SanitizeSpec:
             raise PptError(f"--stamp must be compact or full (got {self.stamp_mode!r})", exit_code=ExitCode.USAGE)
         if self.min_kept < 0:
             raise PptError(f"--min-kept must be >= 0 (got {self.min_kept})", exit_code=ExitCode.USAGE)
+        if self.protect not in PROTECT_MODES:
+            raise PptError(f"--protect must be all or detected (got {self.protect!r})", exit_code=ExitCode.USAGE)
+        if self.protect == "all" and (self.detect or self.deny or self.allow):
+            raise PptError("--detect, --deny and --allow need --protect detected", exit_code=ExitCode.USAGE)
 
     @property
     def private_fields(self) -> list[str]:
@@ -69,8 +79,9 @@ class SanitizeSpec:
         return [f for f in (self.keep_original, self.emit_alignment, self.diagnostics) if f]
 
     def build_mechanism(self, *, quiet: bool = False) -> Mechanism:
-        """The mechanism this spec names, instantiated and validated before any input is read."""
-        return build_mechanism(
+        """The mechanism this spec names, instantiated and validated before any input is read (with its
+        detector under ``--protect detected``)."""
+        mech = build_mechanism(
             self.mech,
             self.eps,
             space=self.space,
@@ -80,6 +91,19 @@ class SanitizeSpec:
             device=self.device,
             quiet=quiet,
         )
+        if self.protect == "detected":
+            from ppt.detect import build_detector
+            from ppt.mechanisms.pipeline import TokenPipeline
+
+            if not isinstance(mech, TokenPipeline):
+                raise PptError(
+                    f"--protect detected needs a token mechanism; {self.mech} is not one",
+                    exit_code=ExitCode.USAGE,
+                    hint="use rantext, santext(+), custext(+), tem or cape",
+                )
+            names = self.detect or (() if self.deny else DEFAULT_DETECTORS)
+            mech.detector = build_detector(names, deny=self.deny, allow=self.allow)
+        return mech
 
     def build_hint(self) -> str:
         """How to build every table this spec reads, once, where the cluster's cache lives."""

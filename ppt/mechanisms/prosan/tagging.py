@@ -18,7 +18,7 @@ from typing import Any
 
 Tagger = Callable[[Sequence[str]], list[list[tuple[int, int, str]]]]
 
-SPACY_INSTALL = "pip install 'ppt[prosan]' && ppt models install en_core_web_sm"
+from ppt.models.spacy import SPACY_INSTALL  # noqa: F401 - re-exported
 
 
 class SpacyTagger:
@@ -37,36 +37,10 @@ class SpacyTagger:
 
 
 def load_spacy(name: str) -> Any:
-    """A spaCy pipeline by alias (``en_core_web_sm``: the offline carrier) or path; PptError (exit 78)
-    with the install command when spaCy or the model is missing."""
-    from ppt.io import ExitCode, PptError
+    """The tagger's spaCy pipeline (no parser, NER, lemmatizer or sentencizer): :func:`ppt.models.spacy.load_spacy`."""
+    from ppt.models.spacy import load_spacy as load
 
-    try:
-        import spacy
-    except ImportError:
-        raise PptError(
-            "prosan needs spaCy for POS tags, which is not installed", exit_code=ExitCode.CONFIG, hint=SPACY_INSTALL
-        ) from None
-    from ppt.models.resolve import resolve
-
-    r = resolve(name)
-    if r.source == "alias":
-        path = r.require_installed()  # PptError naming `ppt models install ALIAS`
-    elif r.source == "path":
-        path = r.path
-    else:
-        raise PptError(
-            f"spaCy model {name!r} is not a local path or an offline alias",
-            exit_code=ExitCode.CONFIG,
-            hint=SPACY_INSTALL,
-        )
-    exclude = ["parser", "ner", "lemmatizer", "senter"]
-    try:
-        return spacy.load(str(path), exclude=exclude)
-    except Exception as e:  # noqa: BLE001 - spaCy raises IOError/ValueError/OSError on a bad package
-        raise PptError(
-            f"cannot load spaCy model {name!r}: {type(e).__name__}", exit_code=ExitCode.CONFIG, hint=SPACY_INSTALL
-        ) from None
+    return load(name, exclude=("parser", "ner", "lemmatizer", "senter"), needed_for="prosan needs spaCy for POS tags")
 
 
 def word_pieces(text: str, tags: list[tuple[int, int, str]]) -> tuple[list[str], list[str], list[str]]:

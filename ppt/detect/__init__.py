@@ -1,0 +1,18 @@
+"""Detectors of sensitive spans, for ``ppt sanitize --protect detected``: the mechanism replaces only what a
+detector marks, and everything else passes through verbatim (stated as unprotected in the stamp).
+
+    from ppt.detect import build_detector
+    det = build_detector(["patterns"], deny="deny.txt", allow="allow.txt")
+    det.detect(["Mail alice@example.com"])  # [[Span(5, 22, "EMAIL_ADDRESS")]]
+
+``lists`` (the user's deny- and allow-lists), ``patterns`` (presidio-analyzer's pattern recognizers: e-mails,
+phones, cards, IBANs, IPs, URLs, ...; optional extra ``ppt[detect]``), ``ner`` (spaCy's named entities on the
+offline en_core_web_sm). Detection itself depends on the text: what a detector misses is released raw.
+"""
+
+from __future__ import annotations
+
+from ppt.detect.base import Detector, Span, merge_spans
+from ppt.detect.build import DETECTORS, build_detector
+
+__all__ = ["DETECTORS", "Detector", "Span", "build_detector", "merge_spans"]

@@ -1,0 +1,59 @@
+"""The detector of a run: the user's deny-list plus library detectors, merged, minus the allow-list."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ppt.detect.base import Detector, Span, list_tag, merge_spans, read_list
+
+DETECTORS = ("patterns", "ner")
+
+
+class Combined:
+    """Several detectors' spans, merged; spans whose text is on the allow-list are dropped."""
+
+    def __init__(self, parts: Sequence[Detector], allow: frozenset[str] = frozenset(), allow_tag: str = "") -> None:
+        self.parts = list(parts)
+        self.allow = allow
+        names = "+".join(p.signature for p in self.parts)
+        self.signature = names + (f"-allow#{allow_tag}" if allow else "")
+
+    def detect(self, texts: Sequence[str]) -> list[list[Span]]:
+        found: list[list[Span]] = [[] for _ in texts]
+        for part in self.parts:
+            for i, spans in enumerate(part.detect(texts)):
+                found[i].extend(spans)
+        out = []
+        for text, spans in zip(texts, found):
+            kept = [s for s in spans if text[s.start : s.end].strip().lower() not in self.allow]
+            out.append(merge_spans(kept))
+        return out
+
+
+def build_detector(names: Sequence[str], *, deny: str | None = None, allow: str | None = None) -> Combined:
+    """The detectors ``names`` (of :data:`DETECTORS`) plus the user's deny-list, minus the allow-list."""
+    from ppt.io import ExitCode, PptError
+
+    unknown = [n for n in names if n not in DETECTORS]
+    if unknown:
+        raise PptError(
+            f"unknown detector(s): {', '.join(unknown)}", ExitCode.USAGE, hint=f"choose from {', '.join(DETECTORS)}"
+        )
+    parts: list[Detector] = []
+    if deny:
+        from ppt.detect.lists import PhraseDetector
+
+        parts.append(PhraseDetector(read_list(deny, "deny-list")))
+    for name in dict.fromkeys(names):
+        if name == "patterns":
+            from ppt.detect.patterns import PatternDetector
+
+            parts.append(PatternDetector())
+        elif name == "ner":
+            from ppt.detect.ner import NerDetector
+
+            parts.append(NerDetector())
+    if not parts:
+        raise PptError("--protect detected needs a detector: --detect patterns,ner or a --deny FILE", ExitCode.USAGE)
+    allowed = read_list(allow, "allow-list") if allow else []
+    return Combined(parts, frozenset(a.lower() for a in allowed), list_tag(allowed) if allowed else "")

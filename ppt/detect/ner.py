@@ -1,0 +1,25 @@
+"""Named entities as sensitive spans: spaCy's NER on the offline ``en_core_web_sm`` (``ppt[prosan]`` and
+``ppt models install en_core_web_sm``; exit 78 with those commands when missing)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ppt.detect.base import Span
+
+# entity labels that name or locate a person, or date, count or price them (OntoNotes labels)
+NER_LABELS = ("PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "DATE", "TIME", "MONEY", "CARDINAL", "PERCENT")
+
+
+class NerDetector:
+    def __init__(self, model: str = "en_core_web_sm", labels: Sequence[str] = NER_LABELS, batch_size: int = 64):
+        from ppt.models.spacy import load_spacy
+
+        self.nlp = load_spacy(model, exclude=("parser", "lemmatizer"), needed_for="the ner detector needs spaCy")
+        self.labels = frozenset(labels)
+        self.batch_size = batch_size
+        self.signature = f"ner:{model}@{self.nlp.meta.get('version', '?')}"
+
+    def detect(self, texts: Sequence[str]) -> list[list[Span]]:
+        docs = self.nlp.pipe(list(texts), batch_size=self.batch_size)
+        return [[Span(e.start_char, e.end_char, e.label_) for e in doc.ents if e.label_ in self.labels] for doc in docs]
