@@ -66,6 +66,12 @@ def parse_line(raw: bytes, line_no: int, opts: StreamArgs) -> Record | BadLine:
     data = _loads(text_line, raw)
     if isinstance(data, RecordError):
         return BadLine(line_no, None, data)
+    return parse_object(data, line_no, opts)
+
+
+def parse_object(data: Any, line_no: int, opts: StreamArgs) -> Record | BadLine:
+    """Validate one parsed record (a line's JSON value, or an object handed to the Python API): the same
+    rules for both. Never raises for bad data."""
     if not isinstance(data, dict):
         return BadLine(line_no, None, RecordError("not_an_object", f"expected a JSON object, got {_type_name(data)}"))
     own_id = data.get(opts.id_field)
