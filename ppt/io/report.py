@@ -8,6 +8,7 @@ numbers and error types, never record text.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections import Counter
 from typing import IO, Any
 
@@ -23,6 +24,7 @@ class RunReport:
         self.ok = 0
         self.failed: Counter[str] = Counter()
         self.failed_lines: list[int] = []
+        self.started = time.monotonic()
 
     def say(self, text: str) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -52,7 +54,10 @@ class RunReport:
             more = ", ..." if n_failed > MAX_LINES_SHOWN else ""
             word = "line" if n_failed == 1 else "lines"
             line += f", {n_failed} {verb}: {kinds} ({word} {lines}{more})"
-        self.say(line)
+        elapsed = time.monotonic() - self.started
+        done = self.ok + n_failed
+        rate = f", {done / elapsed:,.0f} records/s" if elapsed > 0 and done else ""
+        self.say(f"{line} in {elapsed:.1f} s{rate}")
 
 
 __all__ = ["HINT", "MAX_LINES_SHOWN", "RunReport"]

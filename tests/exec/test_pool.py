@@ -15,6 +15,7 @@ import pytest
 from ppt.exec.pool import StagePool
 from ppt.io import ExitCode, PptError, StreamArgs, run_stream
 from tests.exec.pool_helpers import WORDS, TinyRecipe
+from tests.helpers import untimed
 
 
 @pytest.fixture
@@ -47,10 +48,10 @@ def run(
     out, err = io.BytesIO(), io.StringIO()
     streams = {"_stdin": io.BytesIO(data), "_stdout": out, "_stderr": err}
     if workers == 1:
-        return run_stream(args, recipe(), desc="sanitize", **streams), out.getvalue(), err.getvalue(), None
+        return run_stream(args, recipe(), desc="sanitize", **streams), out.getvalue(), untimed(err.getvalue()), None
     with StagePool(recipe, workers, help_while_starting=help_while_starting) as pool:
         code = run_stream(args, pool, desc="sanitize", **streams)
-    return code, out.getvalue(), err.getvalue(), pool
+    return code, out.getvalue(), untimed(err.getvalue()), pool
 
 
 def test_seeded_output_is_byte_identical_for_any_workers_and_batch_size(recipe):
@@ -181,7 +182,7 @@ def test_cli_workers_match_one_process_on_the_default_space():
     two = ppt("sanitize", "--eps", "6", "--seed", "3", "--batch-size", "4", "--workers", "2", stdin=stdin)
     assert one.returncode == two.returncode == 0, two.stderr
     assert one.stdout == two.stdout and one.stdout.count("\n") == 12
-    assert one.stderr == two.stderr
+    assert untimed(one.stderr) == untimed(two.stderr)
     bad = ppt("sanitize", "--workers", "2", "--engine", "ray", "-i", "x", "-o", "y")
     assert bad.returncode == ExitCode.USAGE and "--workers" in bad.stderr
 

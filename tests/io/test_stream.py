@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import orjson
 import pytest
 
@@ -21,6 +23,7 @@ def test_identity_and_passthrough():
     assert out[0] == {"id": "a", "text": "HI", "extra": {"x": [1, 2]}, "n": 1.5, "rid": "a"}
     assert out[1] == {"text": "YO", "z": None, "rid": 1}
     assert "2 ok" in err
+    assert re.search(r"2 ok in \d+\.\d s(, [\d,]+ records/s)?$", err.strip())  # elapsed time and rate
 
 
 def test_blank_lines_crlf_and_no_trailing_newline():
