@@ -113,6 +113,23 @@ def _loads(text_line: str, raw: bytes) -> Any:
             return data
         problem = "number too long"  # orjson took it, json did not: an integer over Python's digit limit
     try:
-        return loads_exact(text_line)
+        data = loads_exact(text_line)
     except (ValueError, RecursionError):
         return RecordError("malformed_json", f"malformed JSON ({problem})")
+    if has_lone_surrogate(data):  # orjson refuses them; the standard json module does not
+        return RecordError("invalid_utf8", "a string holds a lone surrogate escape (not valid UTF-8)")
+    return data
+
+
+def has_lone_surrogate(data: Any) -> bool:
+    """Whether any key or string in ``data`` holds a lone UTF-16 surrogate (``"\\ud800"``): such a string
+    cannot be written as UTF-8, so the record would fail later, at output, after its batch was processed."""
+    import json
+
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return False

@@ -202,3 +202,15 @@ def test_many_bad_lines_bounded_window():
     code, out, err = run(data, on_error="skip", batch_size=4)
     assert code == 1 and out == [{"text": "OK", "rid": 3000}]
     assert "3000 skipped" in err
+
+
+def test_a_lone_surrogate_beside_a_big_integer_fails_its_line_alone():
+    """Reliability probe P-D1: the big-integer fallback parser accepted lone surrogates, which then crashed the
+    output (no -o file, the rest of the run lost). The line now fails alone as invalid UTF-8, naming its line."""
+    big = "1" * 25
+    bad = '{"id": 2, "n": ' + big + ', "text": "a\\ud800b"}'
+    data = jl({"id": 1, "text": "hi"}) + bad.encode() + b"\n" + jl({"id": 3, "text": "yo"})
+    code, out, err = run(data, on_error="record")
+    assert code == ExitCode.SOME_FAILED
+    assert out[0]["text"] == "HI" and out[2]["text"] == "YO"
+    assert out[1]["error"]["type"] == "invalid_utf8" and out[1]["error"]["line"] == 2 and "ud800" not in err
