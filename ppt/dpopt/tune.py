@@ -246,6 +246,8 @@ def tune(
     from ppt.rng import record_generator
 
     cfg, acct, key, state = plan.cfg, plan.acct, plan.key, plan.state
+    if state.get("result") is not None:  # a finished run: its recorded result, never a second selection
+        return {**state["result"], "resumed_finished": True}
     gen, val = split(key, texts, labels, cfg.val_fraction)
     gtexts, glabels = [texts[i] for i in gen], [labels[i] for i in gen]
     eos = set(eos_ids(model, tok))
@@ -358,7 +360,7 @@ def tune(
         "seeded": cfg.seed is not None,
         "model": model_name,
     }
-    return {
+    result = {
         "instruction": pool[chosen],
         "init": cfg.init,
         "labels": list(cfg.labels),
@@ -369,3 +371,6 @@ def tune(
         "validation_n": len(val) if not cfg.private else None,
         "block": block,
     }
+    state["result"] = result  # the selection's release is recorded: a rerun returns it, never selects again
+    save()
+    return result

@@ -107,16 +107,26 @@ def run_tune(
     progress: Callable[[dict], None] | None = None,
 ) -> dict:
     """Validate (no model), load the model, tune, write the result object with its ``dp-opt`` stamp."""
+    from ppt.dpopt import checkpoint as ckpt
     from ppt.dpopt.tune import prepare, tune
 
     data = read_labelled(args, label_field)
-    plan = prepare(cfg, data.texts, data.labels, checkpoint=checkpoint, model_name=model)
-    from ppt.models import load_causal_lm
+    held = ckpt.lock(checkpoint) if checkpoint is not None else None  # one run per checkpoint, from its load on
+    try:
+        plan = prepare(cfg, data.texts, data.labels, checkpoint=checkpoint, model_name=model)
+        from ppt.models import load_causal_lm
 
-    lm, tok = load_causal_lm(model, device=args.device)
-    out = tune(lm, tok, plan, data.texts, data.labels, checkpoint=checkpoint, progress=progress, model_name=model)
-    block = out.pop("block")
-    result = stamp(out, STAGE, block)
+        lm, tok = load_causal_lm(model, device=args.device)
+        out = tune(lm, tok, plan, data.texts, data.labels, checkpoint=checkpoint, progress=progress, model_name=model)
+    finally:
+        if held is not None:
+            held.release()
+    if out.pop("resumed_finished", False):
+        from ppt.log import note
+
+        note("the checkpoint holds a finished run: its recorded result is written again (nothing new is released)")
+    block = dict(out.pop("block"))
+    result = stamp(dict(out), STAGE, block)
     write_json(args.output, result)
     return result
 

@@ -122,3 +122,31 @@ def test_the_default_delta_does_not_depend_on_the_number_of_records(recwarn):
     assert TuneConfig(labels=LAB, delta=1e-8).resolved(250_001).delta == 1e-8  # the user's stays
     warned = [str(w.message) for w in recwarn if "default delta" in str(w.message)]
     assert warned and all("250001" not in m and "10000000" not in m for m in warned)
+
+
+def test_a_finished_checkpoint_returns_its_recorded_result_and_never_selects_again(lm, tmp_path, monkeypatch):
+    """Reliability probe P-S1(a): rerunning a finished tune reran private selection with fresh noise."""
+    import ppt.dpopt.selection as selection
+
+    cfg = TuneConfig(labels=LAB, eps=50.0, eps0=4.0, rate=1.0, ensemble=6, shots=2, max_prompts=3, max_tokens=3)
+    d = str(tmp_path / "ck")
+    first = tune(*lm, prepare(cfg, TEXTS, LABELS, checkpoint=d), TEXTS, LABELS, checkpoint=d)
+    assert ckpt.load(d)["result"]["chosen"] == first["chosen"]  # recorded before anything is written elsewhere
+    calls = []
+    monkeypatch.setattr(selection, "select", lambda *a, **k: calls.append(a) or 0)
+    for _ in range(3):
+        again = tune(*lm, prepare(cfg, TEXTS, LABELS, checkpoint=d), TEXTS, LABELS, checkpoint=d)
+        assert again.pop("resumed_finished") is True and again == first
+    assert calls == []  # the selection ran once, in the first run
+
+
+def test_a_second_process_on_a_held_checkpoint_fails_at_once(tmp_path):
+    """Reliability probe P-S1(b): two runs on one checkpoint spent the budget independently."""
+    held = ckpt.lock(tmp_path / "ck")
+    try:
+        with pytest.raises(PptError) as e:
+            ckpt.lock(tmp_path / "ck")
+        assert e.value.exit_code == ExitCode.TEMPFAIL and "another run holds" in e.value.message
+    finally:
+        held.release()
+    ckpt.lock(tmp_path / "ck").release()  # free again once the first run ends
