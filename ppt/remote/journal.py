@@ -3,7 +3,9 @@
 Every answered record is appended to FILE the moment its answer arrives (one JSONL line, flushed), so
 a crash, a kill or a fatal endpoint error loses nothing that was paid for. On the next run the ids
 found in FILE are not sent again: their saved records are emitted in place, so the output is complete
-and in input order. FILE itself holds each answered id exactly once and is a valid output file.
+and in input order, but only when the saved answer's request digest (``ppt.query.request_sha256``) equals
+the request this run would send; otherwise (input, model, template or options changed, or a record without
+an id moved to another line) the record is sent again and its new answer journaled after the old one. FILE itself holds each answered id exactly once and is a valid output file.
 Records are keyed by id (records without one by their input line), so ids must be unique: `ppt query`
 stops with exit 65 at a repeated id before that batch sends anything.
 
@@ -127,12 +129,13 @@ class Journal:
             data = os.pread(self.fd, length, offset)
         return _loads(data)
 
-    def append(self, key_or_id: Any, record: dict) -> None:
-        """Journal an answered record; a key already journaled is never written twice."""
+    def append(self, key_or_id: Any, record: dict, *, replace: bool = False) -> None:
+        """Journal an answered record; a key already journaled is written again only with ``replace`` (the
+        answer to a changed request: the later line wins when the journal is read)."""
         key = _as_key(key_or_id)
         line = dumps_line(record)
         with self._lock:
-            if self.closed or key in self.index:  # closed: never write to a closed (maybe reused) fd
+            if self.closed or (key in self.index and not replace):  # closed: never write to a reused fd
                 return
             start = os.lseek(self.fd, 0, os.SEEK_END)
             view = memoryview(line)

@@ -71,6 +71,20 @@ class QuerySpec:
 PROTECTED_BODY_KEYS = ("messages", "prompt", "model", "stream", "n")
 
 
+def body_digest(body: dict) -> str:
+    """sha256 of a request body, canonical JSON: what --resume compares before it emits a journaled answer."""
+    import orjson
+
+    return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def journaled_digest(saved: Any) -> str | None:
+    ppt = saved.get("ppt") if isinstance(saved, dict) else None
+    block = ppt.get("query") if isinstance(ppt, dict) else None
+    digest = block.get("request_sha256") if isinstance(block, dict) else None
+    return digest if isinstance(digest, str) else None
+
+
 def local_only_fields(data: dict) -> set[str]:
     """Fields a stamp marks local only whatever --allow-raw says (Split-N-Denoise's denoised and clean
     vectors: functions of the raw text that the record carries beside the covered noisy rows)."""
@@ -184,18 +198,22 @@ class QueryRunner(Stage):
         if self.journal is not None:
             self._check_unique(records)
         for i, rec in enumerate(records):
-            if self.journal is not None and self._key(rec) in self.journal:
-                results[i] = (
-                    self.journal.get(self._key(rec)) if not self.dry_run else {self.id_field: rec.id, "resumed": True}
-                )
-                self.stats["resumed"] += 1
-                continue
             err = self._check_record(rec)
+            body: dict | None = None
             if err is None:
                 try:
                     body = self.spec.body(self.spec.template.render(rec.data))
                 except RecordError as e:
                     err = e
+            if self.journal is not None and self._key(rec) in self.journal:
+                saved = self.journal.get(self._key(rec))
+                if body is not None and journaled_digest(saved) == body_digest(body):
+                    results[i] = saved if not self.dry_run else {self.id_field: rec.id, "resumed": True}
+                    self.stats["resumed"] += 1
+                    continue
+                # the journaled answer is for another request (the input, model, template or options changed,
+                # or a record without an id moved to this line): never emitted in this record's place
+                self.stats["changed"] += 1
             if err is not None:
                 results[i] = err
                 continue
@@ -209,9 +227,9 @@ class QueryRunner(Stage):
             return results
 
         def on_done(j: int, res: Any) -> None:
-            i, rec, _ = todo[j]
+            i, rec, body = todo[j]
             try:
-                results[i] = self._finish(rec, res)
+                results[i] = self._finish(rec, res, body)
             except RecordError as e:  # this record alone; answers of the others are kept
                 results[i] = e
             except Exception as e:  # noqa: BLE001 - never let one record's bookkeeping fail its batch
@@ -220,7 +238,7 @@ class QueryRunner(Stage):
         self.backend.run([(rec.id, body) for _, rec, body in todo], self.spec.endpoint, on_done)
         return results
 
-    def _finish(self, rec: Record, res: Any) -> Any:
+    def _finish(self, rec: Record, res: Any, body: dict | None = None) -> Any:
         """Turn an answer into the output record (and journal it at once)."""
         if isinstance(res, RecordError):
             with self._lock:
@@ -244,13 +262,15 @@ class QueryRunner(Stage):
             block["response_model"] = res.model
         if self.id_field not in rec.data or rec.data.get(self.id_field) is None:
             block["line"] = rec.line_no  # lets --resume recognise records without ids
+        if body is not None:
+            block["request_sha256"] = body_digest(body)  # --resume emits this answer only for the same request
         out = stamp(out, "query", block)
         with self._lock:
             self.stats["answered"] += 1
             for k, v in res.usage.items():
                 self.usage[k] += v
         if self.journal is not None:
-            self.journal.append(self._key(rec), out)
+            self.journal.append(self._key(rec), out, replace=True)
         return out
 
     def summary_line(self) -> str:
@@ -259,6 +279,8 @@ class QueryRunner(Stage):
         bits = [f"{s['answered']} answered"]
         if s["resumed"]:
             bits.append(f"{s['resumed']} resumed from the journal")
+        if s["changed"]:
+            bits.append(f"{s['changed']} sent again (changed since journaled)")
         if s["would_send"]:
             bits.append(f"{s['would_send']} would be sent (dry run)")
         stats = getattr(self.backend, "stats", None)

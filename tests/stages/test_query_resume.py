@@ -102,3 +102,38 @@ def test_allow_raw_one_bad_record_fails_alone_and_paid_answers_are_kept(tmp_path
     assert out[2]["error"]["type"] == "ppt_field_conflict" and out[2]["error"]["line"] == 3
     assert all(o["generation"].startswith("echo ") for k, o in enumerate(out) if k != 2)
     assert len(svc.bodies) == 5  # the bad record is refused before it is sent (nothing paid for it)
+
+
+def test_resume_emits_a_journaled_answer_only_for_the_same_request(tmp_path):
+    """Reliability probe P-S2: id-less records keyed by line got another record's saved raw field and answer after
+    the input changed (the current record was never sent, exit 0); with ids, a changed model or text resumed the
+    old answers. A journaled answer is now emitted only when its request digest matches this run's request."""
+    journal = tmp_path / "j.jsonl"
+    v1 = [
+        {"text": "alpha patient", "raw": "Ann"},
+        {"text": "bravo patient", "raw": "Bob"},
+        {"text": "charlie patient", "raw": "Cid"},
+    ]
+    svc = EchoService()
+    with loopback(svc) as (_, url):
+        first = run(url, ["--resume", str(journal)], v1[:2])  # a run that stopped after two records
+        assert first.returncode == 0, first.stderr
+        again = run(url, ["--resume", str(journal)], v1[1:])  # the first record removed: the lines moved
+        same = run(url, ["--resume", str(journal)], v1[1:])  # nothing changed since: all resumed
+        fresh = run(url, [], v1[1:])  # each record's own answer (the echo service answers per prompt)
+        other_model = subprocess.run(
+            [*PPT, "query", "--model", "m2", "--base-url", url, "--allow-raw", "--resume", str(journal)],
+            input="".join(json.dumps(r) + "\n" for r in v1[1:]),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert again.returncode == 0, again.stderr
+    out = [json.loads(x) for x in again.stdout.splitlines()]
+    assert [o["raw"] for o in out] == ["Bob", "Cid"]  # each record keeps its own fields
+    assert [o["generation"] for o in out] == [json.loads(x)["generation"] for x in fresh.stdout.splitlines()]
+    assert "2 sent again (changed since journaled)" in again.stderr
+    assert "2 resumed from the journal" in same.stderr and "0 answered" in same.stderr
+    assert "2 sent again" in other_model.stderr and all(
+        json.loads(x)["ppt"]["query"]["model"] == "m2" for x in other_model.stdout.splitlines()
+    )
