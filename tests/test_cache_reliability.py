@@ -143,6 +143,19 @@ def test_full_disk_while_building_is_exit_74(tmp_path):
     assert [p for p in (tmp_path / "t").iterdir() if p.is_dir()] == []
 
 
+def test_an_errno_less_write_error_while_building_is_exit_74(tmp_path):
+    """Reliability probe P-D5: numpy raises an OSError without errno when the disk fills mid-array; it was a
+    traceback with exit 1."""
+
+    def short_write(d: Path):
+        raise OSError("Failed to write 4096 bytes")
+
+    with pytest.raises(PptError) as e:
+        Cache(tmp_path).get_or_build("t", {"v": 1}, short_write)
+    assert e.value.exit_code == ExitCode.IOERR and "a write failed" in e.value.message and "disk" in e.value.hint
+    assert [p for p in (tmp_path / "t").iterdir() if p.is_dir()] == []
+
+
 def _can_mount_read_only() -> bool:
     if not shutil.which("unshare") or sys.platform != "linux":
         return False

@@ -20,6 +20,12 @@ def _cache_error(root: Path, exc: OSError, what: str) -> Exception:
     from ppt.io.exitcodes import ExitCode
 
     reason = exc.strerror or str(exc)
+    if exc.errno is None:  # numpy and others raise errno-less OSErrors on short writes (a full disk)
+        return PptError(
+            f"ppt cache {root}: a write failed ({type(exc).__name__}): cannot {what}",
+            exit_code=ExitCode.IOERR,
+            hint="is the disk full? free space (`ppt cache ls`, `ppt cache rm ...`) or set PPT_CACHE to a bigger disk",
+        )
     if exc.errno in _NO_SPACE:
         return PptError(
             f"ppt cache {root}: no space left on the device: cannot {what}",

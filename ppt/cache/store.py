@@ -107,7 +107,8 @@ class Cache:
                 os.replace(tmp, final)
             except OSError as e:
                 shutil.rmtree(tmp, ignore_errors=True)
-                if e.errno in _NO_SPACE or e.errno in _UNWRITABLE:
+                # errno None: numpy's "Failed to write" when the disk fills mid-array: an I/O error too
+                if e.errno in _NO_SPACE or e.errno in _UNWRITABLE or e.errno is None:
                     raise _cache_error(self.root, e, what) from e
                 raise
             except BaseException:
