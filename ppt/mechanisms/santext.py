@@ -667,6 +667,27 @@ class SanTextPlus(SanText):
     def signature_params(self) -> dict[str, Any]:
         return {"w": self.w, "p": self.p}
 
+    @property
+    def cross_class_eps(self) -> float:
+        """What a resampled word costs beyond eps * d between a non-sensitive input (resampled with probability
+        p) and a sensitive one (always resampled): ln(1/p), whatever their distance (second reading, row 20).
+        0 when every word is sensitive (w = 1) or every word is resampled (p = 1); with p = 0 no non-sensitive
+        word is ever resampled (each is kept, and counted unprotected)."""
+        if self.w >= 1.0 or self.p >= 1.0 or self.p <= 0.0:
+            return 0.0
+        return math.log(1.0 / self.p)
+
+    @property
+    def worst_case_eps(self) -> float:
+        """eps * D + ln(1/p): SanText's bound between two sensitive inputs, plus the cross-class term."""
+        return super().worst_case_eps + self.cross_class_eps
+
+    @property
+    def unit(self) -> str:
+        extra = self.cross_class_eps
+        base = super().unit
+        return base if not extra else f"{base}; a non-sensitive vs a sensitive input adds ln(1/p) = {extra:.4g}"
+
     def mechanism_leaks(self) -> list[str]:
         if self.p >= 1.0 or self.w >= 1.0:
             return []

@@ -191,3 +191,30 @@ def test_cape_claim_label_says_what_its_figure_is():
     full = Cape.privacy_events(me, acc, diagnostics=True)[1]
     assert plain.event.eps == 6.0 and "eps only" in plain.event.source
     assert full.event.eps == 14.7 and "eps+eps'" in full.event.source and "only" not in full.event.source
+
+
+def test_santext_plus_charges_the_cross_class_term():
+    """A non-sensitive input is resampled with probability p, a sensitive one always: a resampled output costs
+    eps * d + ln(1/p) across the classes (second reading, row 20), and the worst case says so."""
+    from types import SimpleNamespace
+
+    from ppt.mechanisms.santext import SanText, SanTextPlus
+
+    for p, w, extra in [(0.3, 0.9, math.log(1 / 0.3)), (1.0, 0.9, 0.0), (0.3, 1.0, 0.0)]:
+        me = SimpleNamespace(p=p, w=w)
+        assert SanTextPlus.cross_class_eps.fget(me) == pytest.approx(extra)
+    assert SanTextPlus.worst_case_eps.fget is not SanText.worst_case_eps.fget
+
+
+def test_santext_plus_stamp_worst_case_is_santexts_plus_ln_1_over_p(array_space):
+    from ppt.mechanisms import get_mechanism
+    from ppt.mechanisms.accounting import Accounting
+
+    words = ["river", "bank", "money", "stream", "water", "town", "the", "a", "of", "and"]
+    space = array_space("cross-class", words, seed=4, dim=6)
+    plain = get_mechanism("santext", 1.0, space=space, quiet=True)
+    plus = get_mechanism("santext+", 1.0, space=space, w=0.5, p=0.25, quiet=True)
+    acc = Accounting(notion="x", eps_per_token=1.0, n_tokens=3, n_perturbed=3, extra={"kept_by_mechanism": 0})
+    block = privacy_block(plus, acc)
+    assert block["proven"]["eps_per_token"] == pytest.approx(plain.worst_case_eps + math.log(4), rel=1e-5)
+    assert "ln(1/p)" in next(iter(block["proven"]["metric"]))
