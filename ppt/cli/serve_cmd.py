@@ -237,6 +237,9 @@ def serve(
             max_wait_s=batch_wait_ms / 1000,
             max_tokens_limit=max_tokens_limit,
         )
+        # a request naming another model gets OpenAI's 404 model_not_found: a typo in a client's --model is
+        # caught instead of answered by this model
+        service.served_names = frozenset({service.name})
         server.service = service
         if port_file:
             tmp = f"{port_file}.{os.getpid()}.tmp"

@@ -56,6 +56,39 @@ def route(method: str, path: str) -> str | None:
 
 
 NOT_FOUND = ServiceError(404, "no such route", "not_found")
+ROUTES = {
+    "GET": {"/health", "/v1/health", "/v1/models"},
+    "POST": {"/v1/chat/completions", "/v1/completions"},
+}
+
+
+def unrouted(method: str, path: str) -> tuple[ServiceError, dict[str, str]]:
+    """The answer to a request no route takes, and its headers: 405 with ``Allow`` when the path exists for
+    another method (``GET /v1/chat/completions``), else 404. Both transports answer with it."""
+    path = path.split("?", 1)[0].rstrip("/")
+    allowed = sorted(m for m, paths in ROUTES.items() if path in paths and m != method)
+    if allowed:
+        return ServiceError(405, f"method {method} not allowed here", "invalid_request_error"), {
+            "Allow": ", ".join(allowed)
+        }
+    return NOT_FOUND, {}
+
+
+def unknown_model(service: Service, body: dict) -> ServiceError | None:
+    """OpenAI's 404 ``model_not_found`` when the request names a model this server does not serve (a typo in
+    ``ppt query --model`` must not be answered by whatever model is loaded). Services that declare no
+    ``served_names`` (test fakes) take any name."""
+    names = getattr(service, "served_names", None)
+    model = body.get("model")
+    if not names or model in names:
+        return None
+    shown = model if isinstance(model, str) and len(model) <= 100 else "that model"
+    return ServiceError(
+        404,
+        f"The model `{shown}` does not exist; this server serves {', '.join(sorted(names))}",
+        "invalid_request_error",
+        "model_not_found",
+    )
 
 
 def declared_length(values: list[str], max_bytes: int = MAX_BODY_BYTES) -> int | ServiceError | None:
@@ -103,6 +136,9 @@ def answer(service: Service, kind: str, raw: bytes, gone: Callable[[], bool] | N
         return Reply(400, ServiceError(400, "body is not valid JSON").body())
     if not isinstance(body, dict):
         return Reply(400, ServiceError(400, "request body must be a JSON object").body())
+    missing = unknown_model(service, body)
+    if missing is not None:
+        return Reply(missing.status, missing.body())
     try:  # features the HTTP layer serves for any service (stream) and what this one declares
         req = parse_request(body, kind, features=service.features | {"stream"}, strict=False)
     except ValueError as e:

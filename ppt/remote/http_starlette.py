@@ -25,7 +25,6 @@ from ppt.remote.api import (
     HEADERS_TOO_LARGE,
     LOADING,
     MAX_HEADER_BYTES,
-    NOT_FOUND,
     SHORT_BODY,
     UNAUTHORIZED_HEADERS,
     Reply,
@@ -34,6 +33,7 @@ from ppt.remote.api import (
     declared_length,
     route,
     too_large,
+    unrouted,
 )
 from ppt.remote.service import ClientGone, Service, ServiceError
 from ppt.remote.shapes import models_body, sse_body
@@ -118,14 +118,17 @@ def build_app(host: Host) -> Starlette:
         if host.service is None and what in ("models", "chat", "completions"):
             return error_response(LOADING, {"Retry-After": "5"}, close=method == "POST")
         if method in ("GET", "HEAD"):
-            return json_response(200, models_body(host.service.name)) if what == "models" else error_response(NOT_FOUND)
+            if what == "models":
+                return json_response(200, models_body(host.service.name))
+            return error_response(*unrouted("GET", request.url.path))
         if method != "POST":
-            return error_response(ServiceError(405, "method not allowed"), {"Allow": "GET, POST"}, close=True)
+            err405, allow = unrouted(method, request.url.path)
+            return error_response(err405, allow or {"Allow": "GET, POST"}, close=True)
         raw = await read_body(request, host.max_body_bytes)
         if isinstance(raw, ServiceError):
             return error_response(raw, close=True)
         if what is None:
-            return error_response(NOT_FOUND)
+            return error_response(*unrouted("POST", request.url.path))
         if not limiter:
             limiter.append(anyio.CapacityLimiter(max(1, host.max_connections)))
         reply = await run_answer(host, request, what, raw, limiter[0])

@@ -19,7 +19,6 @@ from ppt.remote.api import (
     LOADING,
     MAX_BODY_BYTES,
     MAX_CONNECTIONS,
-    NOT_FOUND,
     SHORT_BODY,
     SOCKET_TIMEOUT_S,
     UNAUTHORIZED_HEADERS,
@@ -27,6 +26,7 @@ from ppt.remote.api import (
     check_bearer,
     declared_length,
     route,
+    unrouted,
 )
 from ppt.remote.capped import CappedThreadingServer
 from ppt.remote.service import ClientGone, Service, ServiceError
@@ -125,7 +125,7 @@ class OpenAIHandler(BaseHTTPRequestHandler):
         elif what == "models":
             self.send_json(200, models_body(self.server.service.name))
         else:
-            self.send_error_json(NOT_FOUND)
+            self.send_error_json(*unrouted("GET", self.path))
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         if not self._authorized():
@@ -138,7 +138,7 @@ class OpenAIHandler(BaseHTTPRequestHandler):
     def handle_post(self, path: str, raw: bytes) -> None:
         kind = route("POST", path)
         if kind is None:
-            self.send_error_json(NOT_FOUND)
+            self.send_error_json(*unrouted("POST", path))
             return
         if self.server.service is None:
             self.send_error_json(LOADING, {"Retry-After": "5"})

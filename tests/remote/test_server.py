@@ -134,8 +134,12 @@ def test_ppt_serve_process(tiny_lm, tmp_path, transport, stop_signal):
             assert time.monotonic() < deadline, "server did not start"
             time.sleep(0.1)
         url = f"http://127.0.0.1:{int(port_file.read_text())}/v1"
-        r = httpx.post(url + "/chat/completions", json=CHAT, timeout=60)
+        r = httpx.post(url + "/chat/completions", json={**CHAT, "model": str(tiny_lm)}, timeout=60)
         assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] in ("stop", "length")
+        typo = httpx.post(url + "/chat/completions", json={**CHAT, "model": "gpt-4o"}, timeout=60)
+        assert typo.status_code == 404 and typo.json()["error"]["code"] == "model_not_found"
+        wrong_method = httpx.get(url + "/chat/completions", timeout=60)
+        assert wrong_method.status_code == 405 and wrong_method.headers["allow"] == "POST"
         proc.send_signal(stop_signal)
         out, err = proc.communicate(timeout=30)
     finally:
@@ -239,3 +243,25 @@ def test_shutdown_with_a_request_in_flight_is_prompt_and_the_client_gets_an_answ
     service.close()
     assert not thread.is_alive() and stopped_s < 4
     assert got == [503 if transport == "starlette" else 200]
+
+
+def test_unknown_model_is_404_and_a_wrong_method_405_in_the_http_free_core():
+    """Issue 26: `ppt serve` answered any model name with its own model, and GET on a POST route with 404."""
+    import json
+
+    from ppt.remote.api import answer, unrouted
+    from ppt.testing import EchoService
+
+    svc = EchoService()
+    svc.served_names = frozenset({"smollm2"})
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    ok = answer(svc, "chat", json.dumps({**body, "model": "smollm2"}).encode())
+    typo = answer(svc, "chat", json.dumps({**body, "model": "gpt-4o"}).encode())
+    assert ok.status == 200 and typo.status == 404 and typo.body["error"]["code"] == "model_not_found"
+    assert answer(EchoService(), "chat", json.dumps({**body, "model": "any"}).encode()).status == 200
+    err, headers = unrouted("GET", "/v1/chat/completions")
+    assert err.status == 405 and headers == {"Allow": "POST"}
+    err, headers = unrouted("POST", "/v1/models")
+    assert err.status == 405 and headers == {"Allow": "GET"}
+    err, headers = unrouted("GET", "/v1/embeddings")
+    assert err.status == 404 and headers == {}

@@ -115,7 +115,12 @@ def test_serve_with_api_key_env_requires_the_bearer_token_and_never_shows_it(tin
         url = f"http://127.0.0.1:{int(port_file.read_text())}/v1"
         assert httpx.post(url + "/chat/completions", json=CHAT, timeout=30).status_code == 401
         assert httpx.get(url + "/models", headers={"Authorization": "Bearer wrong"}, timeout=30).status_code == 401
-        ok = httpx.post(url + "/chat/completions", json=CHAT, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        ok = httpx.post(
+            url + "/chat/completions",
+            json={**CHAT, "model": str(tiny_lm)},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
+        )
         assert ok.status_code == 200, ok.text
         assert httpx.get(url.removesuffix("/v1") + "/health", timeout=30).status_code == 200
         proc.send_signal(signal.SIGTERM)
