@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -93,25 +93,27 @@ def sanitize(
         ),
     ] = [],
     oov: Annotated[
-        str | None,
+        Literal["drop", "uniform", "keep"] | None,
         typer.Option(
             "--oov", help="Out-of-vocabulary tokens: drop | uniform | keep (leaks).", rich_help_panel=POLICY_PANEL
         ),
     ] = None,
     numbers: Annotated[
-        str | None,
+        Literal["random-digits", "perturb", "drop", "keep"] | None,
         typer.Option(
             "--numbers", help="Numbers: random-digits | perturb | drop | keep (leaks).", rich_help_panel=POLICY_PANEL
         ),
     ] = None,
     punct: Annotated[
-        str | None, typer.Option("--punct", help="Punctuation: keep | drop.", rich_help_panel=POLICY_PANEL)
+        Literal["keep", "drop"] | None,
+        typer.Option("--punct", help="Punctuation: keep | drop.", rich_help_panel=POLICY_PANEL),
     ] = None,
     stopwords: Annotated[
-        str | None, typer.Option("--stopwords", help="NLTK stopwords: perturb | keep.", rich_help_panel=POLICY_PANEL)
+        Literal["perturb", "keep"] | None,
+        typer.Option("--stopwords", help="NLTK stopwords: perturb | keep.", rich_help_panel=POLICY_PANEL),
     ] = None,
     case: Annotated[
-        str | None,
+        Literal["sentence", "vocab", "original"] | None,
         typer.Option(
             "--case",
             help="Capitalisation of replacements: sentence | vocab | original (leaks case).",
@@ -119,7 +121,7 @@ def sanitize(
         ),
     ] = None,
     protect: Annotated[
-        str,
+        Literal["all", "detected"],
         typer.Option(
             "--protect",
             help="all: perturb the whole text (default). detected: replace only the spans a detector marks "
@@ -180,7 +182,7 @@ def sanitize(
         ),
     ] = None,
     stamp_mode: Annotated[
-        str,
+        Literal["compact", "full"],
         typer.Option(
             "--stamp",
             help="compact: a signature (expand it with `ppt mechs --describe`) and the privacy block; full: also the mechanism's whole parameter block.",

@@ -1,0 +1,41 @@
+"""The bash completion offers option values, scoped by the command path (issue 26), driven in a real bash."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "completions" / "ppt.bash"
+
+
+def complete(*words: str) -> list[str]:
+    """COMPREPLY for the command line ``ppt WORDS`` with the cursor on the last word."""
+    quoted = " ".join(f"'{w}'" for w in ("ppt", *words))
+    script = (
+        f"source '{SCRIPT}'; COMP_WORDS=({quoted}); COMP_CWORD={len(words)}; _ppt; printf '%s\\n' \"${{COMPREPLY[@]}}\""
+    )
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30, check=True).stdout
+    return [w for w in out.splitlines() if w]
+
+
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+
+
+def test_values_of_choice_options_and_known_names():
+    assert complete("sanitize", "--mech", "") == sorted(
+        ["cape", "custext", "custext+", "prosan", "prosan-lite", "rantext", "santext", "santext+", "tem"]
+    )
+    assert complete("sanitize", "--mech", "cus") == ["custext", "custext+"]
+    assert complete("sanitize", "--on-error", "") == ["fail", "skip", "record"]
+    assert complete("sanitize", "--numbers", "d") == ["drop"]
+    assert complete("attack", "knn", "--on-error", "s") == ["skip"]
+    assert "glove-6b-50d" in complete("sanitize", "--space", "")
+
+
+def test_an_option_with_a_free_value_leaves_it_to_the_shell_and_flags_still_complete():
+    assert complete("sanitize", "--input", "") == []  # files: bash's default completion (-o default)
+    assert "--protect" in complete("sanitize", "--pro")
+    assert "tune" in complete("dp-opt", "") and "sweep" not in complete("dp-opt", "")  # this path's subcommands
