@@ -67,7 +67,7 @@ AlignFieldOpt = Annotated[
     str,
     typer.Option(
         "--alignment-field",
-        help="Per-record [[orig_row, new_row, start, end], ...] from the sanitizer, used when present.",
+        help="Per-record \\[\\[orig_row, new_row, start, end], ...] from the sanitizer, used when present.",
         rich_help_panel=ATTACK_PANEL,
     ),
 ]

@@ -46,7 +46,9 @@ ENVIRONMENT = (
 
 
 def _plain(text: str | None) -> str:
-    return _MARKUP.sub("", text or "").strip()
+    """Help text without its rich markup; ``\\[`` (a literal bracket rich must not read as markup) -> ``[``."""
+    protected = (text or "").replace("\\[", "\x00")
+    return _MARKUP.sub("", protected).replace("\x00", "[").strip()
 
 
 def _is_group(cmd: Any) -> bool:

@@ -346,7 +346,7 @@ def pipeline(
     extra: Annotated[
         list[str],
         typer.Option(
-            "--extra", help="Cells MECH[:EPS] run after the grid (repeatable; no EPS = the mechanism's default)."
+            "--extra", help="Cells MECH\\[:EPS] run after the grid (repeatable; no EPS = the mechanism's default)."
         ),
     ] = ["tem:6"],  # noqa: B006 - typer reads the default
     corpus: Annotated[
@@ -684,7 +684,7 @@ def downstream(
         list[str],
         typer.Option(
             "--extra",
-            help="Cells MECH[:EPS] after the grid (repeatable; no EPS = the mechanism's default; ProSan has none). --extra '' for none.",
+            help="Cells MECH\\[:EPS] after the grid (repeatable; no EPS = the mechanism's default; ProSan has none). --extra '' for none.",
         ),
     ] = ["prosan"],  # noqa: B006 - typer reads the default
     n_train: Annotated[

@@ -135,7 +135,7 @@ def sanitize(
         typer.Option(
             "--detect",
             help="Detectors for --protect detected, comma-separated: patterns (presidio-analyzer: e-mails, "
-            "phones, cards, IBANs, IPs, URLs, dates; pip install 'ppt[detect]'), ner (spaCy on en_core_web_sm). "
+            "phones, cards, IBANs, IPs, URLs, dates; pip install 'ppt\\[detect]'), ner (spaCy on en_core_web_sm). "
             "Default: patterns,ner, or none when --deny is given.",
             rich_help_panel=POLICY_PANEL,
         ),
@@ -193,7 +193,7 @@ def sanitize(
         str | None,
         typer.Option(
             "--emit-alignment",
-            help="Also write [[orig_row, new_row, start, end], ...] per perturbed token to this field, for `ppt attack` / `ppt eval` (reveals the original tokens: stays local!).",
+            help="Also write \\[\\[orig_row, new_row, start, end], ...] per perturbed token to this field, for `ppt attack` / `ppt eval` (reveals the original tokens: stays local!).",
             rich_help_panel=MECH_PANEL,
         ),
     ] = None,

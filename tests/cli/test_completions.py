@@ -39,3 +39,22 @@ def test_an_option_with_a_free_value_leaves_it_to_the_shell_and_flags_still_comp
     assert complete("sanitize", "--input", "") == []  # files: bash's default completion (-o default)
     assert "--protect" in complete("sanitize", "--pro")
     assert "tune" in complete("dp-opt", "") and "sweep" not in complete("dp-opt", "")  # this path's subcommands
+
+
+def test_help_keeps_literal_brackets():
+    """Issue 26: rich read "[ray]" and "[[orig_row, ...]]" in help text as markup and dropped them."""
+    import re
+
+    import typer.main
+
+    from ppt.cli.docgen import _tree
+    from ppt.cli.main import app
+    from tests.helpers import ppt
+
+    r = ppt("sanitize", "--help", env={"COLUMNS": "200"})
+    assert "pip install 'ppt[ray]'" in r.stdout and "[[orig_row, new_row, start, end], ...]" in r.stdout
+    tag = re.compile(r"\[/?(bold|dim|italic)?\]")
+    for path, cmd in _tree(typer.main.get_command(app)):
+        for p in cmd.params:
+            text = tag.sub("", getattr(p, "help", None) or "")
+            assert not re.search(r"(?<!\\)\[", text), f"{' '.join(path)} {p.name}: escape '[' as '\\[' in its help"
