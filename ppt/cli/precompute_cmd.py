@@ -23,7 +23,8 @@ line on stdout (kind, key, path, content hash, bytes, seconds). Artifacts live u
 
 def precompute(
     space: Annotated[
-        str, typer.Argument(help="Space name: cl100k-minilm\\[:N], glove-6b-50d\\[:N], minilm, smollm2, or a model path.")
+        str,
+        typer.Argument(help="Space name: cl100k-minilm\\[:N], glove-6b-50d\\[:N], minilm, smollm2, or a model path."),
     ] = "cl100k-minilm",
     table: Annotated[
         list[str], typer.Option("--table", "-t", help="Tables to build: auto, sorted-rows, topk, none (repeatable).")
