@@ -42,6 +42,7 @@ _ppt() {
             "prosan") path="prosan" ;;
             "prosan distill") path="prosan distill" ;;
             "query") path="query" ;;
+            "restore") path="restore" ;;
             "sanitize") path="sanitize" ;;
             "serve") path="serve" ;;
             "snd") path="snd" ;;
@@ -327,6 +328,14 @@ _ppt() {
         "query|--id-field") vals=""; takes=1 ;;
         "query|--on-error") vals="fail skip record"; takes=1 ;;
         "query|--batch-size") vals=""; takes=1 ;;
+        "restore|--field") vals=""; takes=1 ;;
+        "restore|--mapping-field") vals=""; takes=1 ;;
+        "restore|--output-field") vals=""; takes=1 ;;
+        "restore|--input"|"restore|-i") vals=""; takes=1 ;;
+        "restore|--output"|"restore|-o") vals=""; takes=1 ;;
+        "restore|--id-field") vals=""; takes=1 ;;
+        "restore|--on-error") vals="fail skip record"; takes=1 ;;
+        "restore|--batch-size") vals=""; takes=1 ;;
         "sanitize|--mech"|"sanitize|-m") vals="cape custext custext+ prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
         "sanitize|--eps"|"sanitize|-e") vals=""; takes=1 ;;
         "sanitize|--space") vals="cl100k-minilm glove-6b-50d minilm smollm2"; takes=1 ;;
@@ -340,6 +349,7 @@ _ppt() {
         "sanitize|--protect") vals="all detected"; takes=1 ;;
         "sanitize|--detect") vals=""; takes=1 ;;
         "sanitize|--deny") vals=""; takes=1 ;;
+        "sanitize|--mapping") vals=""; takes=1 ;;
         "sanitize|--allow") vals=""; takes=1 ;;
         "sanitize|--keep-original") vals=""; takes=1 ;;
         "sanitize|--min-kept") vals=""; takes=1 ;;
@@ -424,7 +434,7 @@ _ppt() {
     fi
     local opts=""
     case "$path" in
-        "") opts="attack audit cache dp-opt env eval extract mechs models precompute prosan query sanitize serve snd --help --version" ;;
+        "") opts="attack audit cache dp-opt env eval extract mechs models precompute prosan query restore sanitize serve snd --help --version" ;;
         "attack") opts="knn llm mti ngram snd-inversion --help" ;;
         "attack knn") opts="--alignment-field --batch-size --device --help --id-field --input --k --on-error --original-field --output --quiet --result-field --space --stopwords --summary --summary-only --text-field -i -k -o -q" ;;
         "attack llm") opts="--api-key-env --base-url --batch-size --device --help --id-field --input --max-new-tokens --model --on-error --original-field --output --prompt-file --quiet --result-field --summary --summary-only --text-field -i -o -q" ;;
@@ -460,7 +470,8 @@ _ppt() {
         "prosan") opts="distill --help" ;;
         "prosan distill") opts="--any-teacher --base-model --batch-size --checkpoint-every --device --epochs --help --keep --lr --max-steps --max-tokens --output --pairs --quiet --seed --source-field --target-field --weight-decay -o -q" ;;
         "query") opts="--allow-raw --api-key-env --backend --base-url --batch-size --concurrency --device --dry-run --dtype --endpoint --extra-body --help --id-field --input --max-retries --max-tokens --model --on-error --output --output-field --quiet --resume --retry-backoff --seed --stop --system --temperature --template --text-field --timeout --top-p -c -i -m -o -q" ;;
-        "sanitize") opts="--actors --allow --batch-size --case --deny --detect --device --diagnostics --emit-alignment --engine --eps --help --id-field --input --keep-original --mech --min-kept --model --numbers --on-error --oov --output --param --protect --punct --quiet --ray-address --seed --space --stamp --stopwords --text-field --workers -e -i -m -o -p -q" ;;
+        "restore") opts="--batch-size --field --help --id-field --input --mapping-field --on-error --output --output-field --quiet -i -o -q" ;;
+        "sanitize") opts="--actors --allow --batch-size --case --deny --detect --device --diagnostics --emit-alignment --engine --eps --help --id-field --input --keep-original --mapping --mech --min-kept --model --numbers --on-error --oov --output --param --protect --punct --quiet --ray-address --seed --space --stamp --stopwords --text-field --workers -e -i -m -o -p -q" ;;
         "serve") opts="--allow-remote --api-key-env --batch-wait-ms --device --dtype --help --host --max-batch --max-connections --max-tokens-limit --model --port --port-file --quiet --runtime --served-name --timeout --verbose -m -p -q -v" ;;
         "snd") opts="embed serve train-denoiser --help" ;;
         "snd embed") opts="--api-key-env --batch-size --denoiser --device --emit --eta --field-prefix --format --help --id-field --input --max-length --model --on-error --output --quiet --seed --server --text-field --vectors -i -m -o -q" ;;

@@ -22,6 +22,7 @@ SUBCOMMANDS = [
     "query",
     "serve",
     "extract",
+    "restore",
     "attack",
     "eval",
     "cache",

@@ -149,6 +149,16 @@ def sanitize(
             rich_help_panel=POLICY_PANEL,
         ),
     ] = None,
+    mapping: Annotated[
+        str | None,
+        typer.Option(
+            "--mapping",
+            metavar="FIELD",
+            help="With --protect detected: also write each replaced span's surrogate and original text to FIELD "
+            "(stays local! ppt query refuses it), for `ppt restore` to put the real values back into an answer.",
+            rich_help_panel=POLICY_PANEL,
+        ),
+    ] = None,
     allow: Annotated[
         str | None,
         typer.Option(
@@ -252,6 +262,7 @@ def sanitize(
             detect=tuple(d.strip() for d in (detect or "").split(",") if d.strip()),
             deny=deny,
             allow=allow,
+            mapping=mapping,
         )
         if engine == "ray":
             from ppt.exec.ray import RayOptions, run_stage_on_ray

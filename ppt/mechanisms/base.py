@@ -39,6 +39,8 @@ class Sanitized:
     text: str
     accounting: Accounting
     pairs: np.ndarray | None = None
+    # --protect detected: [{"surrogate", "original", "kind"}] per replaced span (local only: --mapping)
+    mapping: list[dict[str, str]] | None = None
 
 
 def check_eps(eps: float) -> float:

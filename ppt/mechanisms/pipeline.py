@@ -187,10 +187,13 @@ class TokenPipeline(Mechanism):
         n_texts, bounds, core, codes, rows = len(tb), tb.bounds.tolist(), tb.core, tb.codes, tb.rows
         rec = tb.text_index
         actions, why = self.plan_codes(codes, rows, tb.lead, core, tb.bounds[:-1])
+        spans = span_index = None
         if self.detector is not None:  # --protect detected: only what the detector marks is replaced
-            from ppt.mechanisms.protect import detected_pieces, keep_undetected
+            from ppt.mechanisms.protect import detected_span_index, keep_undetected
 
-            keep_undetected(actions, why, detected_pieces(tb, self.detector.detect(texts)))
+            spans = self.detector.detect(texts)
+            span_index = detected_span_index(tb, spans)
+            keep_undetected(actions, why, span_index >= 0)
         perturb = actions == PERTURB
         counts = np.bincount(rec[perturb], minlength=n_texts).tolist()
         # each record's randomness from its own generator, in a fixed order: perturbation first
@@ -257,6 +260,11 @@ class TokenPipeline(Mechanism):
             texts_out,
         )
         pair_bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64).tolist()
+        if spans is not None:  # where every replaced piece of a detected span landed (perturbed, uniform, digits)
+            replaced = np.flatnonzero((actions != KEEP) & (actions != DROP) & (span_index >= 0))
+            zeros = np.zeros(replaced.size, dtype=np.int64)
+            at = token_pairs(zeros, zeros, replaced, actions != DROP, rec[replaced], parts, part_bounds, texts_out)
+            at_rec, at_span = rec[replaced], span_index[replaced]
         out = []
         for b in range(n_texts):
             n = counts[b]
@@ -272,7 +280,13 @@ class TokenPipeline(Mechanism):
                 composed_eps=composed[b],
                 extra=extras[b],
             )
-            out.append(Sanitized(texts_out[b], acc, pairs[pair_bounds[b] : pair_bounds[b + 1]]))
+            mine = pairs[pair_bounds[b] : pair_bounds[b + 1]]
+            mapping = None
+            if spans is not None:  # which output text stands for which detected span (--mapping, ppt restore)
+                from ppt.mechanisms.protect import span_mapping
+
+                mapping = span_mapping(texts[b], texts_out[b], spans[b], at_span[at_rec == b], at[at_rec == b])
+            out.append(Sanitized(texts_out[b], acc, mine, mapping))
         return out
 
 

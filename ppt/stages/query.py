@@ -118,6 +118,7 @@ def check_sanitized(data: dict, spec: QuerySpec) -> RecordError | None:
         block.get("keep_original"): "the raw text kept by `ppt sanitize --keep-original`",
         block.get("alignment_field"): "the token alignment of `ppt sanitize --emit-alignment`",
         block.get("diagnostics_field"): "the per-record diagnostics of `ppt sanitize --diagnostics`",
+        block.get("mapping_field"): "the surrogate -> original map of `ppt sanitize --mapping`",
     }
     for name in spec.template.fields:
         if name and name in local:

@@ -65,6 +65,7 @@ def sanitize_records(
             (keep_original, "--keep-original"),
             (emit_alignment, "--emit-alignment"),
             (diagnostics, "--diagnostics"),
+            (spec.mapping, "--mapping"),
         )
         if f and f != text_field
     ]
@@ -100,6 +101,8 @@ def sanitize_records(
             data[emit_alignment] = al
         if diagnostics:
             data[diagnostics] = stamper.diagnostics_value(res)
+        if spec.mapping:  # surrogate -> original of every replaced span: local only, for `ppt restore`
+            data[spec.mapping] = res.mapping or []
         block = stamper.block(res)
         prior = (rec.data.get("ppt") or {}).get("sanitize") if isinstance(rec.data.get("ppt"), dict) else None
         if isinstance(prior, dict):  # released before: keep that release in the ledger, and compose

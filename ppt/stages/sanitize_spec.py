@@ -49,12 +49,14 @@ class SanitizeSpec:
     detect: tuple[str, ...] = ()  # detectors for --protect detected (default: patterns, ner without --deny)
     deny: str | None = None  # a deny-list file: its words and phrases are always detected
     allow: str | None = None  # an allow-list file: detected spans with exactly this text are kept
+    mapping: str | None = None  # a local-only field for each replaced span's surrogate -> original (ppt restore)
 
     def __post_init__(self) -> None:
         named = [
             ("--keep-original", self.keep_original),
             ("--emit-alignment", self.emit_alignment),
             ("--diagnostics", self.diagnostics),
+            ("--mapping", self.mapping),
         ]
         for opt, name in named:
             if name is not None and name in ("", self.text_field, "ppt"):
@@ -70,13 +72,13 @@ class SanitizeSpec:
             raise PptError(f"--min-kept must be >= 0 (got {self.min_kept})", exit_code=ExitCode.USAGE)
         if self.protect not in PROTECT_MODES:
             raise PptError(f"--protect must be all or detected (got {self.protect!r})", exit_code=ExitCode.USAGE)
-        if self.protect == "all" and (self.detect or self.deny or self.allow):
-            raise PptError("--detect, --deny and --allow need --protect detected", exit_code=ExitCode.USAGE)
+        if self.protect == "all" and (self.detect or self.deny or self.allow or self.mapping):
+            raise PptError("--detect, --deny, --allow and --mapping need --protect detected", exit_code=ExitCode.USAGE)
 
     @property
     def private_fields(self) -> list[str]:
         """Fields the stage writes that reveal the raw text or depend on it (they stay local)."""
-        return [f for f in (self.keep_original, self.emit_alignment, self.diagnostics) if f]
+        return [f for f in (self.keep_original, self.emit_alignment, self.diagnostics, self.mapping) if f]
 
     def build_mechanism(self, *, quiet: bool = False) -> Mechanism:
         """The mechanism this spec names, instantiated and validated before any input is read (with its

@@ -35,6 +35,7 @@ class RecordStamper:
             ("keep_original", spec.keep_original),
             ("alignment_field", spec.emit_alignment),
             ("diagnostics_field", spec.diagnostics),
+            ("mapping_field", spec.mapping),
         ):
             if value:
                 self._fields[key] = value

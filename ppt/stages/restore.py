@@ -1,0 +1,85 @@
+"""`ppt restore`: put the real values back into an answer about surrogates.
+
+``ppt sanitize --protect detected --mapping FIELD`` keeps, locally, each replaced span's surrogate and original;
+the remote model answers about the surrogates; restore replaces every surrogate it finds in the answer
+(whole words, case-insensitively, longest first) by its original, so the user reads an answer about their own
+data. A surrogate that stands for two different originals in one record is ambiguous and left as it is.
+Runs only where the mapping is (it holds the raw values): the output is local too.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ppt.io import Record, RecordError, stamp
+from ppt.stages.base import Stage
+
+
+def restore_text(text: str, mapping: list[dict[str, Any]]) -> tuple[str, int]:
+    """``text`` with each mapped surrogate replaced by its original; and how many replacements were made."""
+    table: dict[str, str] = {}
+    ambiguous: set[str] = set()
+    for m in mapping:
+        sur, orig = m.get("surrogate"), m.get("original")
+        if not isinstance(sur, str) or not isinstance(orig, str) or not sur.strip():
+            continue
+        key = sur.lower()
+        if key in table and table[key] != orig:
+            ambiguous.add(key)
+        table.setdefault(key, orig)
+    for key in ambiguous:
+        table.pop(key)
+    if not table:
+        return text, 0
+    alternation = "|".join(re.escape(k) for k in sorted(table, key=len, reverse=True))
+    pattern = re.compile(rf"(?<!\w)(?:{alternation})(?!\w)", re.IGNORECASE)
+    count = 0
+
+    def put_back(m: re.Match) -> str:
+        nonlocal count
+        count += 1
+        return table[m.group(0).lower()]
+
+    return pattern.sub(put_back, text), count
+
+
+def stamped_mapping_field(data: dict) -> str | None:
+    """The field ``ppt sanitize --mapping`` named, from the record's ``ppt.sanitize`` stamp."""
+    ppt = data.get("ppt")
+    block = ppt.get("sanitize") if isinstance(ppt, dict) else None
+    name = block.get("mapping_field") if isinstance(block, dict) else None
+    return name if isinstance(name, str) else None
+
+
+class RestoreStage(Stage):
+    name = "restore"
+
+    def __init__(self, field: str = "generation", mapping_field: str | None = None, output_field: str = "restored"):
+        self.field, self.mapping_field, self.output_field = field, mapping_field, output_field
+        self.replaced = 0
+
+    def __call__(self, records: list[Record]) -> list[dict | RecordError]:
+        out: list[dict | RecordError] = []
+        for rec in records:
+            name = self.mapping_field or stamped_mapping_field(rec.data)
+            mapping = rec.data.get(name) if name else None
+            answer = rec.data.get(self.field)
+            if not isinstance(mapping, list):
+                out.append(RecordError("no_mapping", f"no mapping field {name!r} (ppt sanitize --mapping FIELD)"))
+                continue
+            if not isinstance(answer, str):
+                out.append(RecordError("no_answer", f"field {self.field!r} holds no text"))
+                continue
+            restored, n = restore_text(answer, mapping)
+            self.replaced += n
+            data = {**rec.data, self.output_field: restored}
+            block = {"field": self.field, "mapping_field": name, "replaced": n}
+            out.append(stamp(data, self.name, block))
+        return out
+
+    def signature(self) -> dict[str, Any]:
+        return {"stage": self.name, "field": self.field, "mapping_field": self.mapping_field}
+
+
+__all__ = ["RestoreStage", "restore_text", "stamped_mapping_field"]
