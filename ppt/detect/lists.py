@@ -8,14 +8,21 @@ from collections.abc import Sequence
 from ppt.detect.base import Span, list_tag
 
 
+def phrase_pattern(phrases: Sequence[str]) -> re.Pattern | None:
+    """Every occurrence of any phrase, case-insensitive, on word boundaries, longest first (so "New York City"
+    wins over "New York"); None for no phrase. ``ppt restore`` finds surrogates with it too."""
+    items = sorted({p for p in phrases if p}, key=len, reverse=True)
+    if not items:
+        return None
+    return re.compile(rf"(?<!\w)(?:{'|'.join(re.escape(p) for p in items)})(?!\w)", re.IGNORECASE)
+
+
 class PhraseDetector:
-    """One compiled alternation of the listed phrases (longest first, so "New York City" wins over "New York")."""
+    """The listed phrases, as one compiled alternation (:func:`phrase_pattern`)."""
 
     def __init__(self, phrases: Sequence[str]) -> None:
-        items = sorted({p for p in phrases if p}, key=len, reverse=True)
-        self.signature = f"deny#{list_tag(items)}"
-        body = "|".join(re.escape(p) for p in items)
-        self.pattern = re.compile(rf"(?<!\w)(?:{body})(?!\w)", re.IGNORECASE) if items else None
+        self.signature = f"deny#{list_tag([p for p in phrases if p])}"
+        self.pattern = phrase_pattern(phrases)
 
     def detect(self, texts: Sequence[str]) -> list[list[Span]]:
         if self.pattern is None:

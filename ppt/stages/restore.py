@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ppt.detect.lists import phrase_pattern
 from ppt.io import Record, RecordError, stamp
 from ppt.stages.base import Stage
 
@@ -32,8 +33,7 @@ def restore_text(text: str, mapping: list[dict[str, Any]]) -> tuple[str, int]:
         table.pop(key)
     if not table:
         return text, 0
-    alternation = "|".join(re.escape(k) for k in sorted(table, key=len, reverse=True))
-    pattern = re.compile(rf"(?<!\w)(?:{alternation})(?!\w)", re.IGNORECASE)
+    pattern = phrase_pattern(list(table))
     count = 0
 
     def put_back(m: re.Match) -> str:
