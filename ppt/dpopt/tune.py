@@ -332,7 +332,8 @@ def tune(
         "budget": {"eps": cfg.eps if cfg.private else "inf", "delta": cfg.delta},
         "generation": {
             "eps": eps_gen if cfg.private else "inf",
-            "accountant": f"{cfg.accountant} (dp-accounting): Poisson-subsampled randomized response dominating pair"
+            "accountant": f"{cfg.accountant} (dp-accounting): randomized response at ln(1 + q(e^eps0 - 1)), "
+            "the proven dominating pair of one query, both directions"
             if cfg.accountant == "pld"
             else "rdp (dp-accounting via ppt.accounting events)",
             "amplification": f"Poisson subset participation, rate {cfg.rate:g} per query (advanced joint convexity)",
@@ -353,7 +354,8 @@ def tune(
         "selection": {
             "eps": cfg.eps_select if cfg.private else "inf",
             "mechanism": "report-noisy-max, Gumbel(1/eps), monotone correct-counts",
-            "split": f"keyed-hash validation split ({cfg.val_fraction:g}), disjoint: parallel composition",
+            "split": f"keyed-hash validation split ({cfg.val_fraction:g}), disjoint: parallel composition "
+            "under add/remove; under substitution generation and selection eps add",
             "released": "chosen index only" if cfg.private else "exact counts (eps = inf)",
         },
         "private": cfg.private,
