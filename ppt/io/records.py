@@ -10,6 +10,7 @@ import orjson
 
 from ppt.io.args import StreamArgs
 from ppt.io.errors import RecordError
+from ppt.io.fields import lookup
 from ppt.io.jsonl import loads_exact, may_hold_big_int
 
 ON_ERROR_MODES = ("fail", "skip", "record")
@@ -82,9 +83,9 @@ def parse_object(data: Any, line_no: int, opts: StreamArgs) -> Record | BadLine:
             line_no, own_id, RecordError("ppt_field_conflict", "field 'ppt' exists and is not an object; rename it")
         )
     field = opts.text_field
-    text = data.get(field)
+    found, text = lookup(data, field)  # a dotted path reaches into nested objects (--text-field msg.body)
     if opts.require_text:
-        if field not in data:
+        if not found:
             return BadLine(line_no, own_id, RecordError("missing_text_field", f"missing text field '{field}'"))
         if not isinstance(text, str):
             return BadLine(

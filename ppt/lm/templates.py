@@ -12,9 +12,9 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ppt.io import ExitCode, PptError, RecordError
+from ppt.io.fields import lookup  # noqa: F401 - re-exported (template fields are paths)
 
 # InferDPT's remote prompt (MECHANISMS.md "InferDPT pipeline"; Cape appendix D), {text} = perturbed document.
 QUERY_TEMPLATE = (
@@ -101,18 +101,6 @@ class Template:
                 raise RecordError("field_not_string", f"template field '{value}' is not a string or number")
             out.append(v if isinstance(v, str) else str(v))
         return "".join(out)
-
-
-def lookup(data: Any, path: str) -> tuple[bool, Any]:
-    """``data[path]`` where a dotted path walks nested objects (an exact key wins over nesting)."""
-    if isinstance(data, dict) and path in data:
-        return True, data[path]
-    cur = data
-    for key in path.split("."):
-        if not isinstance(cur, dict) or key not in cur:
-            return False, None
-        cur = cur[key]
-    return True, cur
 
 
 def load_template(

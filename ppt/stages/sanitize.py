@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ppt.io import PptError, Record, RecordError, stamp
+from ppt.io.fields import assign
 from ppt.log import logger
 from ppt.mechanisms import Mechanism
 from ppt.rng import record_generator
@@ -94,7 +95,7 @@ def sanitize_records(
             )
             continue
         data = dict(rec.data)
-        data[text_field] = res.text
+        data = assign(data, text_field, res.text)  # a dotted path writes inside its nested object
         if keep_original:
             data[keep_original] = rec.text
         if emit_alignment:

@@ -162,3 +162,26 @@ def test_head_closes_cleanly():
 def test_weak_eps_note():
     r = ppt("sanitize", "--eps", "20", "--quiet", stdin=records(1))
     assert r.returncode == 0 and "weak protection" in r.stderr
+
+
+def test_a_nested_text_field_is_sanitized_in_place():
+    rec = {"id": 1, "msg": {"body": "the river bank holds money", "to": "ops"}}
+    r = ppt(
+        "sanitize",
+        "-m",
+        "santext",
+        "--space",
+        "glove-6b-50d:2000",
+        "-e",
+        "0.5",
+        "--text-field",
+        "msg.body",
+        "--keep-original",
+        "raw",
+        "-q",
+        stdin=json.dumps(rec) + "\n",
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["msg"]["to"] == "ops" and out["raw"] == rec["msg"]["body"] and out["msg"]["body"] != rec["msg"]["body"]
+    assert "msg.body" not in out and out["ppt"]["sanitize"]["text_field"] == "msg.body"

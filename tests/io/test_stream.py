@@ -214,3 +214,19 @@ def test_a_lone_surrogate_beside_a_big_integer_fails_its_line_alone():
     assert code == ExitCode.SOME_FAILED
     assert out[0]["text"] == "HI" and out[2]["text"] == "YO"
     assert out[1]["error"]["type"] == "invalid_utf8" and out[1]["error"]["line"] == 2 and "ud800" not in err
+
+
+def test_a_dotted_text_field_reads_and_writes_inside_nested_objects():
+    """Issue 26: `--text-field msg.body` was "missing text field 'msg.body'"."""
+    from ppt.io.fields import assign, lookup
+
+    rec = {"msg": {"body": "hi", "to": "x"}, "n": 1}
+    assert lookup(rec, "msg.body") == (True, "hi") and lookup(rec, "msg.cc") == (False, None)
+    out = assign(rec, "msg.body", "HI")
+    assert out == {"msg": {"body": "HI", "to": "x"}, "n": 1} and rec["msg"]["body"] == "hi"  # the input is untouched
+    assert assign({"a.b": 1}, "a.b", 2) == {"a.b": 2}  # an exact key wins over nesting
+    code, out, err = run(
+        jl({"id": 1, "msg": {"body": "hi"}}, {"id": 2, "msg": {}}), text_field="msg.body", on_error="record"
+    )
+    assert code == ExitCode.SOME_FAILED and out[0]["rid"] == 1 and out[0]["text"] == "HI"
+    assert out[1]["error"]["type"] == "missing_text_field"
