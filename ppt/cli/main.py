@@ -12,6 +12,7 @@ import os
 import sys
 
 import typer
+from typer.core import TyperGroup
 
 from ppt import __version__
 
@@ -34,7 +35,51 @@ SUBCOMMANDS = [
     "prosan",
 ]
 
+
+def repeated_option(group, args: list[str]) -> str | None:
+    """The first option given twice on the command line that takes one value (the last would silently win:
+    `--text-field a --text-field b`), or None. ``args``: the tokens after ``ppt``."""
+    cmd, seen, i = group, {}, 0
+    while i < len(args):
+        tok = args[i]
+        if tok == "--":
+            break
+        sub = getattr(cmd, "commands", None)
+        if isinstance(sub, dict) and tok in sub:
+            cmd, seen = sub[tok], {}
+            i += 1
+            continue
+        name, _, inline = tok.partition("=")
+        param = next((p for p in cmd.params if name in [*getattr(p, "opts", []), *(p.secondary_opts or [])]), None)
+        if param is not None and getattr(param, "param_type_name", "") == "option":
+            takes_value = not getattr(param, "is_flag", False) and not getattr(param, "count", False)
+            if takes_value and not getattr(param, "multiple", False):
+                if param.name in seen:
+                    return name
+                seen[param.name] = name
+            i += 2 if takes_value and not inline and tok == name else 1
+            continue
+        i += 1
+    return None
+
+
+class PptGroup(TyperGroup):
+    """The root command: refuses an option repeated where only one value is kept (exit 2)."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:  # noqa: ANN001 - click's signature
+        again = repeated_option(self, args)
+        if again is not None:
+            try:
+                from typer._click.exceptions import UsageError  # typer vendors click from 0.20 on
+            except ImportError:  # pragma: no cover - older typer on click
+                from click import UsageError
+
+            raise UsageError(f"{again} is given more than once; it takes one value (the last would win)", ctx)
+        return super().parse_args(ctx, args)
+
+
 app = typer.Typer(
+    cls=PptGroup,
     name="ppt",
     help="Keep private text out of prompts sent to black-box LLMs. Reads and writes JSONL streams.",
     no_args_is_help=True,

@@ -58,3 +58,30 @@ def test_help_keeps_literal_brackets():
         for p in cmd.params:
             text = tag.sub("", getattr(p, "help", None) or "")
             assert not re.search(r"(?<!\\)\[", text), f"{' '.join(path)} {p.name}: escape '[' as '\\[' in its help"
+
+
+def test_an_option_given_twice_that_keeps_one_value_is_a_usage_error():
+    """Issue 26: `--text-field a --text-field b` silently kept the last."""
+    from tests.helpers import ppt
+
+    for args in (
+        ["sanitize", "--text-field", "a", "--text-field", "b"],
+        ["sanitize", "-m", "tem", "--mech=cape"],
+        ["attack", "knn", "--space", "x", "--space", "y"],
+    ):
+        r = ppt(*args, stdin="")
+        assert r.returncode == 2 and "is given more than once" in r.stderr, args
+    ok = ppt(
+        "sanitize",
+        "-m",
+        "custext+",
+        "--space",
+        "glove-6b-50d:2000",
+        "-p",
+        "k=5",
+        "-p",
+        "k=5",
+        "-q",
+        stdin='{"text": "the river"}\n',
+    )
+    assert ok.returncode == 0, ok.stderr  # repeatable options stay repeatable
