@@ -118,15 +118,9 @@ def emit_summary(obj: dict, target: str) -> None:
         return
     # a file goes through the same sink as -o: devices, FIFOs and symlinks written through, regular
     # files replaced atomically with their mode kept
-    from ppt.io.sinks import open_output
+    from ppt.io.sinks import write_lines
 
-    sink = open_output(target)
-    try:
-        sink.write(line)
-    except BaseException:
-        sink.abort()
-        raise
-    sink.commit()
+    write_lines(target, [line])
 
 
 def _check_summary(target: str) -> None:

@@ -626,20 +626,14 @@ def make_pii_cmd(
     """
     with handle_errors():
         from ppt.experiments.pii import make_pii
-        from ppt.io import ExitCode, PptError, dumps_line, open_output
+        from ppt.io import ExitCode, PptError, dumps_line
+        from ppt.io.sinks import write_lines
 
         try:
             records = make_pii(n, seed=seed, task=task)
         except ValueError as e:
             raise PptError(str(e), ExitCode.USAGE) from None
-        sink = open_output(output)
-        try:
-            for rec in records:
-                sink.write(dumps_line(rec))
-        except BaseException:
-            sink.abort()
-            raise
-        sink.commit()
+        write_lines(output, (dumps_line(rec) for rec in records))
 
 
 eval_app.command("phr", help=PHR_HELP, short_help="Privacy hiding rate of listed private items, with 95% intervals.")(

@@ -264,3 +264,26 @@ def open_output(path: str, stdout: IO[bytes] | None = None, *, private: bool = F
             raise PptError(f"cannot write output {path}: {exc.strerror}", ExitCode.IOERR) from None
     target = os.path.realpath(path)  # a symlink: replace the file it points to, keep the link
     return _FileSink(target, path, st, private)
+
+
+def write_lines(path: str, lines: Any, *, private: bool = False) -> None:
+    """Write ``lines`` (bytes each) to ``path`` through :func:`open_output` (atomic for regular files) for the
+    writers outside ``run_stream`` (a dp-opt result, a summary, make-pii): a failed write is exit 74 naming the
+    path, never a traceback, and leaves no partial file."""
+    sink = open_output(path, private=private)
+    try:
+        for line in lines:
+            sink.write(line)
+    except BrokenPipeError:
+        sink.silence()
+        return
+    except OSError as e:
+        sink.abort()
+        raise PptError(f"cannot write {path}: {e.strerror or type(e).__name__}", ExitCode.IOERR) from None
+    except BaseException:
+        sink.abort()
+        raise
+    try:
+        sink.commit()
+    except OSError as e:
+        raise PptError(f"cannot write {path}: {e.strerror or type(e).__name__}", ExitCode.IOERR) from None

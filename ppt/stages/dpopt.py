@@ -87,15 +87,10 @@ def parse_labels(spec: str) -> list[str]:
 
 
 def write_json(path: str, obj: dict) -> None:
-    from ppt.io import dumps_line, open_output
+    from ppt.io import dumps_line
+    from ppt.io.sinks import write_lines
 
-    sink = open_output(path)
-    try:
-        sink.write(dumps_line(obj))
-        sink.commit()
-    except BaseException:
-        sink.abort()
-        raise
+    write_lines(path, [dumps_line(obj)])
 
 
 def run_tune(

@@ -410,3 +410,21 @@ def test_records_that_carry_raw_text_downstream_make_a_private_file(tmp_path, um
     rec["ppt"]["sanitize"]["keep_original"] = None  # stamped, nothing raw: the umask decides
     assert run_to(tmp_path / "out2.jsonl", jl(rec), fn=lambda b: [r.data for r in b]) == ExitCode.OK
     assert stat.S_IMODE(os.stat(tmp_path / "out2.jsonl").st_mode) == 0o644
+
+
+def test_writers_outside_the_stream_exit_74_on_a_full_device():
+    """Reliability probe P-D6: dp-opt's result, a summary and make-pii turned write errors into tracebacks."""
+    import pytest
+
+    from ppt.io import ExitCode, PptError
+    from ppt.io.sinks import write_lines
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full")
+    with pytest.raises(PptError) as e:
+        write_lines("/dev/full", [b"x" * 100000 + b"\n"])
+    assert e.value.exit_code == ExitCode.IOERR and "/dev/full" in e.value.message
+    from tests.helpers import ppt
+
+    r = ppt("eval", "make-pii", "-n", "3", "-o", "/dev/full")
+    assert r.returncode == ExitCode.IOERR and "Traceback" not in r.stderr
