@@ -39,7 +39,9 @@ def _open_input(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], bool]:
             f"input path is a directory: {path}", ExitCode.NOINPUT, hint="give a JSONL file, or '-' for stdin"
         )
     try:
-        return open(path, "rb"), True  # noqa: SIM115 - closed by run_stream
+        from ppt.io.formats import open_formatted  # .jsonl.gz, .csv, .parquet: read as JSONL lines
+
+        return open_formatted(path), True
     except FileNotFoundError:
         raise PptError(
             f"input file not found: {path}", ExitCode.NOINPUT, hint="check the path, or pass '-' to read stdin"
