@@ -54,7 +54,8 @@ def sanitize_records(
         if emit_alignment:
             from ppt.mechanisms.alignment import alignment_entries
 
-            aligns = [alignment_entries(res, getattr(mech, "space", None)) for res in results]
+            space = getattr(mech, "space", None)
+            aligns = [None if isinstance(res, RecordError) else alignment_entries(res, space) for res in results]
     except PptError:
         raise
     except Exception as e:  # fail closed: never emit the raw text of a batch we could not privatize
@@ -72,6 +73,9 @@ def sanitize_records(
     ]
     out: list[dict | RecordError] = []
     for rec, res, al in zip(records, results, aligns):
+        if isinstance(res, RecordError):  # a mechanism may fail one record alone (e.g. longer than its model's context)
+            out.append(res)
+            continue
         acc = res.accounting.to_dict()
         n_out = tokens_out(res.text, acc)
         if n_out < min_kept:

@@ -148,3 +148,16 @@ def test_train_layers_trains_only_the_top_decoder_layers_and_the_budget_stops_ea
     top = f"model.layers.{n_layers - 1}."
     assert changed and all(k.startswith((top, "model.norm")) for k in changed)
     assert any(k.startswith(top) for k in changed)
+
+
+def test_a_record_longer_than_the_context_fails_alone(tiny_lm):
+    """Reliability probe P-D4: one record longer than the model's context failed its whole batch."""
+    from ppt.io import Record, RecordError
+    from ppt.stages.sanitize import sanitize_records
+
+    mech = get_mechanism("prosan-lite", 1.0, model=str(tiny_lm), device="cpu", quiet=True, max_new_tokens=4)
+    texts = ["Anna lives in Oslo.", "word " * 1200, "Bob is 31."]  # the tiny model takes 2048 positions
+    recs = [Record(line_no=i + 1, id=i, data={"id": i, "text": t}, text=t) for i, t in enumerate(texts)]
+    out = sanitize_records(mech, recs)
+    assert isinstance(out[1], RecordError) and out[1].type == "prompt_too_long"
+    assert isinstance(out[0], dict) and isinstance(out[2], dict) and "ppt" in out[0] and "ppt" in out[2]

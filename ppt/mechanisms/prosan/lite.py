@@ -139,8 +139,9 @@ class ProSanLite(Mechanism):
         )
         return SamplingParams(max_new_tokens=n, temperature=self.temperature, stop=("\n",))
 
-    def perturb(self, texts: list[str], generators: list[torch.Generator], reproducible: bool) -> list[str]:
-        """The distilled model's rewrite of each text (one record at a time when ``reproducible``)."""
+    def perturb(self, texts: list[str], generators: list[torch.Generator], reproducible: bool) -> list:
+        """The distilled model's rewrite of each text (one record at a time when ``reproducible``), or the
+        RecordError of a text it cannot take."""
         from ppt.io import RecordError
 
         prompts = [self.template.format(text=t) for t in texts]
@@ -149,12 +150,8 @@ class ProSanLite(Mechanism):
             outs = [self.gen.generate([p], [sp], [g])[0] for p, sp, g in zip(prompts, params, generators)]
         else:
             outs = self.gen.generate(prompts, params, generators)
-        res = []
-        for o in outs:
-            if isinstance(o, RecordError):
-                raise RuntimeError(f"prosan-lite: {o.message}")
-            res.append(o.text.strip())
-        return res
+        # a record the model cannot take (longer than its context) fails alone, never its batch
+        return [o if isinstance(o, RecordError) else o.text.strip() for o in outs]
 
     def sanitize_batch(
         self, texts: list[str], generators: list[torch.Generator], *, reproducible: bool = True
@@ -168,8 +165,11 @@ class ProSanLite(Mechanism):
             gens = [torch_generator(generators[i]) for i in live]
             for i, o in zip(live, self.perturb([texts[i] for i in live], gens, reproducible)):
                 outs[i] = o
-        res = []
+        res: list = []
         for t, o in zip(texts, outs):
+            if not isinstance(o, str):  # a RecordError: this record fails alone (sanitize_records emits it)
+                res.append(o)
+                continue
             a, b = _WORDS.findall(t), _WORDS.findall(o)
             sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
             kept = sum(blk.size for blk in sm.get_matching_blocks())
