@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="ppt-scaling-") as tmp:
         path = Path(tmp) / "in.jsonl"
         path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(texts)))
-        args = StreamArgs(input=str(path), seed=a.seed, batch_size=a.batch_size, quiet=True, device=a.device)
+        args = StreamArgs(input=str(path), batch_size=a.batch_size, quiet=True, device=a.device)
         print(
             f"# {a.mech} eps {a.eps:g} on {space.name}, device {stage.mech.device}; {len(texts)} records ({source}), "
             f"{n_tok} tokens; batch {a.batch_size}; {cores} cores available; stage setup {setup:.1f} s; load average "
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         if len(counts) > 1:  # start the fork server (once per process) outside the timed runs
-            small = StreamArgs(input=str(path), seed=a.seed, batch_size=8, quiet=True, device=a.device)
+            small = StreamArgs(input=str(path), batch_size=8, quiet=True, device=a.device)
             head = io.BytesIO(b"".join(path.read_bytes().splitlines(keepends=True)[:16]))
             run_stage_in_workers(
                 small, recipe, workers=2, stage=stage, _stdin=head, _stdout=io.BytesIO(), _stderr=io.StringIO()
