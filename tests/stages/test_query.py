@@ -50,10 +50,10 @@ def ppt_query(
     url: str | None, args: list[str], recs: list[dict] | str, *, env: dict | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess:
     data = recs if isinstance(recs, str) else jsonl(recs)
+    model = [] if "--model" in args else ["--model", "m"]  # an option given twice is a usage error
     return ppt(
         "query",
-        "--model",
-        "m",
+        *model,
         *(["--base-url", url] if url else []),
         *args,
         stdin=data,
