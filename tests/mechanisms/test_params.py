@@ -50,6 +50,11 @@ def test_unknown_parameters_are_named_beside_the_known_ones():
         ("custext", {"k": 5}, True),
         ("custext", {"k": 0}, False),
         ("custext", {"kk": 5}, False),
+        ("cape", {"buckets": "10", "utility": "additive"}, True),
+        ("cape", {"buckets": 0}, False),
+        ("cape", {"utility": "max"}, False),
+        ("cape", {"logit_bound": 0}, False),
+        ("cape", {"temperature": 1}, False),
     ],
 )
 def test_mechanisms_check_their_declared_parameters(mech, params, ok):
@@ -65,6 +70,17 @@ def test_defaults_and_mechs_listing_come_from_the_declaration():
     assert mechanism_class("tem").defaults == {"eps": 0.8, "beta": 0.001}
     assert mechanism_class("rantext").defaults == {"z": "calibrated", "target_fraction": None}
     assert mechanism_class("custext+").defaults == {"eps": 1.0, "k": 20}
+    assert mechanism_class("cape").defaults == {
+        "model": "smollm2",
+        "lambda_l": 0.5,
+        "lambda_d": 1.0,
+        "buckets": 50,
+        "utility": "product",
+        "logit_bound": None,
+        "context": "auto",
+        "dtype": None,
+        "batching": "auto",
+    }
     r = ppt("mechs", "--json")
     rows = {json.loads(line)["name"]: json.loads(line) for line in r.stdout.splitlines()}
     names = [p["name"] for p in rows["rantext"]["params"]]

@@ -111,7 +111,6 @@ import torch
 from ppt import parallel
 from ppt.accounting import ClaimedEvent, PureDpEvent, SelfComposedEvent
 from ppt.lm.context import ContextModel
-from ppt.mechanisms.base import nonneg
 from ppt.mechanisms.cape import utility as cu
 from ppt.mechanisms.cape.candidates import CANDIDATE_RULE, candidate_set
 from ppt.mechanisms.cape.candidates import output_texts as candidate_output_texts
@@ -121,12 +120,11 @@ from ppt.mechanisms.cape.loading import (
     CALIBRATION_QUANTILE,
     CONTEXTS,
     calibrate_logit_bound,
-    check_choice,
     default_dtype,
     load_context_model,
     merge_policy,
-    positive_int,
 )
+from ppt.mechanisms.params import Param
 from ppt.mechanisms.pipeline import TokenPipeline
 from ppt.mechanisms.policy import PERTURB, R_PERTURBED, R_PUNCT, Policy
 from ppt.spaces.tokenizers import tokenize_batch
@@ -150,17 +148,33 @@ class Cape(TokenPipeline):
     default_space: ClassVar[str | None] = None
     default_model: ClassVar[str] = "smollm2"
     default_policy: ClassVar[Policy] = Policy(oov="drop", numbers="perturb", punct="keep", stopwords="keep")
-    defaults: ClassVar[dict[str, Any]] = {
-        "model": "smollm2",
-        "lambda_l": 0.5,
-        "lambda_d": 1.0,
-        "buckets": 50,
-        "utility": "product",
-        "logit_bound": None,
-        "context": "auto",
-        "dtype": None,
-        "batching": "auto",
-    }
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param("model", "smollm2", "context model: an offline alias, a path or a hub id", type="any"),
+        Param("lambda_l", 0.5, "weight of the context model's logit term", low=0.0),
+        Param("lambda_d", 1.0, "weight of the embedding-distance term", low=0.0),
+        Param("buckets", 50, "buckets of the bucketized exponential mechanism", type="int", low=1),
+        Param("utility", "product", "how the two terms combine", type="str", choices=cu.UTILITIES),
+        Param(
+            "logit_bound",
+            None,
+            "clip bound B of the logits (default: from the model)",
+            low=0.0,
+            open_low=True,
+            nullable=True,
+        ),
+        Param("context", "auto", "causal (left context) or masked (both sides)", type="str", choices=CONTEXTS),
+        Param("dtype", None, "the context model's dtype (default: the device's)", type="any"),
+        Param("batching", "auto", "record (one record per forward) or mixed", type="str", choices=BATCHING),
+        Param(
+            "chunk_elements",
+            None,
+            "candidate-distance elements per block",
+            type="int",
+            low=1,
+            nullable=True,
+            internal=True,
+        ),
+    )
 
     def __init__(
         self,
@@ -182,28 +196,32 @@ class Cape(TokenPipeline):
         **unknown: Any,
     ):
         super().__init__(eps)
-        if unknown:
-            raise ValueError(
-                f"unknown Cape parameter(s): {', '.join(sorted(unknown))}; known: {', '.join(self.defaults)}, device, policy"
-            )
         if space is not None:
             raise ValueError(
                 "Cape uses its context model's input embeddings, not an embedding space: pass --model instead of --space"
             )
-        self.lambda_l = nonneg("lambda_l", lambda_l)
-        self.lambda_d = nonneg("lambda_d", lambda_d)
+        p = self.check_params(
+            {
+                "model": model,
+                "lambda_l": lambda_l,
+                "lambda_d": lambda_d,
+                "buckets": buckets,
+                "utility": utility,
+                "logit_bound": logit_bound,
+                "context": context,
+                "dtype": dtype,
+                "batching": batching,
+                "chunk_elements": chunk_elements,
+                **unknown,
+            }
+        )
+        self.lambda_l, self.lambda_d = float(p["lambda_l"]), float(p["lambda_d"])
         if self.lambda_l == 0 and self.lambda_d == 0:
-            raise ValueError("lambda_l and lambda_d cannot both be 0")
-        self.buckets = positive_int("buckets", buckets)
-        self.utility = check_choice("utility", utility, cu.UTILITIES)
-        if logit_bound is not None:
-            logit_bound = nonneg("logit_bound", logit_bound)
-            if logit_bound <= 0:
-                raise ValueError(f"logit_bound must be positive (got {logit_bound})")
-        check_choice("context", context, CONTEXTS)
+            raise ValueError("cape: lambda_l and lambda_d cannot both be 0")
+        self.buckets, self.utility, self.batching = p["buckets"], p["utility"], p["batching"]
+        logit_bound, context, chunk_elements = p["logit_bound"], p["context"], p["chunk_elements"]
         self.policy = merge_policy(self.default_policy, policy)
         self.quiet = quiet
-        self.batching = check_choice("batching", batching, BATCHING)
         self.delta_u = cu.sensitivity(utility, self.lambda_l, self.lambda_d)
         self.policy.warn_leaks()
 
