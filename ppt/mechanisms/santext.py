@@ -58,6 +58,7 @@ from ppt.lazy import lazy_module
 torch = lazy_module("torch")
 
 from ppt.accounting import MetricDpEvent, SelfComposedEvent, UnprotectedEvent
+from ppt.mechanisms.params import Param
 from ppt.mechanisms.pipeline import TokenMechanism
 from ppt.mechanisms.policy import Policy
 from ppt.mechanisms.privacy import warn_worst_case
@@ -387,14 +388,7 @@ class SanText(TokenMechanism):
                     f"{self.name} uses w = {self.fixed_w} (every word sensitive); use santext+ for a smaller sensitive set"
                 )
             return self.fixed_w
-        w = self.defaults["w"] if w is None else w
-        try:
-            w = float(w)
-        except (TypeError, ValueError):
-            raise ValueError(f"w must be a number in (0, 1] (got {w!r})") from None
-        if not (0.0 < w <= 1.0):
-            raise ValueError(f"w (the sensitive fraction of the vocabulary) must be in (0, 1] (got {w})")
-        return w
+        return float(self.check_params({} if w is None else {"w": w})["w"])  # its declared range
 
     def params(self) -> dict[str, Any]:
         return {
@@ -637,7 +631,11 @@ class SanTextPlus(SanText):
 
     name: ClassVar[str] = "santext+"
     summary: ClassVar[str] = "SanText+: sensitive (rare) words always resampled, others with probability p"
-    defaults: ClassVar[dict[str, Any]] = {"eps": 0.8, "w": 0.9, "p": 0.3}
+    defaults: ClassVar[dict[str, Any]] = {"eps": 0.8}
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param("w", 0.9, "the sensitive (least frequent) share of the vocabulary", low=0.0, high=1.0, open_low=True),
+        Param("p", 0.3, "probability of resampling a non-sensitive word (else it is kept verbatim)", low=0.0, high=1.0),
+    )
     fixed_w: ClassVar[float | None] = None
     keeps_words: ClassVar[bool] = True
 
@@ -651,14 +649,9 @@ class SanTextPlus(SanText):
         w: float | None = None,
         p: float | None = None,
     ):
-        p = self.defaults["p"] if p is None else p
-        try:
-            p = float(p)
-        except (TypeError, ValueError):
-            raise ValueError(f"p must be a number in [0, 1] (got {p!r})") from None
-        if not (0.0 <= p <= 1.0):
-            raise ValueError(f"p (probability of resampling a non-sensitive word) must be in [0, 1] (got {p})")
-        self.p = p
+        given = {k: v for k, v in (("w", w), ("p", p)) if v is not None}
+        checked = self.check_params(given)
+        w, self.p = checked["w"], float(checked["p"])
         super().__init__(eps, space=space, policy=policy, device=device, quiet=quiet, w=w)
 
     def params(self) -> dict[str, Any]:

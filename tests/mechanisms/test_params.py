@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -50,6 +51,9 @@ def test_unknown_parameters_are_named_beside_the_known_ones():
         ("custext", {"k": 5}, True),
         ("custext", {"k": 0}, False),
         ("custext", {"kk": 5}, False),
+        ("santext+", {"w": 0.5, "p": "0"}, True),
+        ("santext+", {"w": 0}, False),
+        ("santext+", {"p": 1.5}, False),
         ("cape", {"buckets": "10", "utility": "additive"}, True),
         ("cape", {"buckets": 0}, False),
         ("cape", {"utility": "max"}, False),
@@ -62,7 +66,7 @@ def test_mechanisms_check_their_declared_parameters(mech, params, ok):
     if ok:
         assert cls.check_params(params)[next(iter(params))] is not None
     else:
-        with pytest.raises(ValueError, match=f"^{mech}: "):
+        with pytest.raises(ValueError, match=f"^{re.escape(mech)}: "):
             cls.check_params(params)
 
 
@@ -70,6 +74,7 @@ def test_defaults_and_mechs_listing_come_from_the_declaration():
     assert mechanism_class("tem").defaults == {"eps": 0.8, "beta": 0.001}
     assert mechanism_class("rantext").defaults == {"z": "calibrated", "target_fraction": None}
     assert mechanism_class("custext+").defaults == {"eps": 1.0, "k": 20}
+    assert mechanism_class("santext+").defaults == {"eps": 0.8, "w": 0.9, "p": 0.3}
     assert mechanism_class("cape").defaults == {
         "model": "smollm2",
         "lambda_l": 0.5,
