@@ -11,7 +11,7 @@ from ppt.io.exitcodes import ExitCode
 from ppt.io.jsonl import dumps_line, iter_lines
 from ppt.io.records import Record, parse_line
 from ppt.io.sinks import open_output
-from ppt.io.stamp import jsonable, stamp
+from ppt.io.stamp import jsonable, stamp, stamp_block
 from ppt.io.stdout import ensure_std_fds, error_stream, real_stdout, silence_stdout, stdout_guard
 from ppt.io.stream import run_stream
 
@@ -33,5 +33,6 @@ __all__ = [
     "run_stream",
     "silence_stdout",
     "stamp",
+    "stamp_block",
     "stdout_guard",
 ]

@@ -274,16 +274,12 @@ def write_lines(path: str, lines: Any, *, private: bool = False) -> None:
     try:
         for line in lines:
             sink.write(line)
+        sink.commit()
     except BrokenPipeError:
         sink.silence()
-        return
     except OSError as e:
         sink.abort()
         raise PptError(f"cannot write {path}: {e.strerror or type(e).__name__}", ExitCode.IOERR) from None
     except BaseException:
         sink.abort()
         raise
-    try:
-        sink.commit()
-    except OSError as e:
-        raise PptError(f"cannot write {path}: {e.strerror or type(e).__name__}", ExitCode.IOERR) from None

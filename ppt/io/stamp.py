@@ -64,6 +64,13 @@ def _is_array_lib(obj: Any) -> bool:
     return mod.startswith(("numpy", "torch"))
 
 
+def stamp_block(data: Any, stage: str) -> dict | None:
+    """``data["ppt"][stage]`` when the record carries that stage's stamp as an object, else None."""
+    ppt = data.get("ppt") if isinstance(data, dict) else None
+    block = ppt.get(stage) if isinstance(ppt, dict) else None
+    return block if isinstance(block, dict) else None
+
+
 def stamp(data: dict, stage: str, block: dict) -> dict:
     """Record what this stage did: ``data["ppt"][stage] = {**block, "version": ppt.__version__}``.
 

@@ -15,7 +15,7 @@ from collections import Counter
 from typing import Any
 
 from ppt.attacks.summary import Tally, record_block
-from ppt.io import ExitCode, PptError, Record, RecordError, stamp
+from ppt.io import ExitCode, PptError, Record, RecordError, stamp, stamp_block
 from ppt.stages.base import Stage
 
 STOPWORD_MODES = ("auto", "include", "exclude")
@@ -28,9 +28,7 @@ def stamp_view(block: dict) -> dict:
 
 
 def sanitize_block(data: dict) -> dict:
-    block = data.get("ppt")
-    block = block.get("sanitize") if isinstance(block, dict) else None
-    return block if isinstance(block, dict) else {}
+    return stamp_block(data, "sanitize") or {}
 
 
 def stamped_space(data: dict) -> str | None:

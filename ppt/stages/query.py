@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppt.io import ExitCode, PptError, Record, RecordError, stamp
+from ppt.io import ExitCode, PptError, Record, RecordError, stamp, stamp_block
 from ppt.lm.templates import Template
 from ppt.remote.backends import Answer
 from ppt.remote.journal import Journal, record_key
@@ -79,18 +79,14 @@ def body_digest(body: dict) -> str:
 
 
 def journaled_digest(saved: Any) -> str | None:
-    ppt = saved.get("ppt") if isinstance(saved, dict) else None
-    block = ppt.get("query") if isinstance(ppt, dict) else None
-    digest = block.get("request_sha256") if isinstance(block, dict) else None
+    digest = (stamp_block(saved, "query") or {}).get("request_sha256")
     return digest if isinstance(digest, str) else None
 
 
 def local_only_fields(data: dict) -> set[str]:
     """Fields a stamp marks local only whatever --allow-raw says (Split-N-Denoise's denoised and clean
     vectors: functions of the raw text that the record carries beside the covered noisy rows)."""
-    ppt = data.get("ppt")
-    snd = ppt.get("snd") if isinstance(ppt, dict) else None
-    privacy = snd.get("privacy") if isinstance(snd, dict) else None
+    privacy = (stamp_block(data, "snd") or {}).get("privacy")
     names = privacy.get("local_only") if isinstance(privacy, dict) else None
     return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
 
@@ -106,9 +102,8 @@ def check_sanitized(data: dict, spec: QuerySpec) -> RecordError | None:
             )
     if spec.allow_raw:
         return None
-    ppt = data.get("ppt")
-    block = ppt.get("sanitize") if isinstance(ppt, dict) else None
-    if not isinstance(block, dict):
+    block = stamp_block(data, "sanitize")
+    if block is None:
         return RecordError(
             "not_sanitized",
             "record has no ppt.sanitize stamp; run `ppt sanitize` first (or pass --allow-raw to send unsanitized text)",

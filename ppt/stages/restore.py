@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from ppt.detect.lists import phrase_pattern
-from ppt.io import Record, RecordError, stamp
+from ppt.io import Record, RecordError, stamp, stamp_block
 from ppt.stages.base import Stage
 
 
@@ -46,9 +46,7 @@ def restore_text(text: str, mapping: list[dict[str, Any]]) -> tuple[str, int]:
 
 def stamped_mapping_field(data: dict) -> str | None:
     """The field ``ppt sanitize --mapping`` named, from the record's ``ppt.sanitize`` stamp."""
-    ppt = data.get("ppt")
-    block = ppt.get("sanitize") if isinstance(ppt, dict) else None
-    name = block.get("mapping_field") if isinstance(block, dict) else None
+    name = (stamp_block(data, "sanitize") or {}).get("mapping_field")
     return name if isinstance(name, str) else None
 
 

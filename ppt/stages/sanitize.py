@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ppt.io import PptError, Record, RecordError, stamp
+from ppt.io import PptError, Record, RecordError, stamp, stamp_block
 from ppt.io.fields import assign
 from ppt.log import logger
 from ppt.mechanisms import Mechanism
@@ -109,8 +109,8 @@ def sanitize_records(
         if spec.mapping:  # surrogate -> original of every replaced span: local only, for `ppt restore`
             data[spec.mapping] = res.mapping or []
         block = stamper.block(res)
-        prior = (rec.data.get("ppt") or {}).get("sanitize") if isinstance(rec.data.get("ppt"), dict) else None
-        if isinstance(prior, dict):  # released before: keep that release in the ledger, and compose
+        prior = stamp_block(rec.data, "sanitize")
+        if prior is not None:  # released before: keep that release in the ledger, and compose
             block = with_earlier_releases(block, prior)
             if not stamper.warned_earlier:
                 stamper.warned_earlier = True
