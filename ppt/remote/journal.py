@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from ppt.io import ExitCode, PptError, dumps_line
+from ppt.io import ExitCode, PptError, dumps_line, stamp_block
 from ppt.io.jsonl import loads_exact, may_hold_big_int
 
 
@@ -112,8 +112,7 @@ class Journal:
             return None
         if self.id_field in data and data[self.id_field] is not None:
             return id_key(data[self.id_field])
-        block = data["ppt"].get("query") if isinstance(data.get("ppt"), dict) else None
-        line = block.get("line") if isinstance(block, dict) else None
+        line = (stamp_block(data, "query") or {}).get("line")
         return line_key(line) if isinstance(line, int) and not isinstance(line, bool) else None
 
     def __contains__(self, key_or_id: Any) -> bool:
