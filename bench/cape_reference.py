@@ -65,10 +65,10 @@ def perturb(mech, ids_list, positions, rand, reproducible=True):
     return torch.cat(cols).cpu(), diag
 
 
-def record_accounts(eps_prime, counts, eps, worst_case):
-    composed, extras, offset = [], [], 0
+def record_accounts(eps_prime, counts, eps):
+    extras, offset = [], 0
     for n in counts:
-        extra = {"eps_per_token_worst_case": worst_case, "composed_eps_worst_case": n * worst_case}
+        extra = {}
         if n:
             ep = eps_prime[offset : offset + n].double()
             extra.update(
@@ -77,27 +77,23 @@ def record_accounts(eps_prime, counts, eps, worst_case):
                 eps_total_mean=eps + float(ep.mean()),
                 eps_total_max=eps + float(ep.max()),
             )
-            composed.append(float(n * eps + ep.sum()))
         else:
             extra.update(eps_prime_mean=0.0, eps_prime_max=0.0, eps_total_mean=0.0, eps_total_max=0.0)
-            composed.append(0.0)
         extra["composition"] = cu.COMPOSITION
         extras.append(extra)
         offset += n
-    return composed, extras
+    return extras
 
 
 def install(mech) -> None:
     """Swap the reference hooks in on ``mech`` (instance attributes shadow the class's methods)."""
     mech.perturb = lambda ids, pos, rand, reproducible=True: perturb(mech, ids, pos, rand, reproducible)
     mech.tokenize_batch = lambda texts: TokenBatch.concat([mech.tokenizer.tokenize(t) for t in texts])
-    mech.record_accounting = lambda diag, counts: record_accounts(
-        diag.get("eps_prime"), counts, mech.eps, mech.worst_case
-    )
+    mech.record_extras = lambda diag, counts: record_accounts(diag.get("eps_prime"), counts, mech.eps)
 
 
 def uninstall(mech) -> None:
-    for name in ("perturb", "tokenize_batch", "record_accounting"):
+    for name in ("perturb", "tokenize_batch", "record_extras"):
         mech.__dict__.pop(name, None)
 
 

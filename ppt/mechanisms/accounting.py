@@ -1,7 +1,8 @@
-"""The privacy spent on one record: the per-record accounting every mechanism returns.
+"""What one record's sanitization did, as counts: the per-record accounting every mechanism returns.
 
-Why its own module: the record is what the stamp carries and what a later privacy ledger composes;
-it has no business knowing how a mechanism samples. :func:`reason_counts` tallies a batch's kept and
+Why counts only: privacy figures come from one channel, the mechanism's privacy events
+(:meth:`ppt.mechanisms.base.Mechanism.privacy_events`, rendered by :mod:`ppt.accounting`), which read these
+counts; a second copy of eps here could disagree with what the stamp proves. :func:`reason_counts` tallies a batch's kept and
 dropped pieces by reason (see :mod:`ppt.mechanisms.policy`) with array operations.
 """
 
@@ -17,25 +18,19 @@ from ppt.mechanisms.policy import REASONS
 
 @dataclass
 class Accounting:
-    """The privacy spent on one record, under which notion, and what was kept verbatim and why.
+    """What one record's sanitization did: tokens, perturbed tokens, what was kept or dropped and why.
 
-    Per-record diagnostics: ``kept`` / ``dropped`` by reason and the extras (list sizes, eps') depend on
-    the raw text, so stamps carry them only under ``ppt sanitize --diagnostics FIELD``; what a stamp
-    claims by default is rendered from the mechanism's privacy events
-    (:meth:`ppt.mechanisms.base.Mechanism.privacy_events`). ``composed_eps`` is basic composition of
-    ``eps_per_token`` over the protected perturbed tokens only (a word SanText+ keeps is not among them);
-    for RANTEXT and CusText it holds only conditionally, which the events say."""
+    Counts, no privacy figures: the stamp's privacy block is rendered from the mechanism's events, which
+    read ``n_perturbed`` (and ``extra`` where a mechanism needs more, e.g. SanText+'s
+    ``kept_by_mechanism``). ``kept`` / ``dropped`` by reason and the extras depend on the raw text, so
+    stamps carry them only under ``ppt sanitize --diagnostics FIELD``."""
 
-    notion: str
-    eps_per_token: float
     n_tokens: int
     n_perturbed: int
     kept: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
     replaced_uniform: int = 0
     digits_replaced: int = 0  # numbers whose digits were replaced by random ones (format kept; not in ``kept``)
-    composed_eps: float = 0.0
-    delta: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

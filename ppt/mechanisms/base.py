@@ -135,7 +135,7 @@ class Mechanism(ABC):
 
         return [
             SelfComposedEvent(
-                ClaimedEvent(float(acc.eps_per_token), f"{self.name}: the mechanism's own claim, not checked by ppt"),
+                ClaimedEvent(float(self.eps), f"{self.name}: the mechanism's own claim, not checked by ppt"),
                 int(acc.n_perturbed),
             )
         ]

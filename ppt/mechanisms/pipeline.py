@@ -9,8 +9,8 @@ over the whole batch with array operations keeps them identical and fast.
 (the batch's pieces), ``plan_codes`` (the shared policy plan, which a mechanism may refine), ``draw``
 (one record's randomness, from that record's generator, so results never depend on batching),
 ``perturb_batch`` (all perturbed positions of a batch at once), ``output_texts`` / ``uniform_texts``
-(the text of a new token, of uniformly random replacements) and ``record_accounting`` (each record's
-composed epsilon and extra accounting fields). :class:`TokenMechanism` fills them in for mechanisms
+(the text of a new token, of uniformly random replacements) and ``record_extras`` (each record's extra
+accounting counts; privacy figures come from the mechanism's events, never from here). :class:`TokenMechanism` fills them in for mechanisms
 over an embedding space (``perturb_rows``: new rows for rows, tensor code); Cape
 (:mod:`ppt.mechanisms.cape`) fills them in with its context model's tokenizer, ids and positions.
 """
@@ -69,7 +69,7 @@ class TokenPipeline(Mechanism):
     """The shared per-token pipeline (``sanitize_batch``) and the hooks a mechanism fills in.
 
     A subclass sets ``policy`` and implements ``tokenize_batch``, ``draw``, ``perturb_batch``,
-    ``output_texts`` and ``uniform_texts``; ``plan_codes``, ``draw_batch`` and ``record_accounting``
+    ``output_texts`` and ``uniform_texts``; ``plan_codes``, ``draw_batch`` and ``record_extras``
     have shared defaults.
     """
 
@@ -104,9 +104,6 @@ class TokenPipeline(Mechanism):
     @abstractmethod
     def uniform_texts(self, n: int, g: np.random.Generator) -> np.ndarray:
         """n uniformly random replacements (object array), drawn from the record's generator ``g``."""
-
-    def eps_per_token(self) -> float:
-        return self.eps
 
     def mechanism_leaks(self) -> list[str]:
         """Words the mechanism itself may release verbatim, by its design (SanText+'s 1-p); warned like
@@ -171,14 +168,6 @@ class TokenPipeline(Mechanism):
             offset += n
         return out
 
-    def record_accounting(
-        self, diag: dict[str, torch.Tensor], counts: list[int]
-    ) -> tuple[list[float], list[dict[str, Any]]]:
-        """Each record's composed epsilon (basic composition: n_perturbed x ``eps_per_token``) and
-        extra accounting fields (``record_extras``)."""
-        eps_tok = self.eps_per_token()
-        return [n * eps_tok for n in counts], self.record_extras(diag, counts)
-
     def sanitize_batch(
         self, texts: list[str], generators: list[np.random.Generator], *, reproducible: bool = True
     ) -> list[Sanitized]:
@@ -216,23 +205,7 @@ class TokenPipeline(Mechanism):
         n_digits = np.bincount(rec[actions == DIGITS], minlength=n_texts).tolist()
         dropped = reason_counts(rec, why, actions == DROP, n_texts)
         n_tokens = np.bincount(rec[codes != SPACE_CODE], minlength=n_texts).tolist()
-        composed, extras = self.record_accounting(diag, counts)
-        if self.keeps_words:
-            # always reported (0 when the record, or the whole batch, had nothing to perturb), so
-            # a record's accounting does not depend on what else is in its batch
-            unchanged = diag.get("unchanged")
-            kept_by = (
-                np.zeros(n_texts, np.int64)
-                if unchanged is None
-                else np.bincount(
-                    rec[perturb], weights=np.asarray(unchanged).astype(np.float64), minlength=n_texts
-                ).astype(np.int64)
-            )
-            for b, (extra, k) in enumerate(zip(extras, kept_by.tolist())):
-                extra.setdefault("kept_by_mechanism", k)
-                # a word the mechanism kept verbatim is unprotected: outside the composed eps
-                composed[b] = (counts[b] - k) * self.eps_per_token()
-        eps_tok = self.eps_per_token()
+        extras = self.record_extras(diag, counts)
         out_list = out_core.tolist()
         texts_out, parts = [], []
         part_bounds = [0]
@@ -269,15 +242,12 @@ class TokenPipeline(Mechanism):
         for b in range(n_texts):
             n = counts[b]
             acc = Accounting(
-                notion=self.notion,
-                eps_per_token=eps_tok,
                 n_tokens=n_tokens[b],
                 n_perturbed=n,
                 kept=kept[b],
                 dropped=dropped[b],
                 replaced_uniform=n_uniform[b],
                 digits_replaced=n_digits[b],
-                composed_eps=composed[b],
                 extra=extras[b],
             )
             mine = pairs[pair_bounds[b] : pair_bounds[b + 1]]

@@ -657,6 +657,22 @@ class SanTextPlus(SanText):
     def params(self) -> dict[str, Any]:
         return {**super().params(), "p": self.p}
 
+    def record_extras(self, diag: dict[str, torch.Tensor], counts: list[int]) -> list[dict[str, Any]]:
+        """Each record's ``kept_by_mechanism``: the words the 1-p draw kept verbatim (unprotected; the
+        privacy events leave them out of the composed eps). Always reported, 0 when the record (or the
+        whole batch) had nothing to perturb, so a record's accounting never depends on its batch."""
+        extras = super().record_extras(diag, counts)
+        unchanged = diag.get("unchanged")
+        if unchanged is None:
+            kept = [0] * len(counts)
+        else:
+            rec = np.repeat(np.arange(len(counts)), counts)
+            flags = np.asarray(unchanged).astype(np.float64)
+            kept = np.bincount(rec, weights=flags, minlength=len(counts)).astype(np.int64).tolist()
+        for extra, k in zip(extras, kept):
+            extra.setdefault("kept_by_mechanism", k)
+        return extras
+
     def signature_params(self) -> dict[str, Any]:
         return {"w": self.w, "p": self.p}
 

@@ -40,13 +40,10 @@ def test_accounting_to_dict_is_asdict_with_extra_merged_and_copies_containers():
     from ppt.mechanisms.accounting import Accounting
 
     a = Accounting(
-        "ldp",
-        6.0,
         60,
         40,
         kept={"stopword": 10},
         dropped={"oov": 1},
-        composed_eps=240.0,
         extra={"adjacency_list_size": {"median": 12.0, "min": 1, "max": 90}, "sizes": [1, 2]},
     )
     expected = asdict(a)

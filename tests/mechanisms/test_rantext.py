@@ -11,6 +11,7 @@ from scipy import stats
 
 from ppt.cache import Cache
 from ppt.mechanisms import Policy, get_mechanism
+from ppt.mechanisms.privacy import privacy_block
 from ppt.mechanisms.rantext import Rantext, ZConstants, calibration, paper_z
 from ppt.mechanisms.rantext.runs import (
     RunTable,
@@ -435,13 +436,12 @@ def test_policies_and_accounting(space):
     text = "Apple, 2024 zorblax banana and 3.14 the pear!"
     res = mech.sanitize_batch([text], [record_generator(1, 0)])[0]
     acc = res.accounting
-    assert acc.notion == Rantext.notion
     assert acc.n_tokens == 10
     assert acc.n_perturbed == 5  # apple banana and the pear (stopwords perturbed by default)
     assert acc.kept == {"punct": 2} and acc.digits_replaced == 2
     assert acc.dropped == {"oov": 1}
-    assert acc.composed_eps == pytest.approx(5 * 2.5)
-    assert acc.eps_per_token == 2.5
+    [cond] = privacy_block(mech, acc)["conditional"]
+    assert cond["eps_per_token_given"] == 2.5 and cond["eps_given"] == pytest.approx(5 * 2.5)
     assert "zorblax" not in res.text
     assert res.text.count(",") == 1 and res.text.endswith("!")
     nums = [w for w in res.text.replace(",", " ").replace("!", " ").split() if any(c.isdigit() for c in w)]
@@ -457,11 +457,11 @@ def test_policies_and_accounting(space):
     acc2 = keep.sanitize_batch([text], [record_generator(1, 0)])[0].accounting
     assert acc2.n_perturbed == 3 and acc2.kept == {"stopword": 2} and acc2.digits_replaced == 2
     assert acc2.replaced_uniform == 1 and acc2.dropped == {"punct": 2}
-    assert acc2.composed_eps == pytest.approx(3 * 2.5)
+    assert privacy_block(keep, acc2)["conditional"][0]["eps_given"] == pytest.approx(3 * 2.5)
 
     empty = mech.sanitize_batch(["", "12 , ."], [record_generator(1, 1), record_generator(1, 2)])
     assert empty[0].text == "" and empty[0].accounting.n_perturbed == 0
-    assert empty[1].accounting.composed_eps == 0
+    assert empty[1].accounting.n_perturbed == 0 and "conditional" not in privacy_block(mech, empty[1].accounting)
 
 
 def test_precompute_and_stamp(space):

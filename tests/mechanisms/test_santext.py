@@ -14,6 +14,7 @@ from scipy import stats
 
 from ppt.mechanisms import get_mechanism
 from ppt.mechanisms import santext as st
+from ppt.mechanisms.privacy import privacy_block
 from ppt.mechanisms.santext import SanText, SanTextPlus, sensitive_size
 from ppt.rng import record_generator
 
@@ -251,7 +252,7 @@ def test_pipeline_policies_and_accounting(space):
     mech = SanTextPlus(2.0, space=space, w=0.5, p=0.0)
     [res] = mech.sanitize_batch(["zqaa unknownword zqbn 7 ."], [record_generator(1, 0)])
     acc = res.accounting
-    assert acc.notion.startswith("metric LDP")
+    assert mech.notion.startswith("metric LDP")
     assert acc.replaced_uniform == 1  # the OOV word, replaced by a uniform vocabulary word
     assert "unknownword" not in res.text
     assert acc.n_perturbed == 2
@@ -259,7 +260,9 @@ def test_pipeline_policies_and_accounting(space):
     assert acc.extra["kept_by_mechanism"] == 1
     assert res.text.split()[0] == "Zqaa"  # kept word; capitalised as the start of the output sentence
     assert acc.kept.get("punct") == 1 and acc.digits_replaced == 1 and "number" not in acc.kept
-    assert acc.composed_eps == pytest.approx(1 * 2.0)  # the kept word is unprotected, outside the composed eps
+    # the kept word is unprotected, outside the composed eps
+    [metric] = privacy_block(mech, acc)["proven"]["metric"].values()
+    assert metric["eps"] == pytest.approx(1 * 2.0)
     assert mech.params()["n_sensitive"] == 20
 
 

@@ -40,16 +40,16 @@ non-stopword, non-punctuation token); ``numbers="random-digits"`` instead replac
 random digits of the same format (0-DP for the digits, leaks only the format). SmolLM2 tokenizes
 numbers digit by digit.
 
-Privacy accounting (reported per record, in ``Accounting.extra``):
+Privacy accounting (the stamp's figures come from ``privacy_events``; per record, in ``Accounting.extra``):
 
-* ``eps_per_token`` = eps, the exponential mechanism's parameter;
+* the exponential mechanism's parameter eps per perturbed token;
 * ``eps_prime_mean`` / ``eps_prime_max`` and ``eps_total_mean`` / ``eps_total_max``: the paper's
   per-token ``eps + eps'`` with ``eps' = ln(max|b| / min|b|)`` over the non-empty buckets of that
   position. eps' is **data dependent** (a function of the private text, itself not privatized: keep
   the stamp local) and, as reconstructed, **not a worst-case bound**: for some pairs of inputs the
   exact log-ratio exceeds eps + eps' of either input (``tests/mechanisms/test_cape.py`` has one).
-* ``composed_eps`` = sum over perturbed tokens of (eps + eps'_i), the paper's accounting under basic
-  composition (each position's mechanism is bounded against any change of the whole record, since
+* the paper's accounting: the sum over perturbed tokens of (eps + eps'_i) under basic composition
+  (``--diagnostics`` renders it as the claimed figure) (each position's mechanism is bounded against any change of the whole record, since
   Delta_u is the utility's range; positions use independent randomness).
 * what is provable: per token, against another input y, eps + eps'(x) + eps'(y)
   (:func:`ppt.mechanisms.cape.utility.pairwise_bound`), and without looking at data ``eps_per_token_worst_case``
@@ -374,12 +374,10 @@ class Cape(TokenPipeline):
             out["dtype"] = self.model_dtype
         return out
 
-    def record_accounting(
-        self, diag: dict[str, torch.Tensor], counts: list[int]
-    ) -> tuple[list[float], list[dict[str, Any]]]:
-        """Per record: composed eps = sum over its perturbed tokens of (eps + eps'_i), and eps' summaries
-        next to the data-independent worst case."""
-        return cu.record_accounts(diag.get("eps_prime"), counts, self.eps, self.worst_case)
+    def record_extras(self, diag: dict[str, torch.Tensor], counts: list[int]) -> list[dict[str, Any]]:
+        """Per record: eps' summaries (data dependent: --diagnostics only) next to the data-independent
+        worst case."""
+        return cu.record_accounts(diag.get("eps_prime"), counts, self.eps)
 
     # ---- perturbation -----------------------------------------------------------------------------
 

@@ -323,15 +323,12 @@ def calibrate_bound(abs_logits: torch.Tensor, quantile: float) -> float:
     return float(np.quantile(a, quantile))
 
 
-COMPOSITION = "basic: sum over perturbed tokens of (eps + eps'_i); eps'_i data dependent (paper's Theorem 4.1), see eps_per_token_worst_case"
+COMPOSITION = "basic: sum over perturbed tokens of (eps + eps'_i); eps'_i data dependent (paper's Theorem 4.1), the proven worst case is in the privacy block"
 
 
-def record_accounts(
-    eps_prime: torch.Tensor | None, counts: list[int], eps: float, worst_case: float
-) -> tuple[list[float], list[dict]]:
-    """Per record (``counts[b]`` of the batch's positions, records' positions in order): composed eps =
-    sum over its perturbed positions of (eps + eps'_i), and the accounting's extra fields (eps' mean
-    and max, eps + eps' mean and max, the data-independent worst case per token and composed).
+def record_accounts(eps_prime: torch.Tensor | None, counts: list[int], eps: float) -> list[dict]:
+    """Per record (``counts[b]`` of the batch's positions, records' positions in order): the accounting's
+    extra fields (eps' mean and max, eps + eps' mean and max; the data-independent worst case is an event of its own). The privacy events turn them into figures (``Cape.privacy_events``).
 
     Maxima are one segment reduction over the batch; each record's sum stays torch's own sum of its
     slice (a segmented or padded sum adds in another order and moves the last bit), the one call per
@@ -346,7 +343,7 @@ def record_accounts(
     has = n_arr > 0
     if total:
         maxima[has] = torch.segment_reduce(ep, "max", lengths=torch.from_numpy(n_arr[has])).numpy()
-    composed, extras = [], []
+    extras = []
     for n, total_b, mx in zip(counts, sums, maxima.tolist()):
         if n:
             mean = total_b / n
@@ -356,19 +353,15 @@ def record_accounts(
                 "eps_total_mean": eps + mean,
                 "eps_total_max": eps + mx,
             }
-            composed.append(n * eps + total_b)
         else:
             stats = {"eps_prime_mean": 0.0, "eps_prime_max": 0.0, "eps_total_mean": 0.0, "eps_total_max": 0.0}
-            composed.append(0.0)
         extras.append(
             {
-                "eps_per_token_worst_case": worst_case,
-                "composed_eps_worst_case": n * worst_case,
                 **stats,
                 "composition": COMPOSITION,
             }
         )
-    return composed, extras
+    return extras
 
 
 __all__ = [

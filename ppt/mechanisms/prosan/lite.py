@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any, ClassVar
@@ -174,11 +173,8 @@ class ProSanLite(Mechanism):
             sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
             kept = sum(blk.size for blk in sm.get_matching_blocks())
             acc = Accounting(
-                notion=self.notion,
-                eps_per_token=math.inf,
                 n_tokens=len(a),
                 n_perturbed=len(a) - kept,
-                composed_eps=math.inf,
                 extra={"output_words": len(b)},
             )
             res.append(Sanitized(o, acc, None))

@@ -297,9 +297,6 @@ class ProSan(TokenPipeline):
             "email": self.emails,
         }
 
-    def eps_per_token(self) -> float:
-        return math.inf
-
     def privacy_events(self, acc, *, diagnostics: bool = False) -> list:
         """No DP guarantee: every word of the record is unprotected (kept verbatim or replaced by a rule
         that depends on the raw text); never an eps."""
@@ -308,9 +305,8 @@ class ProSan(TokenPipeline):
         n = int(acc.n_tokens)
         return [UnprotectedEvent(n, NO_DP)] if n else []
 
-    def record_accounting(
-        self, diag: dict[str, torch.Tensor], counts: list[int]
-    ) -> tuple[list[float], list[dict[str, Any]]]:
+    def record_extras(self, diag: dict[str, torch.Tensor], counts: list[int]) -> list[dict[str, Any]]:
+        """Per record: what the run recorded of it (meta) and its mean candidate-list size; no eps (no DP)."""
         meta = self._current.meta if self._current is not None else [{} for _ in counts]
         extras, offset = [], 0
         ncand = diag.get("n_candidates")
@@ -320,7 +316,7 @@ class ProSan(TokenPipeline):
                 e["candidates_mean"] = float(ncand[offset : offset + n].double().mean())
             offset += n
             extras.append(e)
-        return [math.inf] * len(counts), extras
+        return extras
 
     # ---- models -------------------------------------------------------------------------------------
 
