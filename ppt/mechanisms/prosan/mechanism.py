@@ -43,13 +43,15 @@ Cost: per batch, one greedy generation of ``response_tokens`` tokens, one forwar
 causal LM, and one masked-LM forward pass per replaced word (all batched); WordNet lookups are memoised.
 Models load in :meth:`prepare` (before input is read): a missing spaCy model, WordNet (when asked for) or LM
 is a configuration error (exit 78) naming the install command.
+
+This module wires ProSan into the token pipeline; the selection rule is :mod:`.plan`, and the candidate
+vocabulary, scoring and replacement passes of the models are :mod:`.model_passes`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -57,53 +59,17 @@ import torch
 
 from ppt.mechanisms.base import nonneg
 from ppt.mechanisms.pipeline import TokenPipeline
-from ppt.mechanisms.policy import (
-    DIGITS,
-    DROP,
-    KEEP,
-    PERTURB,
-    R_IMPORTANT,
-    R_NUMBER,
-    R_PERTURBED,
-    R_POS,
-    R_PUNCT,
-    R_WHITESPACE,
-    REASON_NAMES,
-    UNIFORM,
-    Policy,
-)
-from ppt.mechanisms.prosan import scores as sc
-from ppt.mechanisms.prosan.formats import EMAIL_RULE, fresh_email, is_email
-from ppt.mechanisms.prosan.replace import candidate_sets, replacement_probs, sample_columns
-from ppt.mechanisms.prosan.tagging import SpacyTagger, word_pieces
+from ppt.mechanisms.policy import REASON_NAMES, Policy
+from ppt.mechanisms.prosan.formats import EMAIL_RULE, fresh_email
+from ppt.mechanisms.prosan.model_passes import ModelPasses
+from ppt.mechanisms.prosan.plan import ProsanBatch, ProsanTokens, plan_batch
+from ppt.mechanisms.prosan.tagging import SpacyTagger
 from ppt.mechanisms.prosan.threads import parse_threads, torch_threads
-from ppt.spaces.tokens import PUNCT_CODE, SPACE_CODE, TokenBatch, Tokens, kind_codes, kind_of
+from ppt.spaces.tokens import TokenBatch, Tokens
 
 NO_DP = "no DP guarantee: ProSan keeps or replaces words by importance and self-information"
 SIMILARITIES = ("auto", "wordnet", "embedding")
 CANDIDATE_RULE = "masked-LM whole-word alphabetic tokens of >= 2 letters (no special, ## or [unusedN] tokens)"
-
-
-@dataclass
-class ProsanBatch(TokenBatch):
-    """A batch's word pieces with ProSan's plan and scores attached (built by ``tokenize_batch``)."""
-
-    texts: list[str] = dataclasses.field(default_factory=list)
-    actions: np.ndarray | None = None
-    why: np.ndarray | None = None
-    starts: np.ndarray | None = None  # character start of each piece's core in its text
-    k: np.ndarray | None = None  # K_w per piece (0 for non-words)
-    o: np.ndarray | None = None  # O_w per piece
-    meta: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # per record: gamma, H, counts
-    emails: list[list[str]] = dataclasses.field(default_factory=list)  # per record: its protected e-mail addresses
-
-
-@dataclass
-class ProsanTokens(Tokens):
-    """One text's pieces with ProSan's plan (``ProSan.tokenizer.tokenize``)."""
-
-    actions: np.ndarray | None = None
-    why: np.ndarray | None = None
 
 
 class _WordTokenizer:
@@ -132,7 +98,7 @@ def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     return value
 
 
-class ProSan(TokenPipeline):
+class ProSan(ModelPasses, TokenPipeline):
     """ProSan: importance- and self-information-driven anonymization (no DP guarantee)."""
 
     name: ClassVar[str] = "prosan"
@@ -352,40 +318,6 @@ class ProSan(TokenPipeline):
         self._ready = True
         return self
 
-    def _build_candidates(self) -> None:
-        tok = self.mlm_tok
-        n = min(len(tok), self.mlm.get_input_embeddings().weight.shape[0])
-        specials = set(tok.all_special_ids)
-        texts = tok.convert_ids_to_tokens(list(range(n)))
-        keep = [
-            i
-            for i, t in enumerate(texts)
-            if i not in specials and t and t.isalpha() and len(t) >= 2 and not t.startswith("##")
-        ]
-        self._candidates = torch.as_tensor(keep, dtype=torch.long)
-        self._cand_text = [texts[i] for i in keep]
-        self.id_text = np.asarray(texts, dtype=object)
-        self.cand_fold: dict[str, list[int]] = {}
-        for col, t in enumerate(self._cand_text):
-            self.cand_fold.setdefault(t.casefold(), []).append(col)
-        self.vocab = tok.get_vocab()
-        self.lowercase = bool(getattr(tok, "do_lower_case", False)) or bool(
-            tok("A", add_special_tokens=False)["input_ids"] == tok("a", add_special_tokens=False)["input_ids"]
-        )
-        emb = self.mlm.get_input_embeddings().weight.detach().float()
-        self.mlm_emb = torch.nn.functional.normalize(emb, dim=1)
-        self.max_mlm_len = int(getattr(self.mlm.config, "max_position_embeddings", 512) or 512)
-
-    @property
-    def candidates(self) -> torch.Tensor:
-        self.prepare()
-        return self._candidates
-
-    @property
-    def cand_text(self) -> list[str]:
-        self.prepare()
-        return self._cand_text
-
     # ---- the pipeline's hooks -----------------------------------------------------------------------
 
     def tokenize_batch(self, texts: list[str], reproducible: bool | None = None) -> ProsanBatch:
@@ -393,86 +325,9 @@ class ProSan(TokenPipeline):
         self.prepare()
         if reproducible is None:
             reproducible = self.batching == "record"
-        tags = self.tagger(list(texts))
-        leads, cores, poss = [], [], []
-        for t, tg in zip(texts, tags):
-            a, b, p = word_pieces(t, tg)
-            leads.append(a)
-            cores.append(b)
-            poss.append(p)
-        lens = [len(c) for c in cores]
-        bounds = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        lead = [x for a in leads for x in a]
-        core = [x for b in cores for x in b]
-        pos = np.asarray([x for p in poss for x in p], dtype=object)
-        kinds = [kind_of(c) for c in core]
-        codes = kind_codes(kinds)
-        is_word = codes != SPACE_CODE
-        with torch_threads(self.threads):
-            word_scores = self.score(
-                list(texts), leads, cores, [is_word[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])], reproducible
-            )
-        n = len(core)
-        k = np.zeros(n)
-        o = np.zeros(n)
-        actions = np.full(n, KEEP, np.int8)
-        why = np.full(n, R_POS, np.int8)
-        why[codes == SPACE_CODE] = R_WHITESPACE
-        why[codes == PUNCT_CODE] = R_PUNCT
-        email = np.fromiter((self.emails and "@" in c and is_email(c) for c in core), dtype=bool, count=n)
-        eligible = is_word & (codes != PUNCT_CODE) & (np.isin(pos, self.pos) | email)
-        has_digit = np.fromiter((any(ch.isdigit() for ch in c) for c in core), dtype=bool, count=n)
-        starts = np.zeros(n, np.int64)
-        meta, emails = [], []
-        for r, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
-            ws = word_scores[r]
-            widx = lo + np.flatnonzero(is_word[lo:hi])
-            k[widx], o[widx] = ws.importance, ws.privacy
-            ends = np.cumsum([len(a) + len(b) for a, b in zip(lead[lo:hi], core[lo:hi])])
-            starts[lo:hi] = (
-                ends - np.asarray([len(b) for b in core[lo:hi]], dtype=np.int64) if hi > lo else starts[lo:hi]
-            )
-            cand = lo + np.flatnonzero(eligible[lo:hi])
-            gamma = sc.protected_share(self.lam, ws.entropy) if len(widx) else 0.0
-            m = sc.n_protected(gamma, len(cand))
-            chosen = cand[np.argsort(k[cand], kind="stable")[:m]]
-            why[cand] = R_IMPORTANT
-            mail = chosen[email[chosen]]
-            chosen = chosen[~email[chosen]]
-            num = chosen[has_digit[chosen]]
-            word = chosen[~has_digit[chosen]]
-            actions[num] = DIGITS if self.policy.numbers == "random-digits" else DROP
-            why[num] = R_NUMBER
-            mail = np.sort(mail)
-            actions[mail], why[mail] = UNIFORM, R_PERTURBED
-            emails.append([core[j] for j in mail.tolist()])
-            actions[word], why[word] = PERTURB, R_PERTURBED
-            meta.append({"gamma": gamma, "entropy": ws.entropy, "n_eligible": int(len(cand)), "n_protected": int(m)})
-        rows = np.asarray([self._vocab_id(c) for c in core], dtype=np.int64)
-        tb = ProsanBatch(
-            lead=lead,
-            core=core,
-            kinds=kinds,
-            rows=rows,
-            codes=codes,
-            bounds=bounds,
-            texts=list(texts),
-            actions=actions,
-            why=why,
-            starts=starts,
-            k=k,
-            o=o,
-            meta=meta,
-            emails=emails,
-        )
+        tb = plan_batch(self, texts, reproducible)
         self._current, self._mail_records = tb, None
         return tb
-
-    def _vocab_id(self, word: str) -> int:
-        """The masked LM's id of a whole word (-1 when it is not one token of its vocabulary)."""
-        if not word:
-            return -1
-        return int(self.vocab.get(word.lower() if self.lowercase else word, -1))
 
     def plan(self, tokens: Tokens) -> tuple[np.ndarray, list[str]]:
         if isinstance(tokens, ProsanTokens):
@@ -511,133 +366,6 @@ class ProSan(TokenPipeline):
         if len(words) != n:
             raise RuntimeError("ProSan's e-mail plan and the pipeline disagree")
         return np.asarray([fresh_email(w, g) for w in words], dtype=object)
-
-    # ---- scoring and replacement ----------------------------------------------------------------------
-
-    def score(
-        self,
-        texts: list[str],
-        leads: list[list[str]],
-        cores: list[list[str]],
-        is_word: list[np.ndarray],
-        reproducible: bool,
-    ) -> list[sc.WordScores]:
-        """K, O and H of every text (one record at a time when ``reproducible``)."""
-        enc = self.lm_tok(texts, add_special_tokens=False, return_offsets_mapping=True)
-        prompts, words, n_words = [], [], []
-        room = max(1, self.max_tokens - len(self.prefix))
-        for i in range(len(texts)):
-            cmap, _ = sc.char_word_map(leads[i], cores[i], is_word[i])
-            ids = enc["input_ids"][i][:room]
-            offs = [tuple(x) for x in enc["offset_mapping"][i][:room]]
-            prompts.append(self.prefix + list(ids))
-            words.append(np.concatenate([np.full(len(self.prefix), -1, np.int64), sc.token_words(offs, cmap)]))
-            n_words.append(int(is_word[i].sum()))
-        out: list[sc.WordScores | None] = [None] * len(texts)
-        cache = self.score_cache
-        if cache is not None:
-            for i, t in enumerate(texts):
-                out[i] = cache.get((t, reproducible))
-        step = 1 if reproducible else self.batch_size
-        todo = [i for i in range(len(texts)) if out[i] is None]
-        order = todo if reproducible else sorted(todo, key=lambda i: len(prompts[i]))
-        for s in range(0, len(order), step):
-            grp = order[s : s + step]
-            live = [i for i in grp if len(prompts[i]) > len(self.prefix) and n_words[i]]
-            for i in grp:
-                if i not in live:
-                    out[i] = sc.WordScores(np.zeros(n_words[i]), np.zeros(n_words[i]), np.zeros(n_words[i]), 0.0)
-            if not live:
-                continue
-            resp = sc.greedy_responses(
-                self.lm, [prompts[i] for i in live], self.response_tokens, self.lm_pad, self.lm_eos
-            )
-            res = sc.score_batch(
-                self.lm,
-                [prompts[i] for i in live],
-                resp,
-                [words[i] for i in live],
-                [n_words[i] for i in live],
-                len(self.prefix),
-            )
-            for i, r in zip(live, res):
-                out[i] = r
-        if cache is not None:
-            for i, t in enumerate(texts):
-                cache[(t, reproducible)] = out[i]
-        return out  # type: ignore[return-value]
-
-    def _masked_ids(self, text: str, start: int, end: int) -> tuple[list[int], int]:
-        tok = self.mlm_tok
-        ids = tok(text[:start] + tok.mask_token + text[end:])["input_ids"]
-        m = ids.index(tok.mask_token_id)
-        L = self.max_mlm_len
-        if len(ids) > L:  # a window around the mask, [CLS] and [SEP] kept
-            lo = max(1, min(m - (L - 2) // 2, len(ids) - 1 - (L - 2)))
-            ids = [ids[0]] + ids[lo : lo + L - 2] + [ids[-1]]
-            m = m - lo + 1
-        return ids, m
-
-    def perturb(self, tb: ProsanBatch, positions: np.ndarray, u: torch.Tensor, reproducible: bool = True):
-        """New masked-LM ids for the pieces at ``positions`` (batch order) and per-position diagnostics."""
-        from ppt.lm.base import gathered_logits, right_pad
-
-        rec = np.searchsorted(tb.bounds, positions, side="right") - 1
-        copies, at = [], []
-        for p, r in zip(positions.tolist(), rec.tolist()):
-            s = int(tb.starts[p])
-            ids, m = self._masked_ids(tb.texts[r], s, s + len(tb.core[p]))
-            copies.append(ids)
-            at.append(m)
-        dev = self.mlm_emb.device
-        cand = self._candidates.to(dev)
-        groups: list[list[int]] = []
-        if reproducible:
-            for r in np.unique(rec).tolist():
-                groups.append(np.flatnonzero(rec == r).tolist())
-        else:
-            groups = [list(range(s, min(s + 32, len(copies)))) for s in range(0, len(copies), 32)]
-        probs = torch.empty((len(copies), cand.numel()), device=dev)
-        pad = self.mlm_tok.pad_token_id or 0
-        with torch.inference_mode():
-            for g in groups:
-                ids, attn = right_pad([copies[j] for j in g], pad)
-                rows = torch.arange(len(g))
-                cols = torch.as_tensor([at[j] for j in g])
-                logits = gathered_logits(self.mlm, ids.to(dev), attn.to(dev), rows.to(dev), cols.to(dev)).float()
-                probs[g] = torch.softmax(logits[:, cand], dim=1)
-        words = [tb.core[p] for p in positions.tolist()]
-        if self.exclude_original:
-            for j, w in enumerate(words):
-                for col in self.cand_fold.get(w.casefold(), ()):
-                    probs[j, col] = 0.0
-            total = probs.sum(1, keepdim=True)
-            probs = torch.where(total > 0, probs / total.clamp_min(1e-30), torch.full_like(probs, 1.0 / probs.shape[1]))
-        cols, mask = candidate_sets(probs, self.tau, self.max_candidates)
-        sims = self.similarities(words, cols)
-        k = torch.as_tensor(tb.k[positions], dtype=torch.float64)
-        o = torch.as_tensor(tb.o[positions], dtype=torch.float64)
-        P = replacement_probs(k, o, sims.double().cpu(), mask.cpu(), self.scale)
-        pick = sample_columns(P, u.cpu())
-        chosen = cols.cpu()[torch.arange(len(pick)), pick]
-        new_ids = self._candidates[chosen].numpy().astype(np.int64)
-        return new_ids, {"n_candidates": mask.sum(1).cpu()}
-
-    def similarities(self, words: list[str], cols: torch.Tensor) -> torch.Tensor:
-        """s_c [n, C] of each word to its candidate columns."""
-        if self.similarity_fn is not None:
-            ctext = self._cand_text
-            return torch.as_tensor(
-                [self.similarity_fn(w, [ctext[c] for c in row]) for w, row in zip(words, cols.cpu().tolist())],
-                dtype=torch.float64,
-            )
-        vecs = []
-        for w in words:
-            ids = self.mlm_tok(w, add_special_tokens=False)["input_ids"] or [self.mlm_tok.unk_token_id or 0]
-            vecs.append(self.mlm_emb[torch.as_tensor(ids, device=self.mlm_emb.device)].mean(0))
-        v = torch.nn.functional.normalize(torch.stack(vecs), dim=1)
-        c = self.mlm_emb[self._candidates.to(self.mlm_emb.device)[cols]]  # [n, C, d]
-        return torch.einsum("nd,ncd->nc", v, c).clamp(0.0, 1.0).double()
 
 
 def _flag(value: Any) -> bool:
