@@ -65,6 +65,7 @@ class Mechanism(ABC):
     # declared parameters (ppt.mechanisms.params): checked generically, listed by `ppt mechs`, checked against
     # `--param` before any space or model loads; a mechanism that declares them gets ``defaults`` from them
     PARAMS: ClassVar[tuple[Param, ...]] = ()
+    rows_in_model_space: ClassVar[bool] = False  # True: pairs' rows are a context model's token ids (Cape)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -122,6 +123,11 @@ class Mechanism(ABC):
 
     def stamp(self) -> dict[str, Any]:
         return {"mechanism": self.name, "notion": self.notion, "params": self.params()}
+
+    def audit_model(self):
+        """This mechanism's output distribution for `ppt audit`: an :class:`ppt.mechanisms.exact.ExactModel`
+        (log P(y|x) from the mechanism's own tables), or None when it has none (the audit then says so)."""
+        return None
 
     def privacy_events(self, acc: Accounting, *, diagnostics: bool = False) -> list:
         """What one record's release guarantees, as :mod:`ppt.accounting` events, from public parameters

@@ -173,6 +173,12 @@ class CusText(TokenMechanism):
         self.table_artifact = None
         self._loaded = False
 
+    def audit_model(self):
+        """This mechanism's output distribution for `ppt audit` (:mod:`ppt.mechanisms.exact`)."""
+        from ppt.mechanisms.exact import CusTextModel
+
+        return CusTextModel(self)
+
     def privacy_events(self, acc, *, diagnostics: bool = False) -> list:
         """eps-DP only among the K words of the input's group: conditional on the group, never proven over
         the vocabulary (a word of another group has a disjoint output set: distinguishable with certainty)."""

@@ -5,9 +5,8 @@ Why entry points: a mechanism from another package registers itself the way ``ll
     [project.entry-points."ppt.mechanisms"]
     mymech = "mypkg.mech:MyMechanism"
 
-The built-ins are declared there too (pyproject.toml) and also here, so they keep working when the
-installed metadata is stale (an editable install from an older checkout); for a built-in name this
-table wins. Nothing is imported until a mechanism is asked for, so listing them loads no model.
+The built-ins are listed once, here (not in pyproject.toml), so they work whatever the installed
+metadata says; a plug-in that declares a built-in name is ignored. Nothing is imported until a mechanism is asked for, so listing them loads no model.
 """
 
 from __future__ import annotations

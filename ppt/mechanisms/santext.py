@@ -366,6 +366,12 @@ class SanText(TokenMechanism):
         numerator and the normaliser), d <= D over the vocabulary (:func:`distances.diameter_bound`)."""
         return self.eps * distances.diameter_bound(self.space)
 
+    def audit_model(self):
+        """This mechanism's output distribution for `ppt audit` (:mod:`ppt.mechanisms.exact`)."""
+        from ppt.mechanisms.exact import SanTextModel
+
+        return SanTextModel(self)
+
     def privacy_events(self, acc, *, diagnostics: bool = False) -> list:
         """Metric DP per resampled word (with its unit and the worst case over the vocabulary); words
         SanText+ kept verbatim are unprotected and outside every composed eps."""

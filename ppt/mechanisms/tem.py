@@ -107,6 +107,12 @@ class TEM(TokenMechanism):
         2 ln(((1 - beta) / beta)(|V| - 1)) does not depend on eps."""
         return self.eps * min(diameter_bound(self.space), self.gamma)
 
+    def audit_model(self):
+        """This mechanism's output distribution for `ppt audit` (:mod:`ppt.mechanisms.exact`)."""
+        from ppt.mechanisms.exact import TEMModel
+
+        return TEMModel(self)
+
     def privacy_events(self, acc, *, diagnostics: bool = False) -> list:
         return [
             SelfComposedEvent(

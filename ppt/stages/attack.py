@@ -37,8 +37,8 @@ def stamped_space(data: dict) -> str | None:
     view = stamp_view(sanitize_block(data))
     if view["space"]:
         return view["space"]
-    if view["mechanism"] == "cape" and isinstance(view["model"], str):
-        return view["model"]  # Cape works in its context model's input-embedding space
+    if isinstance(view["model"], str) and mechanism_attribute(view["mechanism"], "rows_in_model_space"):
+        return view["model"]  # e.g. Cape: its rows are its context model's token ids (input-embedding space)
     return None
 
 
@@ -51,17 +51,22 @@ def stamped_keeps_stopwords(data: dict) -> bool:
     return default_stopwords(view["mechanism"]) == "keep"
 
 
-def default_stopwords(mechanism: str | None) -> str | None:
-    """The stopword rule of ``mechanism``'s default policy (None when the mechanism is unknown here)."""
+def mechanism_attribute(mechanism: str | None, attr: str) -> Any:
+    """A class attribute of the mechanism a stamp names (None when it is unknown here): what the attack
+    needs to know of a mechanism, the mechanism says."""
     if not mechanism:
         return None
     from ppt.mechanisms import mechanism_class
 
     try:
-        policy = getattr(mechanism_class(mechanism), "default_policy", None)
+        return getattr(mechanism_class(mechanism), attr, None)
     except (KeyError, ImportError):
         return None
-    return getattr(policy, "stopwords", None)
+
+
+def default_stopwords(mechanism: str | None) -> str | None:
+    """The stopword rule of ``mechanism``'s default policy (None when the mechanism is unknown here)."""
+    return getattr(mechanism_attribute(mechanism, "default_policy"), "stopwords", None)
 
 
 def merge_result(data: dict, result_field: str, name: str, result: dict, stage_block: dict) -> dict | RecordError:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ppt.audit import Claim, audit
-from ppt.audit.core import perturbable
+from ppt.audit.search import perturbable
 from ppt.io import ExitCode, PptError, Record
 from ppt.mechanisms import Mechanism
 from ppt.stages.base import prepare_mechanism
@@ -26,11 +26,11 @@ def stamped_claim(mech: Mechanism, seed: int | None) -> tuple[Claim, dict]:
     word verbatim with probability 1 - p, and the word is then outside the proven scope. So up to
     ``CLAIM_PROBES`` records (the perturbable one-token texts in turn, each its own id) are stamped, and
     the first proven claim is the one audited; none proven: no claim."""
-    if hasattr(mech, "space") and mech.space is not None:
-        rows = list(range(min(256, mech.space.size)))
-    else:
-        rows = [int(r) for r in mech.candidates[:256].tolist()]
-    texts = list(perturbable(mech, rows, seed).values())
+    model = mech.audit_model()
+    if model is None:
+        raise PptError(f"{mech.name} has no audit_model(): ppt audit cannot compute its output distribution")
+    rows = [int(r) for r in model.universe()[:256]]
+    texts = list(perturbable(mech, model, rows, seed).values())
     if not texts:
         raise PptError(f"{mech.name}: no one-token prompt of the first 256 tokens is perturbed; nothing to audit")
     for k in range(CLAIM_PROBES):

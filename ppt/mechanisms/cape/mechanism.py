@@ -140,6 +140,7 @@ class Cape(TokenPipeline):
     """Cape: bucketized exponential mechanism over a context model's vocabulary (eps-LDP per token + eps')."""
 
     name: ClassVar[str] = "cape"
+    rows_in_model_space: ClassVar[bool] = True
     notion: ClassVar[str] = (
         "eps-LDP per token at the bucketized exponential mechanism's data-independent worst case; the paper's eps + eps' is a claim"
     )
@@ -340,6 +341,12 @@ class Cape(TokenPipeline):
     CLAIM_EPS_ONLY: ClassVar[str] = (
         "Cape paper's eps only: eps' depends on the raw text, so eps+eps' is in --diagnostics"
     )
+
+    def audit_model(self):
+        """This mechanism's output distribution for `ppt audit` (:mod:`ppt.mechanisms.exact`)."""
+        from ppt.mechanisms.exact import CapeModel
+
+        return CapeModel(self)
 
     def privacy_events(self, acc, *, diagnostics: bool = False) -> list:
         """Proven: the data-independent worst case per token (``worst_case_eps``, ~17.6 at eps 6 on

@@ -298,6 +298,12 @@ class Rantext(TokenMechanism):
 
     CONDITION: ClassVar[str] = "random adjacency list C_r"
 
+    def audit_model(self):
+        """This mechanism's output distribution for `ppt audit` (:mod:`ppt.mechanisms.exact`)."""
+        from ppt.mechanisms.exact import RantextModel
+
+        return RantextModel(self)
+
     def privacy_events(self, acc, *, diagnostics: bool = False) -> list:
         return [SelfComposedEvent(ConditionalDpEvent(self.eps, self.CONDITION), int(acc.n_perturbed))]
 

@@ -1,19 +1,12 @@
-"""Output distributions of each mechanism for given inputs, as the auditor sees them.
+"""Each mechanism's output distribution for given inputs, as `ppt audit` reads it (``Mechanism.audit_model``).
 
-Exact where the mechanism's own tables give them:
-
-* SanText / SanText+: the float64 interval widths of the banded inverse CDF the sampler searches
-  (``SanText.probabilities``, exact to float64 precision down to ~1e-32); SanText+ mixes in "kept" with
-  probability 1 - p for non-sensitive words.
-* CusText(+): the float64 CDF rows over the word's group.
-* TEM: P(y|x) proportional to exp(-eps/2 min(d(x, y), gamma)) over the vocabulary (the bottom element's
-  mass split evenly over the words outside L_x), from the same float32 distance rows the sampler uses.
-* Cape: the bucketized EM's closed form at one context (a one-token prompt), from the mechanism's own
-  utilities.
-
-RANTEXT's list C_r depends on a radius r drawn from the Laplace-norm distribution, for which there is no
-closed form: :class:`RantextModel` computes P(y | x, r) exactly for each sampled radius and averages
-(bounded means, see :mod:`ppt.audit.bounds`).
+Why beside the mechanisms: the distribution is knowledge the mechanism owns (its tables, its closed form),
+so a plug-in mechanism that returns an :class:`ExactModel` from ``audit_model()`` is audited like a
+built-in, with no branch on its name in :mod:`ppt.audit`. Exact where the mechanism's tables give it:
+SanText(+) from the banded inverse CDF's float64 widths (SanText+ mixes in "kept" with probability 1 - p),
+CusText(+) from the float64 CDF rows of the word's group, TEM from exp(-eps/2 min(d, gamma)) over the
+float32 distance rows the sampler uses, Cape from the bucketized EM's closed form at a one-token context.
+RANTEXT's list C_r depends on a random radius: :class:`RantextModel` is exact per sampled radius.
 """
 
 from __future__ import annotations
@@ -21,21 +14,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 
-from ppt.mechanisms.cape.mechanism import Cape
-from ppt.mechanisms.custext import CusText
-from ppt.mechanisms.rantext.mechanism import Rantext
-from ppt.mechanisms.santext import SanText, SanTextPlus
-from ppt.mechanisms.tem import TEM
+from ppt.lazy import lazy_module
 from ppt.samplers import laplace
 from ppt.spaces.distances import distance_rows
+
+torch = lazy_module("torch")
 
 
 @dataclass
 class ExactModel:
     """log P(out | input) rows for inputs given as row ids, outputs indexed 0..n_out-1 (``out_ids`` maps
-    an output index to the row or token id the pipeline reports)."""
+    an output index to the row or token id the pipeline reports).
+
+    The auditor searches pairs of ``universe()`` rows (nearest and farthest by ``distance`` when the model
+    has a metric space, random ones otherwise), keeps those ``claim_mask`` allows, and names tokens with
+    ``token_texts`` / ``output_text``."""
 
     mech: object
     kind: str  # "table" | "closed-form"
@@ -44,15 +38,39 @@ class ExactModel:
     metric: bool = False  # claim per unit distance (d_X-privacy)
     group_of: np.ndarray | None = None  # claim only between inputs of one group (CusText)
     notes: list[str] = field(default_factory=list)
+    texts: dict[int, str] = field(default_factory=dict)  # row -> its one-token prompt (set by the auditor)
 
     def logp(self, rows: np.ndarray) -> np.ndarray:  # [n, n_out] float64
         raise NotImplementedError
 
+    @property
+    def space(self):
+        """The embedding space the rows index, or None (Cape: token ids of a context model)."""
+        return getattr(self.mech, "space", None)
+
+    def universe(self) -> np.ndarray:
+        """The input rows an audit may search."""
+        return np.arange(self.space.size)
+
+    def token_texts(self, row: int) -> list[str]:
+        """Candidate one-token texts for an input row, tried in turn until the pipeline perturbs one."""
+        t = self.space.vocab[row]
+        return [t, " " + t, t.lower()]
+
+    def output_text(self, row: int) -> str:
+        return self.space.vocab[row]
+
+    def input_text(self, row: int) -> str:
+        return self.space.vocab[row]
+
+    def claim_mask(self) -> tuple[np.ndarray, str] | None:
+        """Rows the proven claim covers (pairs outside it are left out) and the note saying why; None: all."""
+        return None
+
     def distance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """d(a_i, b_i) in the space's metric (float32 GEMM rows, as the mechanisms use)."""
-        space = self.mech.space
         uniq, inv = np.unique(a, return_inverse=True)
-        d = distance_rows(space, torch.from_numpy(uniq)).double().cpu().numpy()
+        d = distance_rows(self.space, torch.from_numpy(uniq)).double().cpu().numpy()
         return d[inv, b]
 
 
@@ -62,7 +80,7 @@ def _log(p: np.ndarray) -> np.ndarray:
 
 
 class SanTextModel(ExactModel):
-    def __init__(self, mech: SanText):
+    def __init__(self, mech):
         super().__init__(mech, "closed-form", mech.space.size, np.arange(mech.space.size), metric=True)
 
     def logp(self, rows):
@@ -70,15 +88,24 @@ class SanTextModel(ExactModel):
         p_cols = m.probabilities(torch.as_tensor(np.asarray(rows), dtype=torch.int64)).numpy()
         p = np.zeros((len(rows), self.n_out))
         p[:, m.sensitive] = p_cols
-        if isinstance(m, SanTextPlus):
+        if m.keeps_words:  # SanText+: a non-sensitive word is kept with probability 1 - p
             keep = ~m._is_sensitive.cpu().numpy()[rows]
             p[keep] *= m.p
             p[np.flatnonzero(keep), np.asarray(rows)[keep]] += 1.0 - m.p
         return _log(p)
 
+    def claim_mask(self):
+        if not self.mech.keeps_words:
+            return None
+        return (
+            self.mech._is_sensitive.cpu().numpy(),
+            "a non-sensitive word is kept verbatim with probability 1-p, infinite loss, which the stamp lists "
+            "as unprotected and outside its proven figure",
+        )
+
 
 class CusTextModel(ExactModel):
-    def __init__(self, mech: CusText):
+    def __init__(self, mech):
         mech._load()
         super().__init__(
             mech, "table", mech.space.size, np.arange(mech.space.size), group_of=mech.group_of.cpu().numpy()
@@ -99,7 +126,7 @@ class CusTextModel(ExactModel):
 
 
 class TEMModel(ExactModel):
-    def __init__(self, mech: TEM):
+    def __init__(self, mech):
         super().__init__(mech, "closed-form", mech.space.size, np.arange(mech.space.size), metric=True)
 
     def logp(self, rows):
@@ -110,45 +137,52 @@ class TEMModel(ExactModel):
 
 
 class CapeModel(ExactModel):
-    def __init__(self, mech: Cape):
-        super().__init__(mech, "closed-form", int(mech.candidates.numel()), mech.candidates.cpu().numpy())
-        self.texts: dict[int, str] = {}  # token id -> its one-token prompt (set by the auditor)
+    """Cape's rows are its context model's token ids (no embedding space): pairs are drawn at random."""
 
-    @torch.inference_mode()
+    def __init__(self, mech):
+        super().__init__(mech, "closed-form", int(mech.candidates.numel()), mech.candidates.cpu().numpy())
+
+    @property
+    def space(self):
+        return None
+
+    def universe(self) -> np.ndarray:
+        return self.out_ids
+
+    def token_texts(self, row: int) -> list[str]:
+        t = self.output_text(row)
+        return [t, " " + t]
+
+    def output_text(self, row: int) -> str:
+        col = int(np.flatnonzero(self.out_ids == row)[0])
+        return self.mech.cand_text[col]
+
+    def input_text(self, row: int) -> str:
+        return self.texts.get(row) or str(row)
+
     def logp(self, rows):
         from ppt.mechanisms.cape import utility as cu
 
         m = self.mech
         out = []
-        for row in np.asarray(rows).tolist():
-            ids = np.asarray(m.tokenizer.tokenize(self.texts[row]).ids, dtype=np.int64)
-            pos = np.flatnonzero(ids == row)[:1]
-            feats = m.lm.features([ids], [pos])
-            u = m.utilities(m.lm.candidate_logits(feats).float().clone(), torch.tensor([row], device=m.device))
-            out.append(cu.closed_form(u.double(), m.eps, m.delta_u, m.buckets).log().cpu().numpy()[0])
+        with torch.inference_mode():
+            for row in np.asarray(rows).tolist():
+                ids = np.asarray(m.tokenizer.tokenize(self.texts[row]).ids, dtype=np.int64)
+                pos = np.flatnonzero(ids == row)[:1]
+                feats = m.lm.features([ids], [pos])
+                logits = m.lm.candidate_logits(feats).float().clone()
+                u = m.utilities(logits, torch.tensor([row], device=m.device))
+                out.append(cu.closed_form(u.double(), m.eps, m.delta_u, m.buckets).log().cpu().numpy()[0])
         return np.stack(out)
 
 
-def exact_model(mech) -> ExactModel | None:
-    if isinstance(mech, SanText):
-        return SanTextModel(mech)
-    if isinstance(mech, CusText):
-        return CusTextModel(mech)
-    if isinstance(mech, TEM):
-        return TEMModel(mech)
-    if isinstance(mech, Cape):
-        return CapeModel(mech)
-    return None
-
-
-class RantextModel:
+class RantextModel(ExactModel):
     """P(y | x) of RANTEXT as E_r[P(y | x, r)]: the list C_r and the exponential mechanism inside it are
     exact for each radius; the radii are drawn as the mechanism draws them (the norm of a Laplace vector
     with scales Delta_d / Z), from the auditor's own generator."""
 
-    def __init__(self, mech: Rantext):
-        self.mech = mech
-        self.space = mech.space
+    def __init__(self, mech):
+        super().__init__(mech, "sampled-radius", mech.space.size, np.arange(mech.space.size))
         self._sr = mech.space.sorted_rows(quiet=True) if mech.uses_fast_path else None
 
     def sorted_row(self, x: int) -> tuple[np.ndarray, np.ndarray]:
@@ -165,7 +199,7 @@ class RantextModel:
         out[idx] = dist
         return out
 
-    def radii(self, n: int, g: torch.Generator) -> np.ndarray:
+    def radii(self, n: int, g) -> np.ndarray:
         return laplace.laplace_norms(n, self.mech.noise_scale, g).numpy()
 
     def cond_probs(self, x: int, ys: np.ndarray, r: np.ndarray, chunk: int = 1 << 14) -> np.ndarray:
@@ -183,4 +217,4 @@ class RantextModel:
         return out
 
 
-__all__ = ["ExactModel", "RantextModel", "exact_model", "SanTextModel", "CusTextModel", "TEMModel", "CapeModel"]
+__all__ = ["CapeModel", "CusTextModel", "ExactModel", "RantextModel", "SanTextModel", "TEMModel"]
