@@ -121,13 +121,13 @@ def _mechanism(name: str, eps: float, shared: _Shared):
 def run_cell(name: str, eps: float, docs: list[dict], shared: _Shared) -> dict:
     """Sanitize the corpus with one (mechanism, eps) and measure everything; one CSV row."""
 
-    from ppt.attacks.ngram import ngram_leakage
     from ppt.attacks.realign import align_texts, sanitize_aligned
     from ppt.attacks.summary import Tally
     from ppt.metrics.mapping import MappingTally, probe
     from ppt.metrics.rouge import rouge_l
     from ppt.metrics.similarity import paired_cosine
     from ppt.rng import record_generator
+    from ppt.stages.attack import KnnRunner, MtiRunner, NgramRunner
 
     cfg = shared.cfg
     t0 = time.perf_counter()
@@ -149,28 +149,29 @@ def run_cell(name: str, eps: float, docs: list[dict], shared: _Shared) -> dict:
         if a is None:
             aligns[i] = align_texts(space, texts[i], private[i], skip_stopwords=mech.policy.stopwords == "keep")
 
-    knn = shared.knn_attack(space)
-    tallies = {k: Tally() for k in cfg.ks}
+    # the attacks through the same runners `ppt attack` uses (their score and tallies), on the aligned docs
+    knn = KnnRunner(None, cfg.ks)
+    knn.attacks[space.name] = shared.knn_attack(space)
     mapping = MappingTally()
     for a in aligns:
-        h = knn.hits(a.orig_rows, a.new_rows)
-        for j, k in enumerate(cfg.ks):
-            tallies[k].add(int(h[:, j].sum()), len(a))
+        knn.score((a, space))
         mapping.add(a.orig_rows, a.new_rows)
+    tallies = knn.tallies
 
     mti_tally = Tally()
     if shared.mti is not None:
+        mti = MtiRunner(None, shared.mti, cfg.mti_model or "")
         for text, a in zip(private, aligns):
-            res = shared.mti.predict(text, a.spans, a.words(space.vocab))
-            scored = [r for r in res if r is not None]
-            mti_tally.add(sum(ok for ok, _ in scored), len(scored))
+            a.orig_words = a.words(space.vocab)
+            mti.score((a, text))
+        mti_tally = mti.tally
 
     cos = paired_cosine(shared.encoder, private, texts)
     rouge = [rouge_l(p, t)["f1"] for p, t in zip(private, texts)]
-    leak = {n: Tally() for n in (1, 2, 3)}
+    ngram = NgramRunner(None, (1, 2, 3))
     for p, t in zip(private, texts):
-        for n, (s, tot) in ngram_leakage(t, p).items():
-            leak[n].add(s, tot)
+        ngram.score((t, p))
+    leak = ngram.tallies
 
     probe_res: dict[str, Any] = {}
     rows = np.unique(np.concatenate([a.orig_rows for a in aligns])) if aligns else np.empty(0, np.int64)

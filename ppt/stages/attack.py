@@ -172,15 +172,56 @@ class TokenAligner:
         return al, target
 
 
-class KnnRunner(Stage):
+class AttackRunner(Stage):
+    """The per-record loop every attack shares: read the record's inputs (``inputs``, which may raise
+    RecordError for that record alone), score them (``score``: one record's result and its stamp block,
+    adding to the runner's tallies), merge the result under ``result_field`` with a ``ppt.attack_<name>``
+    stamp. An attack is its ``inputs`` and ``score``; ``score_batch`` scores a batch at once where the
+    attack is batched (the LLM attack). The sweep (:mod:`ppt.experiments.sweep`) calls the same ``score``."""
+
+    name: str = ""
+
+    def __init__(self, result_field: str = "attack"):
+        self.result_field = result_field
+        self.n_records = 0
+
+    def inputs(self, rec: Record) -> Any:
+        raise NotImplementedError
+
+    def score(self, inputs: Any) -> tuple[dict, dict]:
+        raise NotImplementedError
+
+    def score_batch(self, inputs: list[Any]) -> list[tuple[dict, dict] | RecordError]:
+        return [self.score(x) for x in inputs]
+
+    def __call__(self, batch: list[Record]) -> list[dict | RecordError]:
+        out: list[dict | RecordError | None] = [None] * len(batch)
+        ok, ins = [], []
+        for i, rec in enumerate(batch):
+            try:
+                ins.append(self.inputs(rec))
+                ok.append(i)
+            except RecordError as e:
+                out[i] = e
+        for i, scored in zip(ok, self.score_batch(ins) if ins else []):
+            if isinstance(scored, RecordError):
+                out[i] = scored
+                continue
+            result, block = scored
+            self.n_records += 1
+            out[i] = merge_result(batch[i].data, self.result_field, self.name, result, block)
+        return out  # type: ignore[return-value]
+
+
+class KnnRunner(AttackRunner):
     name = "knn"
 
-    def __init__(self, aligner: TokenAligner, ks: tuple[int, ...] = (1, 10), result_field: str = "attack"):
-        self.aligner, self.ks, self.result_field = aligner, tuple(sorted(set(ks))), result_field
+    def __init__(self, aligner: TokenAligner | None, ks: tuple[int, ...] = (1, 10), result_field: str = "attack"):
+        super().__init__(result_field)
+        self.aligner, self.ks = aligner, tuple(sorted(set(ks)))
         self.attacks: dict[str, Any] = {}
         self.tallies = {k: Tally() for k in self.ks}
         self.unmapped = 0
-        self.n_records = 0
         self.space_names: set[str] = set()
 
     def prepare(self) -> None:
@@ -196,36 +237,23 @@ class KnnRunner(Stage):
             self.attacks[space.name] = KnnAttack(space, self.ks)
         return self.attacks[space.name]
 
-    def __call__(self, batch: list[Record]) -> list[dict | RecordError]:
-        out: list[dict | RecordError] = []
-        for rec in batch:
-            try:
-                al, space = self.aligner(rec)
-            except RecordError as e:
-                out.append(e)
-                continue
-            valid = al.new_rows >= 0
-            self.unmapped += int((~valid).sum())
-            hits = self._attack(space).hits(al.orig_rows[valid], al.new_rows[valid])
-            n = int(valid.sum())
-            result: dict[str, Any] = {}
-            for j, k in enumerate(self.ks):
-                s = int(hits[:, j].sum())
-                self.tallies[k].add(s, n)
-                result[f"top{k}"] = record_block(s, n)
-            result.update(alignment=al.source, unaligned=al.n_unaligned)
-            self.n_records += 1
-            self.space_names.add(space.name)
-            out.append(
-                merge_result(
-                    rec.data,
-                    self.result_field,
-                    self.name,
-                    result,
-                    {"space": space.stamp(), "k": list(self.ks), "alignment": al.source},
-                )
-            )
-        return out
+    def inputs(self, rec: Record) -> tuple:
+        return self.aligner(rec)  # (alignment, space)
+
+    def score(self, inputs: tuple) -> tuple[dict, dict]:
+        al, space = inputs
+        valid = al.new_rows >= 0
+        self.unmapped += int((~valid).sum())
+        hits = self._attack(space).hits(al.orig_rows[valid], al.new_rows[valid])
+        n = int(valid.sum())
+        result: dict[str, Any] = {}
+        for j, k in enumerate(self.ks):
+            s = int(hits[:, j].sum())
+            self.tallies[k].add(s, n)
+            result[f"top{k}"] = record_block(s, n)
+        result.update(alignment=al.source, unaligned=al.n_unaligned)
+        self.space_names.add(space.name)
+        return result, {"space": space.stamp(), "k": list(self.ks), "alignment": al.source}
 
     def summary(self) -> dict:
         return {
@@ -239,13 +267,13 @@ class KnnRunner(Stage):
         }
 
 
-class MtiRunner(Stage):
+class MtiRunner(AttackRunner):
     name = "mti"
 
-    def __init__(self, aligner: TokenAligner, attack, model_name: str, result_field: str = "attack"):
-        self.aligner, self.attack, self.model_name, self.result_field = aligner, attack, model_name, result_field
+    def __init__(self, aligner: TokenAligner | None, attack, model_name: str, result_field: str = "attack"):
+        super().__init__(result_field)
+        self.aligner, self.attack, self.model_name = aligner, attack, model_name
         self.tally = Tally()
-        self.n_records = 0
         self.unaligned_mlm = 0
 
     def prepare(self) -> None:
@@ -259,32 +287,20 @@ class MtiRunner(Stage):
             "mask_length": self.attack.mask_length,
         }
 
-    def __call__(self, batch: list[Record]) -> list[dict | RecordError]:
-        out: list[dict | RecordError] = []
-        for rec in batch:
-            try:
-                al, _space = self.aligner(rec)
-            except RecordError as e:
-                out.append(e)
-                continue
-            words = al.orig_words if al.orig_words is not None else [""] * len(al)
-            res = self.attack.predict(rec.text or "", al.spans, words)
-            scored = [r for r in res if r is not None]
-            s, n = sum(1 for ok, _ in scored if ok), len(scored)
-            self.unaligned_mlm += len(res) - n
-            self.tally.add(s, n)
-            self.n_records += 1
-            result = {**record_block(s, n), "alignment": al.source, "unaligned": al.n_unaligned + len(res) - n}
-            out.append(
-                merge_result(
-                    rec.data,
-                    self.result_field,
-                    self.name,
-                    result,
-                    {"model": self.model_name, "mask_length": self.attack.mask_length, "alignment": al.source},
-                )
-            )
-        return out
+    def inputs(self, rec: Record) -> tuple:
+        al, _space = self.aligner(rec)
+        return al, rec.text or ""
+
+    def score(self, inputs: tuple) -> tuple[dict, dict]:
+        al, text = inputs
+        words = al.orig_words if al.orig_words is not None else [""] * len(al)
+        res = self.attack.predict(text, al.spans, words)
+        scored = [r for r in res if r is not None]
+        s, n = sum(1 for ok, _ in scored if ok), len(scored)
+        self.unaligned_mlm += len(res) - n
+        self.tally.add(s, n)
+        result = {**record_block(s, n), "alignment": al.source, "unaligned": al.n_unaligned + len(res) - n}
+        return result, {"model": self.model_name, "mask_length": self.attack.mask_length, "alignment": al.source}
 
     def summary(self) -> dict:
         return {
@@ -299,46 +315,42 @@ class MtiRunner(Stage):
         }
 
 
-def _original(rec: Record, field: str) -> str | RecordError:
+def original_text(rec: Record, field: str) -> str:
+    """The record's original text in ``field`` (RecordError when it is missing or not a string)."""
     v = rec.data.get(field)
     if not isinstance(v, str):
-        return RecordError("missing_original", f"original field {field!r} is missing or not a string")
+        raise RecordError("missing_original", f"original field {field!r} is missing or not a string")
     return v
 
 
-class LlmRunner(Stage):
+class LlmRunner(AttackRunner):
     name = "llm"
 
     def __init__(self, attack, original_field: str, result_field: str = "attack"):
-        self.attack, self.original_field, self.result_field = attack, original_field, result_field
+        super().__init__(result_field)
+        self.attack, self.original_field = attack, original_field
         self.tally = Tally()
         self.rouge: list[float] = []
         self.rouge_perturbed: list[float] = []
-        self.n_records = 0
 
     def signature(self) -> dict[str, Any]:
         return {"stage": f"attack_{self.name}", "model": self.attack.lm.name, "prompt": self.attack.prompt}
 
-    def __call__(self, batch: list[Record]) -> list[dict | RecordError]:
-        origs = [_original(r, self.original_field) for r in batch]
-        ok = [i for i, o in enumerate(origs) if not isinstance(o, RecordError)]
-        res = self.attack.run([batch[i].text or "" for i in ok], [origs[i] for i in ok]) if ok else []
-        out: list[dict | RecordError] = list(origs)  # errors stay in place
-        for i, r in zip(ok, res):
+    def inputs(self, rec: Record) -> tuple[str, str]:
+        return rec.text or "", original_text(rec, self.original_field)
+
+    def score_batch(self, inputs: list[tuple[str, str]]) -> list[tuple[dict, dict] | RecordError]:
+        res = self.attack.run([t for t, _ in inputs], [o for _, o in inputs])
+        block = {"model": self.attack.lm.name, "prompt": self.attack.prompt}
+        out: list[tuple[dict, dict] | RecordError] = []
+        for r in res:
             if isinstance(r, RecordError):
-                out[i] = r
+                out.append(r)
                 continue
             self.tally.add(r["recovered"], r["hidden"])
             self.rouge.append(r["rouge_l"])
             self.rouge_perturbed.append(r["rouge_l_perturbed"])
-            self.n_records += 1
-            out[i] = merge_result(
-                batch[i].data,
-                self.result_field,
-                self.name,
-                r,
-                {"model": self.attack.lm.name, "prompt": self.attack.prompt},
-            )
+            out.append((r, block))
         return out
 
     def summary(self) -> dict:
@@ -353,34 +365,29 @@ class LlmRunner(Stage):
         }
 
 
-class NgramRunner(Stage):
+class NgramRunner(AttackRunner):
     name = "ngram"
 
-    def __init__(self, original_field: str, ns: tuple[int, ...] = (1, 2, 3), result_field: str = "attack"):
-        self.original_field, self.ns, self.result_field = original_field, tuple(sorted(set(ns))), result_field
+    def __init__(self, original_field: str | None, ns: tuple[int, ...] = (1, 2, 3), result_field: str = "attack"):
+        super().__init__(result_field)
+        self.original_field, self.ns = original_field, tuple(sorted(set(ns)))
         self.tallies = {n: Tally() for n in self.ns}
-        self.n_records = 0
 
     def signature(self) -> dict[str, Any]:
         return {"stage": f"attack_{self.name}", "n": list(self.ns)}
 
-    def __call__(self, batch: list[Record]) -> list[dict | RecordError]:
+    def inputs(self, rec: Record) -> tuple[str, str]:
+        return original_text(rec, self.original_field), rec.text or ""
+
+    def score(self, inputs: tuple[str, str]) -> tuple[dict, dict]:
         from ppt.attacks.ngram import ngram_leakage
 
-        out: list[dict | RecordError] = []
-        for rec in batch:
-            orig = _original(rec, self.original_field)
-            if isinstance(orig, RecordError):
-                out.append(orig)
-                continue
-            leak = ngram_leakage(orig, rec.text or "", self.ns)
-            result = {}
-            for n, (s, t) in leak.items():
-                self.tallies[n].add(s, t)
-                result[f"{n}gram"] = record_block(s, t)
-            self.n_records += 1
-            out.append(merge_result(rec.data, self.result_field, self.name, result, {"n": list(self.ns)}))
-        return out
+        orig, text = inputs
+        result = {}
+        for n, (s, t) in ngram_leakage(orig, text, self.ns).items():
+            self.tallies[n].add(s, t)
+            result[f"{n}gram"] = record_block(s, t)
+        return result, {"n": list(self.ns)}
 
     def summary(self) -> dict:
         blocks = {}
@@ -398,6 +405,7 @@ def summary_record(runner) -> dict:
 
 
 __all__ = [
+    "AttackRunner",
     "KnnRunner",
     "LlmRunner",
     "MtiRunner",
