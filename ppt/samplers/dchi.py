@@ -9,8 +9,11 @@ distance, much weaker mechanism. Clipping is post-processing, so it keeps the gu
 
 Each record's noise comes from that record's own numpy generator (``ppt.rng.record_generator``, PCG64DXSM
 with a 128-bit seed): one 128-bit draw (:func:`dchi_seed`) seeds two numpy PCG64 streams, one for the radii
-and one for the directions. The guarantee holds in exact arithmetic; adding the float64 noise to float32 rows
-rounds (see ppt.snd.privacy). Rows are drawn front to back in each stream, so a record's first n
+and one for the directions. Floating point, as for Laplace noise (Mironov 2012): a float32 sum x + fl(z) is a
+multiple of ulp(x) wherever |x + z| << |x|, so its low bits tell inputs apart. :func:`privatize` therefore adds
+in float64 and snaps the clipped output to a grid of step ``snap_step(C, dtype)``, the output dtype's ulp at the
+clip radius, coarser than every ulp of that dtype inside the ball: the release is then a function of the real
+sum x + z (up to float64 rounding at a grid midpoint), not of x's low bits, and converts to the dtype exactly. Rows are drawn front to back in each stream, so a record's first n
 rows are the same whatever the padded length: its noise never depends on its batch.
 """
 
@@ -78,17 +81,27 @@ def clip_norms(x: torch.Tensor, bound: float) -> torch.Tensor:
     return x * scale
 
 
+def snap_step(bound: float, dtype: torch.dtype = torch.float32) -> float:
+    """The release grid: ``dtype``'s ulp at the clip radius (a power of two), the coarsest ulp inside the ball."""
+    return 2.0 ** math.ceil(math.log2(bound)) * torch.finfo(dtype).eps
+
+
 def privatize(
     x: torch.Tensor, eta: float, generators: Sequence[torch.Generator], bound: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(x~, z)`` for token embeddings ``x [batch, tokens, d]``: x~ = clip_C(x + noise), z = x~ - x.
+    """``(x~, z)`` for token embeddings ``x [batch, tokens, d]``: x~ = snap(clip_C(x + noise)), z = x~ - x.
 
-    eta = inf adds no noise (and skips the clip: the clean embeddings are released unchanged)."""
+    The sum and the clip are float64, then snapped to :func:`snap_step` (module docstring: no low-bit channel);
+    a snapped row's norm may exceed C by at most half a step per coordinate. eta = inf adds no noise (and skips
+    the clip: the clean embeddings are released unchanged)."""
     eta = check_eta(eta)
     if math.isinf(eta):
         return x, torch.zeros_like(x)
-    noisy = clip_norms(x + dchi_noise(tuple(x.shape), eta, generators, device=x.device, dtype=x.dtype), bound)
+    wide = torch.float64 if x.device.type != "mps" else torch.float32  # MPS has no float64
+    noise = dchi_noise(tuple(x.shape), eta, generators, device=x.device, dtype=wide)
+    step = snap_step(bound, x.dtype)
+    noisy = (torch.round(clip_norms(x.to(wide) + noise, bound) / step) * step).to(x.dtype)
     return noisy, noisy - x
 
 
-__all__ = ["check_eta", "clip_norms", "dchi_noise", "dchi_noise_seeded", "dchi_seed", "privatize"]
+__all__ = ["check_eta", "clip_norms", "dchi_noise", "dchi_noise_seeded", "dchi_seed", "privatize", "snap_step"]

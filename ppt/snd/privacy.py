@@ -10,9 +10,10 @@ are within exp(eta * sum of the k distances). The number of tokens is sent in th
 What it covers: the noisy rows the server receives, and functions of them alone (``snd_noisy``). The
 denoiser is NOT post-processing: it reads the client's noise z beside the noisy rows x~, and x~ - z is the
 clean rows, so ``snd_denoised`` (like ``snd_clean`` and the raw text field the record keeps) is a function of
-the raw text: local only, and ``ppt query`` refuses to send it. The bound holds in exact arithmetic: the
-float32 sum x + fl(z) leaves a low-bit channel (an output finer than ulp(x) is impossible from x and possible
-from an x' of smaller magnitude), which the stamp states.
+the raw text: local only, and ``ppt query`` refuses to send it. Floating point: the sum and the clip are
+float64 and the release is snapped to one grid coarser than every float32 ulp in the clip ball
+(:func:`ppt.samplers.dchi.privatize`), so the float32 low-bit channel of x + fl(z) (an output finer than ulp(x)
+impossible from x, possible from an x' of smaller magnitude) is closed; the stamp names the grid.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ NOTION = "eta * d_chi metric LDP per token (multivariate Laplace: one Gamma(d, 1
 
 def snd_privacy(eta: float, bound: float, dim: int, model: dict[str, Any]) -> dict[str, Any]:
     """The stamp's privacy description for noise ``eta`` over ``model``'s input-embedding space."""
+    from ppt.samplers.dchi import snap_step
+
     unit = f"L2 distance between token vectors in the input-embedding space of {model.get('id')} (d={dim})"
     if math.isinf(eta):
         return {
@@ -42,7 +45,11 @@ def snd_privacy(eta: float, bound: float, dim: int, model: dict[str, Any]) -> di
         "eps_per_token_bound_from": "diameter 2C of the clip ball, C = the largest token-embedding norm",
         "composition": "a text's rows compose: eta * (sum over positions of the token distances)",
         "not_hidden": ["the number of tokens"],
-        "arithmetic": "proven in exact arithmetic; the float32 rounding of x + z is not covered",
+        "arithmetic": (
+            f"float64 sum and clip, the release snapped to multiples of {snap_step(float(bound)):.3g} (float32's ulp at "
+            "the clip radius, coarser than every float32 ulp in the ball): no low-bit channel; the bound holds up to "
+            "float64 rounding at a grid midpoint"
+        ),
         "protected": True,
     }
 

@@ -14,7 +14,7 @@ import torch
 from scipy import stats
 
 from ppt.rng import record_generator
-from ppt.samplers.dchi import clip_norms, dchi_noise, dchi_noise_seeded, privatize
+from ppt.samplers.dchi import clip_norms, dchi_noise, dchi_noise_seeded, privatize, snap_step
 
 ALPHA = 1e-6
 
@@ -92,6 +92,30 @@ def test_clip_keeps_norms_within_bound():
     noisy, z = privatize(x, 0.5, gens, c)
     assert (noisy.norm(dim=-1) <= c * (1 + 1e-5)).all()
     assert torch.allclose(noisy - x, z)
+
+
+def test_no_low_bit_channel_outputs_on_one_grid_whatever_the_input():
+    """Row 14 of the second reading: a float32 x + fl(z) is a multiple of ulp(x) wherever |x + z| << |x|, so an
+    output finer than ulp(0.05) was impossible from a clean coordinate 0.05 and frequent from 0.0031 (2,778 in
+    1.5M). Snapped to one grid coarser than every float32 ulp in the ball, no output tells the two apart."""
+    d, n, eta, bound = 384, 40, 60.0, 16.0  # the clip is inactive (||z|| ~ d / eta = 6.4 < 16)
+    step = snap_step(bound)
+    ulp_005 = float(np.spacing(np.float32(0.05)))
+    for clean in (0.05, 0.0031):
+        x = torch.full((n, 1, d), clean, dtype=torch.float32)
+        noisy, _ = privatize(x, eta, [record_generator(5, i) for i in range(n)], bound)
+        y = noisy.double().numpy().ravel()
+        fine = (np.abs(y) < 0.0031 / 4) & (np.remainder(y, ulp_005) != 0)
+        assert not fine.any()  # the event that separated the inputs never happens
+        assert np.all(np.remainder(y, step) == 0)  # every coordinate on the one grid
+
+
+def test_snapped_release_keeps_the_distribution():
+    """The snap moves each coordinate by at most half a step (~1e-6 here): the noise's law is unchanged."""
+    x = torch.zeros(200, 1, 32)
+    noisy, _ = privatize(x, 2.0, [record_generator(9, i) for i in range(200)], 1e3)
+    raw = dchi_noise((200, 1, 32), 2.0, [record_generator(9, i) for i in range(200)], dtype=torch.float64)
+    assert (noisy.double() - raw).abs().max() <= snap_step(1e3) / 2 + 1e-12
 
 
 def test_per_record_generators_batch_independent_and_inf():

@@ -12,7 +12,7 @@ def test_only_the_noisy_rows_are_covered():
     p = snd_fields(snd_privacy(100.0, 1.5, 384, {"id": "m"}), "snd_", ["noisy", "denoised", "clean"])
     assert p["covers"] == ["snd_noisy"]
     assert p["local_only"] == ["snd_denoised", "snd_clean"]
-    assert "exact arithmetic" in p["arithmetic"] and p["text_field"].startswith("raw")
+    assert "no low-bit channel" in p["arithmetic"] and p["text_field"].startswith("raw")
     clean = snd_fields(snd_privacy(float("inf"), 1.5, 384, {"id": "m"}), "snd_", ["noisy"])
     assert clean["covers"] == [] and clean["local_only"] == ["snd_noisy"]  # eta = inf covers nothing
 
