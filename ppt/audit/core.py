@@ -132,10 +132,13 @@ def audit(
     seed: int | None = 0,
     top: int = 3,
     space_name: str | None = None,
+    context: str = "",
 ) -> dict[str, Any]:
     """Audit one built mechanism against its stamped claim; one JSON-ready result. The mechanism's
     ``audit_model()`` gives its output distribution (None: it cannot be audited)."""
-    model = mech.audit_model()
+    if context and not mech.rows_in_model_space:
+        raise ValueError("an audit context applies to mechanisms over a context model (Cape)")
+    model = mech.audit_model(context=context) if context else mech.audit_model()
     if model is None:
         raise ValueError(
             f"ppt audit does not know {mech.name}'s output distribution (the mechanism has no audit_model())"
@@ -157,6 +160,7 @@ def audit(
         },
         "alpha": alpha,
         "confidence": 1 - alpha,
+        **({"context": context} if context else {}),
         "notes": [],
     }
     if isinstance(model, RantextModel):
@@ -209,17 +213,20 @@ def audit(
         c = claim.eps_per_token
         if claim.metric:
             dmax, i, j = max_distance(model.space)
-            worst = c * dmax
+            worst = c * dmax + max((p.get("allowance", 0.0) for p in res.get("_scored", best)), default=0.0)
             res["claim"].update(
                 max_distance=dmax, max_distance_pair=[model.space.vocab[i], model.space.vocab[j]], worst_case_eps=worst
             )
-            over = [p for p in best if p["loss"] > c * p["distance"] + tol(c * p["distance"])]
-            over += [q for q, p in zip(e2e, best) if q["certified"] > c * p["distance"] + tol(c * p["distance"])]
+            bound = lambda p: c * p["distance"] + p.get("allowance", 0.0)  # noqa: E731
+            over = [p for p in best if p["loss"] > bound(p) + tol(bound(p))]
+            over += [q for q, p in zip(e2e, best) if q["certified"] > bound(p) + tol(bound(p))]
             violated = bool(over) or cert > worst + tol(worst)
             res["certified_per_unit"] = _num(
                 max(
                     (
-                        p["loss"] / p["distance"] if p["distance"] > 0 else (math.inf if p["loss"] > 0 else 0.0)
+                        (p["loss"] - p.get("allowance", 0.0)) / p["distance"]
+                        if p["distance"] > 0
+                        else (math.inf if p["loss"] > p.get("allowance", 0.0) else 0.0)
                         for p in res["_scored"]
                     ),
                     default=0.0,
@@ -227,7 +234,8 @@ def audit(
             )
             for q, p in zip(e2e, best):
                 if p["distance"] > 0:
-                    res["certified_per_unit"] = _num(max(_f(res["certified_per_unit"]), q["certified"] / p["distance"]))
+                    per_unit = (q["certified"] - p.get("allowance", 0.0)) / p["distance"]
+                    res["certified_per_unit"] = _num(max(_f(res["certified_per_unit"]), per_unit))
         else:
             violated = cert > c + tol(c)
         status = "violated" if (violated or mismatch) else "holds"

@@ -67,6 +67,14 @@ class ExactModel:
         """Rows the proven claim covers (pairs outside it are left out) and the note saying why; None: all."""
         return None
 
+    def logp_claimed(self, rows: np.ndarray) -> np.ndarray:
+        """log P(out | input) over the outputs the proven claim covers (default: all of them, ``logp``)."""
+        return self.logp(rows)
+
+    def allowance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """What the claim adds to eps (per token, or eps * d for metric claims) for each pair (a_i, b_i)."""
+        return np.zeros(len(a))
+
     def distance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """d(a_i, b_i) in the space's metric (float32 GEMM rows, as the mechanisms use)."""
         uniq, inv = np.unique(a, return_inverse=True)
@@ -94,14 +102,24 @@ class SanTextModel(ExactModel):
             p[np.flatnonzero(keep), np.asarray(rows)[keep]] += 1.0 - m.p
         return _log(p)
 
-    def claim_mask(self):
+    def logp_claimed(self, rows):
+        """SanText+: the resampled outputs only. A kept word (a non-sensitive input released verbatim, 1 - p) is
+        listed as unprotected by the stamp, outside its proven figure: its mass is left out here."""
+        m = self.mech
+        if not m.keeps_words:
+            return self.logp(rows)
+        p_cols = m.probabilities(torch.as_tensor(np.asarray(rows), dtype=torch.int64)).numpy()
+        p = np.zeros((len(rows), self.n_out))
+        p[:, m.sensitive] = p_cols
+        p[~m._is_sensitive.cpu().numpy()[rows]] *= m.p
+        return _log(p)
+
+    def allowance(self, a, b):
+        """SanText+: ln(1/p) between a non-sensitive and a sensitive input (the stamp's cross-class term)."""
         if not self.mech.keeps_words:
-            return None
-        return (
-            self.mech._is_sensitive.cpu().numpy(),
-            "a non-sensitive word is kept verbatim with probability 1-p, infinite loss, which the stamp lists "
-            "as unprotected and outside its proven figure",
-        )
+            return np.zeros(len(a))
+        sens = self.mech._is_sensitive.cpu().numpy()
+        return np.where(sens[np.asarray(a)] != sens[np.asarray(b)], self.mech.cross_class_eps, 0.0)
 
 
 class CusTextModel(ExactModel):
@@ -139,8 +157,9 @@ class TEMModel(ExactModel):
 class CapeModel(ExactModel):
     """Cape's rows are its context model's token ids (no embedding space): pairs are drawn at random."""
 
-    def __init__(self, mech):
+    def __init__(self, mech, context: str = ""):
         super().__init__(mech, "closed-form", int(mech.candidates.numel()), mech.candidates.cpu().numpy())
+        self.context = context  # text before the audited token (words the policy keeps): a longer context
 
     @property
     def space(self):
@@ -151,7 +170,7 @@ class CapeModel(ExactModel):
 
     def token_texts(self, row: int) -> list[str]:
         t = self.output_text(row)
-        return [t, " " + t]
+        return [self.context + t, self.context + " " + t] if self.context else [t, " " + t]
 
     def output_text(self, row: int) -> str:
         col = int(np.flatnonzero(self.out_ids == row)[0])
@@ -168,7 +187,7 @@ class CapeModel(ExactModel):
         with torch.inference_mode():
             for row in np.asarray(rows).tolist():
                 ids = np.asarray(m.tokenizer.tokenize(self.texts[row]).ids, dtype=np.int64)
-                pos = np.flatnonzero(ids == row)[:1]
+                pos = np.flatnonzero(ids == row)[-1:]  # the audited token is the last (after the context)
                 feats = m.lm.features([ids], [pos])
                 logits = m.lm.candidate_logits(feats).float().clone()
                 u = m.utilities(logits, torch.tensor([row], device=m.device))
@@ -198,6 +217,12 @@ class RantextModel(ExactModel):
         out = np.empty_like(dist)
         out[idx] = dist
         return out
+
+    def periphery(self, k: int) -> np.ndarray:
+        """The k rows farthest from the mean row (L2), farthest first."""
+        e = self.space.embeddings.double().cpu()
+        d = (e - e.mean(0, keepdim=True)).norm(dim=1)
+        return torch.argsort(d, descending=True, stable=True)[:k].numpy()
 
     def radii(self, n: int, g) -> np.ndarray:
         return laplace.laplace_norms(n, self.mech.noise_scale, g).numpy()

@@ -93,6 +93,7 @@ def run_audit(
     top: int = 3,
     device: str = "auto",
     quiet: bool = False,
+    context: str = "",
 ) -> dict[str, Any]:
     """One JSON-ready audit record for (mechanism, eps)."""
     if not (0.0 < alpha < 1.0):
@@ -110,6 +111,7 @@ def run_audit(
         seed=seed,
         top=top,
         space_name=space,
+        context=context,
     )
     out["claim"]["stamp"] = {k: acc.get(k) for k in ("eps_per_token", "composed_eps", "notion") if k in acc}
     for k in ("eps_per_token_worst_case",):

@@ -125,9 +125,12 @@ def test_sampler_with_doubled_eps_is_flagged(space, tiny_lm, monkeypatch, name):
 
 
 def test_santext_plus_is_audited_on_its_proven_scope(space, tiny_lm, monkeypatch):
-    """Finding 4, after the fix: SanText+'s stamp proves metric DP for the words it samples and lists kept
-    words as unprotected; the audit checks the proven claim on pairs of sensitive words (holds), says
-    what it left out, and still flags the sampler with eps doubled."""
+    """Finding 4 and row 20 of the second reading: SanText+'s stamp proves eps per unit between two sensitive
+    inputs, eps * d + ln(1/p) across the classes, and lists kept words as unprotected. The audit scores every
+    pair, cross-class ones with the ln(1/p) term (holds), leaves kept outputs out and says so, fails without
+    the term (the pairs the old audit left out exceed eps * d alone), and flags the sampler with eps doubled."""
+    from ppt.mechanisms.exact import SanTextModel
+
     mech = build(space, tiny_lm, "santext+", 1.0)
     # a probe record's one word may be kept verbatim (1 - p): its stamp then proves nothing, and
     # stamped_claim stamps further records until one proves a claim -- for every seed
@@ -136,10 +139,11 @@ def test_santext_plus_is_audited_on_its_proven_scope(space, tiny_lm, monkeypatch
     claim = claims[0]
     res = audit(mech, claim, **{**FAST, "e2e_samples": 1000})
     assert res["status"] == "holds", res
-    assert any("non-sensitive" in n and "unprotected" in n for n in res["notes"])
-    sens = mech._is_sensitive.cpu().numpy()
-    rows = {r: i for i, r in enumerate(space.vocab)}
-    assert all(sens[rows[p["x"]]] and sens[rows[p["x_prime"]]] for p in res["pairs"])
+    assert any("ln(1/p)" in n and "unprotected" in n for n in res["notes"])
+    assert res["claim"]["worst_case_eps"] > res["claim"]["max_distance"] * 1.0  # the cross-class term is in it
+    with monkeypatch.context() as m:  # without the cross-class term the claim is violated
+        m.setattr(SanTextModel, "allowance", lambda self, a, b: np.zeros(len(a)))
+        assert audit(mech, claim, **{**FAST, "e2e_samples": 1000})["status"] == "violated"
     doubled(monkeypatch, space, tiny_lm, mech, "santext+", {})
     assert audit(mech, claim, **{**FAST, "e2e_samples": 1000})["status"] == "violated"
 
@@ -162,3 +166,41 @@ def test_bounds():
     assert kl_bounds(0.0, 10_000, 1e-6)[1] == pytest.approx(1 - 1e-6 ** (1 / 10_000), rel=1e-6)
     lo, hi = kl_bounds(0.3, 100_000, 1e-6)
     assert lo < 0.3 < hi and hi - lo < 0.02
+
+
+def test_rantext_audit_searches_the_periphery(tmp_path):
+    """Row 16 of the second reading: RANTEXT's lists cover peripheral tokens least often, so that is where the
+    conditional figure fails first. The audit adds the tokens farthest from the mean row to its random sample:
+    with room for two random inputs only, an outlier is still searched and attains the largest loss."""
+    import string
+
+    from ppt.mechanisms.exact import RantextModel
+
+    words = ["zq" + a + b for a in string.ascii_lowercase[:10] for b in string.ascii_lowercase[:10]]  # 100 > 64
+    emb = np.random.default_rng(3).normal(size=(len(words), 8)).astype(np.float32)
+    edge = words.index("zqhe")
+    emb[edge] *= 6.0  # one word far out
+    sp = space_from_arrays("audit-edge", words, emb, cache=Cache(tmp_path / "cache"))
+    mech = get_mechanism("rantext", 1.0, space=sp, quiet=True, target_fraction=0.25)
+    mech.prepare()
+    assert RantextModel(mech).periphery(1).tolist() == [edge]
+    claim, _ = stamped_claim(mech, 0)
+    res = audit(mech, claim, **{**FAST, "pairs": 2, "top": 1})
+    assert any("peripheral" in n for n in res["notes"])
+    assert res["pairs"][0]["x"].lower() == "zqhe" and res["status"] == "violated"
+
+
+def test_cape_audited_at_a_longer_context(space, tiny_lm, monkeypatch):
+    """Row 22: Cape conditions each position on the raw prefix, so one-token prompts are not the whole story.
+    The audit runs at the position after a context the policy keeps ("in the ", stopwords): the exact model
+    and the end-to-end runs see the same longer prompts; the worst case holds, and eps doubled is flagged."""
+    eps, params, _ = CASES["cape"]
+    mech = build(space, tiny_lm, "cape", eps, **params)
+    claim, _ = stamped_claim(mech, 0)
+    res = audit(mech, claim, **{**FAST, **SIZES["cape"]}, context="in the ")
+    assert res["context"] == "in the " and res["status"] == "holds", res
+    assert res["inputs_searched"] > 0 and all(p["x"].startswith("in the") for p in res["pairs"])
+    doubled(monkeypatch, space, tiny_lm, mech, "cape", params)
+    assert audit(mech, claim, **{**FAST, **SIZES["cape"]}, context="in the ")["status"] == "violated"
+    with pytest.raises(ValueError, match="context"):
+        audit(build(space, tiny_lm, "tem", 1.0), claim, **FAST, context="in the ")

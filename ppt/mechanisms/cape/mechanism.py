@@ -342,11 +342,12 @@ class Cape(TokenPipeline):
         "Cape paper's eps only: eps' depends on the raw text, so eps+eps' is in --diagnostics"
     )
 
-    def audit_model(self):
-        """This mechanism's output distribution for `ppt audit` (:mod:`ppt.mechanisms.exact`)."""
+    def audit_model(self, context: str = ""):
+        """This mechanism's output distribution for `ppt audit` (:mod:`ppt.mechanisms.exact`), at the position
+        after ``context`` (words the policy keeps, e.g. "and the "; empty: a one-token prompt)."""
         from ppt.mechanisms.exact import CapeModel
 
-        return CapeModel(self)
+        return CapeModel(self, context)
 
     def privacy_events(self, acc, *, diagnostics: bool = False) -> list:
         """Proven: the data-independent worst case per token (``worst_case_eps``, ~17.6 at eps 6 on
