@@ -79,6 +79,17 @@ class _BrokenPipe(Exception):
     pass
 
 
+class _Unprocessed:
+    """A stage's result for a record it did not get to (it stopped the run first): neither written nor
+    counted. Set ``stop_error`` on the stage (a PptError) to end the run after the window is written."""
+
+    def __repr__(self) -> str:
+        return "UNPROCESSED"
+
+
+UNPROCESSED = _Unprocessed()
+
+
 class _Runner(RunReport):
     def __init__(
         self,
@@ -208,6 +219,8 @@ class _Runner(RunReport):
         for item in window:
             if isinstance(item, Record):
                 res = next(it)
+                if res is UNPROCESSED:  # the stage stopped before this record (stop_error below)
+                    continue
                 if not isinstance(res, RecordError):
                     out.append(dumps_line(res))
                     if not self.private_seen and _reveals_raw(res):
@@ -225,6 +238,15 @@ class _Runner(RunReport):
         self._write(b"".join(out))
         if self.bar is not None:
             self.bar.update(len(window))
+        stop = getattr(self.process_batch, "stop_error", None)
+        if isinstance(stop, PptError):  # the stage cannot go on (e.g. its journal): what it has is written
+            if self.bar is not None:
+                self.bar.close()
+                self.bar = None
+            self.say(f"ppt: error: {stop.message}")
+            if stop.hint:
+                self.say(f"  hint: {stop.hint}")
+            return int(stop.exit_code)
         if fatal is not None:
             self._fatal(fatal)
             return ExitCode.SOME_FAILED

@@ -166,6 +166,10 @@ class HttpBackend:
             raise self._fatal
         return results
 
+    def stop_sending(self) -> None:
+        """Send nothing more: requests not yet sent return unsent (no on_done); in-flight ones finish."""
+        self._abort.set()
+
     def close(self, wait: bool = True) -> None:
         """Stop: pending requests are cancelled; with ``wait`` in-flight ones finish first, without it
         (Ctrl-C, a fatal error) their connections are closed under them so the process exits at once."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ppt.io import ExitCode, PptError, Record, RecordError, stamp, stamp_block
+from ppt.io.stream import UNPROCESSED
 from ppt.lm.templates import Template
 from ppt.remote.backends import Answer
 from ppt.remote.journal import Journal, record_key
@@ -148,6 +149,7 @@ class QueryRunner(Stage):
         self.usage: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._seen: dict[bytes, int] = {}  # journal key -> first line (duplicate ids under --resume)
+        self.stop_error: PptError | None = None  # the journal failed: run_stream writes what is in hand, exits 74
         self._base_block = {**backend.describe(), **spec.describe()} if backend is not None else spec.describe()
 
     def __call__(self, records: list[Record]) -> list[dict | RecordError]:
@@ -232,6 +234,8 @@ class QueryRunner(Stage):
                 results[i] = RecordError("internal_error", f"could not record the answer ({type(e).__name__})")
 
         self.backend.run([(rec.id, body) for _, rec, body in todo], self.spec.endpoint, on_done)
+        if self.stop_error is not None:  # requests never sent after the journal failed: not this run's output
+            return [UNPROCESSED if r is None else r for r in results]
         return results
 
     def _finish(self, rec: Record, res: Any, body: dict | None = None) -> Any:
@@ -266,8 +270,25 @@ class QueryRunner(Stage):
             for k, v in res.usage.items():
                 self.usage[k] += v
         if self.journal is not None:
-            self.journal.append(self._key(rec), out, replace=True)
+            try:
+                self.journal.append(self._key(rec), out, replace=True)
+            except OSError as e:  # the answer is paid for: keep it (written to the output), send nothing more
+                self._journal_failed(e)
         return out
+
+    def _journal_failed(self, e: OSError) -> None:
+        with self._lock:
+            if self.stop_error is None:
+                why = e.strerror or type(e).__name__
+                self.stop_error = PptError(
+                    f"could not write the --resume journal ({why}): stopped sending; the answers received are "
+                    "in the output, records not yet sent are not",
+                    ExitCode.IOERR,
+                    hint="free space or choose another --resume file, then rerun with --resume",
+                )
+        stop = getattr(self.backend, "stop_sending", None)
+        if stop is not None:
+            stop()
 
     def summary_line(self) -> str:
         """The one-line end-of-run report on stderr (answered, resumed, retries, tokens)."""

@@ -137,3 +137,35 @@ def test_resume_emits_a_journaled_answer_only_for_the_same_request(tmp_path):
     assert "2 sent again" in other_model.stderr and all(
         json.loads(x)["ppt"]["query"]["model"] == "m2" for x in other_model.stdout.splitlines()
     )
+
+
+def test_a_journal_that_cannot_be_written_stops_sending_and_keeps_the_answer_in_hand(tmp_path, monkeypatch):
+    """P-D3: with the --resume journal on a full disk, the run went on sending and threw away 12 of 16 paid
+    answers (exit 1). Now the first failed journal write stops sending; the answers received are written to the
+    output and the run exits 74."""
+    import errno
+
+    from ppt.remote.journal import Journal
+    from tests.helpers import ppt
+
+    real, calls = Journal.append, []
+
+    def full_after_two(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) > 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Journal, "append", full_after_two)
+    journal = tmp_path / "j.jsonl"
+    recs = [{"id": f"r{i}", "text": f"record {i}"} for i in range(16)]
+    svc = EchoService()
+    with loopback(svc) as (_, url):
+        args = ["query", "--model", "m", "--base-url", url, "--allow-raw", "--concurrency", "1"]
+        r = ppt(*args, "--resume", str(journal), stdin="".join(json.dumps(x) + "\n" for x in recs))
+    assert r.returncode == 74, r.stderr
+    assert "could not write the --resume journal" in r.stderr and "No space left" in r.stderr
+    out = [json.loads(x) for x in r.stdout.splitlines()]
+    assert len(out) == 3 and all("error" not in o for o in out)  # two journaled + the one in hand
+    assert len(svc.bodies) == 3  # nothing sent after the failure
+    assert journal_ids(journal) == ["r0", "r1"]
