@@ -51,13 +51,12 @@ vocabulary, scoring and replacement passes of the models are :mod:`.model_passes
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from ppt.mechanisms.base import nonneg
+from ppt.mechanisms.params import Param
 from ppt.mechanisms.pipeline import TokenPipeline
 from ppt.mechanisms.policy import REASON_NAMES, Policy
 from ppt.mechanisms.prosan.formats import EMAIL_RULE, fresh_email
@@ -113,23 +112,23 @@ class ProSan(ModelPasses, TokenPipeline):
     default_policy: ClassVar[Policy] = Policy(
         oov="keep", numbers="random-digits", punct="keep", stopwords="keep", case="sentence"
     )
-    defaults: ClassVar[dict[str, Any]] = {
-        "model": "smollm2",
-        "mlm": "splade-tiny",
-        "tagger": "en_core_web_sm",
-        "lambda": 0.8,
-        "tau": 0.9,
-        "max_candidates": 50,
-        "similarity": "auto",
-        "scale": 1.0,
-        "response_tokens": 8,
-        "pos": "NOUN,PROPN,NUM",
-        "exclude_original": True,
-        "max_tokens": 512,
-        "batching": "record",
-        "emails": True,
-        "threads": "auto",
-    }
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param("model", "smollm2", "causal LM for importance and self-information scores (alias or path)", type="any"),
+        Param("mlm", "splade-tiny", "masked LM proposing replacements (alias or path)", type="any"),
+        Param("tagger", "en_core_web_sm", "spaCy model (or a tagger object) for POS tags", type="any"),
+        Param("lambda", 0.8, "weight of importance against self-information", low=0.0),
+        Param("tau", 0.9, "selection threshold on the combined score", low=0.0, high=1.0, open_low=True),
+        Param("max_candidates", 50, "masked-LM candidates per replaced word", type="int", low=1),
+        Param("similarity", "auto", "auto | wordnet | embedding (or a function)", type="any"),
+        Param("scale", 1.0, "scale of the score noise", low=None),
+        Param("response_tokens", 8, "tokens of the model's response scored for importance", type="int", low=0),
+        Param("pos", "NOUN,PROPN,NUM", "POS tags whose words may be replaced (comma-separated)", type="any"),
+        Param("exclude_original", True, "never propose the original word", type="bool"),
+        Param("max_tokens", 512, "longest record, in tokens", type="int", low=1),
+        Param("batching", "record", "record | mixed", type="str", choices=("record", "mixed")),
+        Param("emails", True, "replace e-mail addresses by fresh ones of the same shape", type="bool"),
+        Param("threads", "auto", "torch threads (auto | N)", type="any"),
+    )
 
     def __init__(
         self,
@@ -158,35 +157,45 @@ class ProSan(ModelPasses, TokenPipeline):
         super().__init__(eps)
         if self.eps != self.default_eps:
             raise ValueError("prosan has no eps (it gives no differential-privacy guarantee): leave --eps out")
-        lam = extra.pop("lambda", extra.pop("lam", 0.8))
-        if extra:
-            raise ValueError(
-                f"unknown ProSan parameter(s): {', '.join(sorted(extra))}; known: {', '.join(self.defaults)}, device, policy"
-            )
+        if "lam" in extra:
+            extra["lambda"] = extra.pop("lam")
+        given = {
+            "model": model,
+            "mlm": mlm,
+            "tagger": tagger,
+            "similarity": similarity,
+            "tau": tau,
+            "max_candidates": max_candidates,
+            "scale": scale,
+            "response_tokens": response_tokens,
+            "pos": pos,
+            "exclude_original": exclude_original,
+            "max_tokens": max_tokens,
+            "batching": batching,
+            "emails": emails,
+            "threads": threads,
+            **extra,
+        }
+        p = self.check_params(given)  # unknown names, types and ranges: the declaration above
         if space is not None:
             raise ValueError(
                 "prosan uses a causal LM and a masked LM, not an embedding space: pass --model / --param mlm=..."
             )
-        self.lam = nonneg("lambda", lam)
-        self.tau = float(tau)
-        if not 0 < self.tau <= 1:
-            raise ValueError(f"tau must be in (0, 1] (got {tau})")
-        self.max_candidates = int(max_candidates)
-        if self.max_candidates < 1:
-            raise ValueError("max_candidates must be >= 1")
-        self.scale = float(scale)
-        if not math.isfinite(self.scale):
-            raise ValueError("scale must be finite")
-        self.response_tokens = int(response_tokens)
-        self.max_tokens = int(max_tokens)
-        if self.response_tokens < 0 or self.max_tokens < 1:
-            raise ValueError("response_tokens must be >= 0 and max_tokens >= 1")
+        self.lam, self.tau, self.max_candidates = p["lambda"], p["tau"], p["max_candidates"]
+        self.scale, self.response_tokens, self.max_tokens = p["scale"], p["response_tokens"], p["max_tokens"]
+        model, mlm, tagger, similarity = p["model"], p["mlm"], p["tagger"], p["similarity"]
+        pos, exclude_original, batching, emails, threads = (
+            p["pos"],
+            p["exclude_original"],
+            p["batching"],
+            p["emails"],
+            p["threads"],
+        )
         tags = pos.split(",") if isinstance(pos, str) else list(pos)
         self.pos = tuple(sorted({t.strip().upper() for t in tags if t.strip()}))
         if not self.pos:
             raise ValueError("pos must name at least one POS tag (e.g. NOUN,PROPN,NUM)")
-        self.exclude_original = _flag(exclude_original)
-        self.emails = _flag(emails)
+        self.exclude_original, self.emails = exclude_original, emails
         self.threads = parse_threads(threads)
         self.policy = _merge_policy(self.default_policy, policy)
         self.model_name, self.mlm_name = str(model), str(mlm)
@@ -201,7 +210,7 @@ class ProSan(ModelPasses, TokenPipeline):
 
                 similarity = "wordnet" if wordnet_available() else "embedding"
             self.similarity_fn, self.similarity = None, similarity
-        self.batching = _choice("batching", batching, ("record", "mixed"))
+        self.batching = batching
         self.device_arg, self.quiet, self.batch_size = device, quiet, max(1, int(batch_size))
         self.tokenizer = _WordTokenizer(self)
         self._ready = False
