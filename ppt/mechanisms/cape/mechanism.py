@@ -1,100 +1,11 @@
 """Cape (context-aware prompt perturbation, papers/cape.txt): a bucketized exponential mechanism per token
 whose utility mixes a local language model's contextual logits with input-embedding distance.
 
-Mechanism (a reconstruction: our copy of the paper lost its equations; see ``shared/docs/MECHANISMS.md``
-and :mod:`ppt.mechanisms.cape.utility` for the formulas). For every token t_i of the prompt that is not
-kept (stopwords, punctuation) and every candidate r of the context model's vocabulary:
-
-* logit term ``L~_r = (clip(l_r, -B, B) + B) / 2B`` with l the context model's logits for position i:
-  a causal LM conditions on the *original* prefix t_<i (as the paper; GPT-style), a masked LM sees
-  both sides with position i replaced by its mask token (BERT-style; all masked copies of a batch go
-  through one batched forward pass);
-* distance term ``D_r = exp(-d_r / d_max)`` with ``d_r = ||e(t_i) - e(r)||`` over the model's input
-  embeddings and ``d_max = max_r d_r`` *for that position* (so D in [e^-1, 1]);
-* ``u_r = L~^lambda_L * D^lambda_D`` (product, default; Delta_u = 1) or
-  ``lambda_L * L~ + lambda_D * D`` (additive; Delta_u = lambda_L + lambda_D);
-* N_b equal-width buckets over [u_min, u_max], empty buckets skipped, bucket k drawn with
-  P ∝ exp(eps * mean_u(k) / (2 Delta_u)), then a uniform member.
-
-B. When ``logit_bound`` is not given it is calibrated once, at construction, from the model's logits on
-``CALIBRATION_PROMPTS`` (five fixed public-domain style sentences shipped here, so B never depends on
-user data): the 99.9th percentile of |logit| over all candidates at every position of those prompts.
-The paper picks B from the logit histogram ("based on the maximum value"); the maximum is one outlier
-(SmolLM2: max ~34, 99.9% ~23, median ~7), while the 99.9% quantile clips only about the top 0.1%
-(~50 tokens per position) and keeps the rest of the range resolved. B is reported in ``params()``.
-
-Candidates. The model's vocabulary without special / added-special tokens, tokens whose text is empty
-after stripping whitespace, tokens that decode to an incomplete UTF-8 sequence (U+FFFD) or contain a
-control character other than whitespace, and BERT's ``[unusedN]`` placeholders (a fixed,
-data-independent set; SmolLM2: 48,636 of 49,152). A candidate's
-output text is ``tokenizer.decode([id])`` without its leading whitespace (and without WordPiece's
-``##``); the original piece's leading whitespace is kept. Capitalisation is *not* copied from the
-original token (that would leak the original's case outside the accounting; the model vocabulary is
-cased anyway).
-
-Kept verbatim (policy, reported in ``kept`` by reason): NLTK's 179 stopwords when the piece is a whole
-word (a stopword-looking piece inside a longer word, like ``don`` of ``don't``, is perturbed) and the
-32 ASCII punctuation characters (pieces made only of them; other symbols are perturbed). Numbers are
-perturbed like every other token by default (``numbers="perturb"``, the paper's behaviour: every
-non-stopword, non-punctuation token); ``numbers="random-digits"`` instead replaces digits by uniform
-random digits of the same format (0-DP for the digits, leaks only the format). SmolLM2 tokenizes
-numbers digit by digit.
-
-Privacy accounting (the stamp's figures come from ``privacy_events``; per record, in ``Accounting.extra``):
-
-* the exponential mechanism's parameter eps per perturbed token;
-* ``eps_prime_mean`` / ``eps_prime_max`` and ``eps_total_mean`` / ``eps_total_max``: the paper's
-  per-token ``eps + eps'`` with ``eps' = ln(max|b| / min|b|)`` over the non-empty buckets of that
-  position. eps' is **data dependent** (a function of the private text, itself not privatized: keep
-  the stamp local) and, as reconstructed, **not a worst-case bound**: for some pairs of inputs the
-  exact log-ratio exceeds eps + eps' of either input (``tests/mechanisms/test_cape.py`` has one).
-* the paper's accounting: the sum over perturbed tokens of (eps + eps'_i) under basic composition
-  (``--diagnostics`` renders it as the claimed figure) (each position's mechanism is bounded against any change of the whole record, since
-  Delta_u is the utility's range; positions use independent randomness).
-* what is provable: per token, against another input y, eps + eps'(x) + eps'(y)
-  (:func:`ppt.mechanisms.cape.utility.pairwise_bound`), and without looking at data ``eps_per_token_worst_case``
-  (:func:`ppt.mechanisms.cape.utility.worst_case_eps`; SmolLM2, N_b = 50: 14.7 / 16.0 / 17.6 / 19.7 at eps = 1 / 3 /
-  6 / 10); ``composed_eps_worst_case`` is n times that. With |C| ~ 49k candidates in 50 buckets the
-  bucket sizes are very uneven: eps' averages ~8.7 per token on news text, so eps' and not eps
-  dominates every reported figure.
-
-The context model runs locally and sees the raw text (it is the client-side model of the paper);
-nothing but the sampled tokens leaves. The token structure is public by construction: the output has
-one piece per input piece, each with the original's leading whitespace.
-
-Randomness. Each record draws two uniforms per perturbed position (bucket, member) from its own
-generator, in position order, before anything else (then random digits, if that policy is used).
-``batching`` decides how far float rounding may depend on the batch. After the forward pass every mode
-treats the batch's perturbed positions as one stream of rows: head product, distances, utilities,
-buckets and sampling run ``chunk_elements // |C|`` rows at a time, chunks running across records (no
-per-record or per-token Python loop). "record": forward passes are batched within a record, never
-across records, and the two products run on blocks of exactly 64 rows (the last zero-padded:
-:func:`~ppt.mechanisms.cape.utility.in_row_blocks`; everything else works row by row), so a record's
-rounding depends on the record alone and seeded output is bit-identical whatever the batch size or
-order (mixing records in one padded forward pass changes rounding enough to flip a bucket edge now
-and then); on the CPU it also runs on one intra-op thread, since the thread count changes rounding the
-same way, so seeded output is the same for any ``--workers N`` (each worker has cores/N threads). "mixed": records also share padded forward passes, and products take whole chunks (1.1x
-the prompts/s of "record" in batches of 8 50-token prompts, 1.5x in batches of 32, on a 2-core CPU;
-bench/sanitize_cape.py). "auto" (the default): "record" on seeded runs, "mixed" on OS-entropy runs,
-whose output is not reproducible anyway.
-
-Cost and memory. Per perturbed position: the LM head restricted to the candidates and the distances
-to all candidates (two [c, d] x [d, |C|] products, ~3 GFLOP per 50-token prompt for SmolLM2, on top
-of the ~11 GFLOP forward pass), then ~20 elementwise passes over the [c, |C|] utility rows, processed
-``chunk_elements // |C|`` rows at a time (default 2^22 elements on a CPU: 86 rows, ~100 MB of
-temporaries for SmolLM2; 2^26 on CUDA: ~1,380 rows, ~2 GB). The causal forward pass is batched under
-a token budget; a masked LM gets one masked copy per perturbed position. ``dtype="bfloat16"`` runs the
-forward pass and both products in bf16 (about 4x faster matrix products on CPUs with AVX512-BF16/AMX
-and on GPUs; utilities then agree with float32 to ~1e-2); it is the default when the context model is
-on CUDA (float16 on GPUs without bf16), float32 on the CPU. ``params()`` states the dtype and how it was
-chosen (``dtype_source``), and the compact signature names any dtype other than float32.
-
-Implemented on the shared token pipeline (:class:`~ppt.mechanisms.pipeline.TokenPipeline`: its plan,
-draw order, rebuild, pair spans and kept/dropped counting): Cape fills in its hooks with the context
-model's tokenizer (:class:`~ppt.spaces.tokenizers.HFTokenizer`, whose rows are token ids), the ASCII-only
-punctuation rule, a perturbation over ids and positions (the context model needs the whole record, not
-a row of a fixed table), candidate texts, and its data-dependent accounting. Parameter checks, model
-loading and calibration are in :mod:`ppt.mechanisms.cape.loading`.
+Why this module: it wires the context model, the candidate set (:mod:`.candidates`) and the kernels
+(:mod:`.utility`) into the shared token pipeline's hooks, and states the accounting: the data-independent
+worst case per token is proven, the paper's eps + eps' (eps' data dependent) is a labelled claim.
+Loading and calibration are :mod:`.loading`. The formulas, the logit bound B, the kept tokens, the
+randomness and batching modes, cost and memory: docs/mechanisms/cape.md.
 """
 
 from __future__ import annotations
