@@ -1,62 +1,10 @@
 """RANTEXT (InferDPT, Tong et al., Algorithm 2): exponential mechanism over a random adjacency list.
 
-For each perturbed token t:
-
-1. Y_d ~ Laplace(0, Delta_d / Z(eps)) independently per dimension (Delta = the space's per-dimension
-   sensitivity, max - min of the embeddings); r = ||Y||_2.
-2. C_r(t) = {t' : ||phi(t) - phi(t')|| < r} (t itself always belongs: distance 0).
-3. u(t, t') = 1 - ||phi(t) - phi(t')|| / r in (0, 1]; output t' in C_r(t) with P proportional to
-   exp(eps / 2 * u(t, t')).
-
-Privacy notion, stated honestly: the paper proves eps-LDP for the sampling step *given* the list
-C_r(t) (inputs and outputs inside one list, utility with sensitivity 1). C_r itself is drawn from a
-noise distribution centred on the private token and is not accounted for; the mechanism as a whole
-is not eps-LDP over the vocabulary (a far-away token reaches t's neighbourhood only when its radius
-is large). So the stamp's proven headline is null: every perturbed token is a
-ConditionalDpEvent(eps, "given the random adjacency list C_r"), and n * eps appears only as that
-conditional total (issue 16: the certified per-token loss is at least 8.5 at eps 6).
-
-Z(eps): ``z="calibrated"`` (default) fits Z per space so the median |C_r| / |V| follows a target that
-never shrinks as eps falls: a median list of the whole vocabulary at eps <= 1, the monotone envelope of the paper's list
-sizes (10.5% of V) from eps 2 (see :mod:`ppt.mechanisms.rantext.calibration`; ``target_fraction=``
-fixes the fraction); ``z="paper"`` uses the published formula
-(:class:`ZConstants`), whose constants were fitted to ada-002 and do not transfer; a positive number
-fixes Z.
-
-Distances: the GEMM float32 distances rounded to float16, exactly as stored in the space's sorted-rows
-table. Membership (d < r) and utilities both use these values on both paths, so the fast path and
-the fallback implement the same mechanism. Rounding moves a distance by at most 2^-11 of itself.
-
-Fast path (spaces up to ``SORTED_ROWS_MAX_VOCAB`` rows): each row of the sorted-rows table lists
-the vocabulary by distance, so C_r(t) is the prefix of t's row below r. The float16 distances of a
-row take few distinct values (an 11,000-token MiniLM row has ~400), so ppt keeps the rows in
-run-length form (distinct distance + end of its run; artifact ``rantext-runs``, built once from the
-sorted rows, ~30 MB for 11k tokens). Candidates of one run share one weight, so sampling picks a run by
-cumulative weight count * exp(-eps/2 * d / r) and then the candidate inside the run uniformly, from
-the same uniform: exactly the per-candidate inverse CDF with ~10x fewer terms. A vectorized binary
-search over the memory-mapped runs gives every position's number of runs below r; positions are
-sorted by that length and cut into consecutive blocks of at most ``chunk_entries`` run entries
-(little padding), in numpy (the CPU path imports no torch). A position's draw does not depend on
-the block it lands in (the weights are element-wise; sums run along each row). The draw is mapped
-back to a token through the sorted row's indices. On CUDA (or with ``sampler="torch"``) the same
-steps run as a few torch kernels per block with the tables resident on the device
-(:func:`~ppt.mechanisms.rantext.runs.sample_runs_torch`). Larger spaces fall back to distance rows for
-the batch's unique tokens (one matrix product per fixed-size block), sorted and run-length encoded on
-the fly, then the same sampler.
-
-Sampling rule: the same as :func:`ppt.samplers.exponential.sample_from_logits_inverse_cdf` (first candidate
-whose running sum exceeds u times the total; the weights are the exponential-mechanism weights
-divided by exp(eps/2), the token itself having weight 1), restricted to each position's own list: a
-position's result depends only on its token, its radius and its uniform, never on the other positions
-of a batch or the padding. Weights are computed in float32 (relative error ~1e-7) and summed in float64.
-Randomness per record (``draw``): a Laplace vector per position, of which only the norm r is kept
-(|Laplace| = scale * Exp(1), drawn by numpy in a stream seeded from the record's generator), then one
-uniform per position. In a batch (``draw_batch``) the records' norms are drawn on as many threads as torch
-may use, up to the cores (:mod:`ppt.parallel`); each record's stream is drawn whole by one of them.
-
-Calibration caveat: the calibrated median is over vocabulary tokens drawn uniformly. Text is dominated
-by frequent tokens, which sit in denser regions of MiniLM space, so the lists on real text are larger
-(on cl100k-minilm at eps 6: median ~22% of V on Zipf-distributed text vs the 10.5% target).
+Per perturbed token t: r = ||Y||_2 with Y_d ~ Laplace(0, Delta_d / Z(eps)); C_r(t) = {t' : d(t, t') < r};
+output t' in C_r(t) with P ~ exp(eps/2 * (1 - d(t, t') / r)). The paper's eps-LDP holds only *given* C_r,
+so every perturbed token is stamped as a ConditionalDpEvent and no proven headline is claimed.
+This module wires Z (:mod:`.calibration`) and the run-length sampler (:mod:`.runs`) into the token
+pipeline. Distances, the fast path and its fallback, the sampling rule, randomness: docs/mechanisms/rantext.md.
 """
 
 from __future__ import annotations
