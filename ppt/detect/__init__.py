@@ -7,7 +7,9 @@ detector marks, and everything else passes through verbatim (stated as unprotect
 
 ``lists`` (the user's deny- and allow-lists), ``patterns`` (presidio-analyzer's pattern recognizers: e-mails,
 phones, cards, IBANs, IPs, URLs, ...; optional extra ``ppt[detect]``), ``ner`` (spaCy's named entities on the
-offline en_core_web_sm). Detection itself depends on the text: what a detector misses is released raw.
+offline en_core_web_sm), ``categories`` (sensitive words that are not entities: health, sexual orientation,
+religion, political opinion, ethnicity, finances, occupation; a lexicon generated from WordNet, shipped).
+Detection itself depends on the text: what a detector misses is released raw.
 """
 
 from __future__ import annotations

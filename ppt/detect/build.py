@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ppt.detect.base import Detector, Span, list_tag, merge_spans, read_list
 
-DETECTORS = ("patterns", "ner")
+DETECTORS = ("patterns", "ner", "categories")
 
 
 class Combined:
@@ -53,6 +53,10 @@ def build_detector(names: Sequence[str], *, deny: str | None = None, allow: str 
             from ppt.detect.ner import NerDetector
 
             parts.append(NerDetector())
+        elif name == "categories":
+            from ppt.detect.categories import CategoryDetector
+
+            parts.append(CategoryDetector())
     if not parts:
         raise PptError("--protect detected needs a detector: --detect patterns,ner or a --deny FILE", ExitCode.USAGE)
     allowed = read_list(allow, "allow-list") if allow else []

@@ -24,7 +24,7 @@ from ppt.mechanisms.base import check_eps
 WEAK_EPS = 10.0
 STAMP_MODES = ("compact", "full")
 PROTECT_MODES = ("all", "detected")
-DEFAULT_DETECTORS = ("patterns", "ner")
+DEFAULT_DETECTORS = ("patterns", "ner", "categories")
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class SanitizeSpec:
     diagnostics: str | None = None
     stamp_mode: str = "compact"
     protect: str = "all"  # "detected": only what a detector marks is replaced (ppt.detect)
-    detect: tuple[str, ...] = ()  # detectors for --protect detected (default: patterns, ner without --deny)
+    detect: tuple[str, ...] = ()  # detectors for --protect detected (default: patterns, ner, categories without --deny)
     deny: str | None = None  # a deny-list file: its words and phrases are always detected
     allow: str | None = None  # an allow-list file: detected spans with exactly this text are kept
     mapping: str | None = None  # a local-only field for each replaced span's surrogate -> original (ppt restore)

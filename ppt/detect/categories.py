@@ -1,0 +1,116 @@
+"""Sensitive words that are not named entities: health, sexual orientation, religion, political opinion,
+ethnicity, finances, occupation (GDPR art. 9's special categories, plus two that identify), from WordNet.
+
+Why a shipped lexicon: the words come from a maintained resource (WordNet 3.0's hyponyms of a few root
+synsets per category), but WordNet is an optional install; the lexicon is generated once from it
+(``python scripts/build_categories.py``, which needs NLTK and WordNet) into ``ppt/data/categories.json``,
+so detection needs neither at run time. A word is listed only when its most frequent noun sense falls under
+the category (``cancer`` yes, ``worker`` in its common sense yes, ``head`` no), which keeps ordinary words out.
+Detection looks up each run of up to four words in one dict: no regular expression over thousands of phrases.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from importlib import resources
+
+from ppt.detect.base import Span
+
+# category -> WordNet root synsets (their hyponym closure is the category)
+ROOTS: dict[str, tuple[str, ...]] = {
+    "health": (
+        "ill_health.n.01",
+        "disease.n.01",
+        "symptom.n.01",
+        "mental_disorder.n.01",
+        "depression.n.01",
+        "pregnancy.n.01",
+        "medical_procedure.n.01",
+        "medicine.n.02",
+        "drug_of_abuse.n.01",
+        "disability.n.01",
+    ),
+    "sexual_orientation": ("homosexual.n.01", "heterosexual.n.01", "bisexual.n.01", "sexual_preference.n.01"),
+    "religion": ("religion.n.01", "religious_person.n.01", "religious_belief.n.01", "clergyman.n.01"),
+    "political": (
+        "political_orientation.n.01",
+        "political_party.n.01",
+        "politician.n.02",
+        "radical.n.03",
+        "conservative.n.01",
+        "liberal.n.01",
+    ),
+    "ethnicity": ("ethnic_group.n.01", "race.n.03", "person_of_color.n.01", "jew.n.01", "spanish_american.n.01"),
+    "finances": (
+        "debt.n.01",
+        "debt.n.02",
+        "indebtedness.n.01",
+        "bankruptcy.n.01",
+        "mortgage.n.01",
+        "wage.n.01",
+        "poverty.n.01",
+        "unemployment.n.01",
+        "unemployed_people.n.01",
+    ),
+    "occupation": (
+        "occupation.n.01",
+        "professional.n.01",
+        "worker.n.01",
+        "health_professional.n.01",
+        "educator.n.01",
+        "engineer.n.01",
+    ),
+}
+CATEGORIES = tuple(ROOTS)
+MAX_WORDS = 4
+WORD = re.compile(r"[A-Za-z]+(?:[-'][A-Za-z]+)*")
+
+
+@lru_cache(maxsize=1)
+def lexicon() -> dict[str, str]:
+    """phrase (lower case, words separated by one space) -> its category, from the shipped lexicon."""
+    data = json.loads(resources.files("ppt").joinpath("data/categories.json").read_text(encoding="utf-8"))
+    out: dict[str, str] = {}
+    for category in CATEGORIES:  # the order of CATEGORIES decides a phrase listed twice
+        for phrase in data["categories"].get(category, []):
+            out.setdefault(phrase, category)
+    return out
+
+
+class CategoryDetector:
+    """Spans of the lexicon's phrases in the chosen categories, longest phrase first at each word."""
+
+    def __init__(self, categories: Sequence[str] = CATEGORIES) -> None:
+        unknown = sorted(set(categories) - set(CATEGORIES))
+        if unknown:
+            raise ValueError(f"unknown categories: {', '.join(unknown)} (known: {', '.join(CATEGORIES)})")
+        chosen = set(categories)
+        self.phrases = {p: c for p, c in lexicon().items() if c in chosen}
+        tag = "all" if chosen == set(CATEGORIES) else ".".join(c for c in CATEGORIES if c in chosen)
+        self.signature = f"categories-{tag}@wordnet-3.0"
+
+    def detect(self, texts: Sequence[str]) -> list[list[Span]]:
+        return [self._one(t) for t in texts]
+
+    def _one(self, text: str) -> list[Span]:
+        words = [(m.start(), m.end(), m.group().lower()) for m in WORD.finditer(text)]
+        spans, i = [], 0
+        while i < len(words):
+            for n in range(min(MAX_WORDS, len(words) - i), 0, -1):
+                phrase = " ".join(w for _, _, w in words[i : i + n])
+                category = self.phrases.get(phrase)
+                if category is None and n == 1 and phrase.endswith("s"):
+                    category = self.phrases.get(phrase[:-1])  # a plural (doctors, diabetics)
+                if category is not None:
+                    spans.append(Span(words[i][0], words[i + n - 1][1], category.upper()))
+                    i += n
+                    break
+            else:
+                i += 1
+        return spans
+
+
+__all__ = ["CATEGORIES", "MAX_WORDS", "ROOTS", "WORD", "CategoryDetector", "lexicon"]
