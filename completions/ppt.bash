@@ -320,7 +320,6 @@ _ppt() {
         "query|--retry-backoff") vals=""; takes=1 ;;
         "query|--resume") vals=""; takes=1 ;;
         "query|--dtype") vals=""; takes=1 ;;
-        "query|--device") vals=""; takes=1 ;;
         "query|--seed") vals=""; takes=1 ;;
         "query|--input"|"query|-i") vals=""; takes=1 ;;
         "query|--output"|"query|-o") vals=""; takes=1 ;;
@@ -328,6 +327,7 @@ _ppt() {
         "query|--id-field") vals=""; takes=1 ;;
         "query|--on-error") vals="fail skip record"; takes=1 ;;
         "query|--batch-size") vals=""; takes=1 ;;
+        "query|--device") vals=""; takes=1 ;;
         "restore|--field") vals=""; takes=1 ;;
         "restore|--mapping-field") vals=""; takes=1 ;;
         "restore|--output-field") vals=""; takes=1 ;;

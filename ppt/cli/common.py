@@ -1,12 +1,10 @@
-"""Options and error handling shared by every subcommand, so flags and failure output look the same.
+"""Options, choices, error handling and small helpers shared by the subcommands, so flags and failure output
+look the same everywhere.
 
-Usage in a command module::
-
-    @handle_errors
-    def sanitize(input: InputOpt = "-", output: OutputOpt = "-", on_error: OnErrorOpt = "fail", ...):
-        args = stream_args(input=input, output=output, text_field=text_field, id_field=id_field,
-                           on_error=on_error, batch_size=batch_size, quiet=quiet, device=device)
-        raise typer.Exit(run_stream(args, stage, desc="sanitize"))
+A stream subcommand takes the shared stream options from the kit (``ppt.cli.kit.stream_command``); another
+command uses the aliases here (``DeviceOpt``, ``QuietOpt``, ``SeedOpt``, ...) and ``@handle_errors`` or
+``with handle_errors():``. A flag with fixed values is a ``Literal[...]`` (typer checks it; the man pages
+and completions list the values).
 """
 
 from __future__ import annotations
@@ -127,6 +125,12 @@ WorkersOpt = Annotated[
 ]
 
 
+# choices the library also lists (ppt.lm.door.RUNTIMES, ppt.remote.backends.ENDPOINTS); tests/cli/test_choices.py
+# keeps them equal
+Runtime = Literal["transformers", "vllm"]
+Endpoint = Literal["chat", "completions"]
+
+
 def check_engine(engine: str, ray_address: str | None, actors: int | None) -> None:
     """--ray-address and --actors only mean something with --engine ray."""
     if engine != "ray" and (ray_address is not None or actors is not None):
@@ -159,6 +163,59 @@ def stream_args(
         device=device,
         private=private,
     )
+
+
+def parse_params(items: list[str]) -> dict:
+    """``--param KEY=VALUE`` items as a dict: VALUE read as JSON where it parses (``w=0.9`` -> 0.9), else
+    the string; ``-`` in KEY becomes ``_``."""
+    import orjson
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise PptError(f"--param expects KEY=VALUE (got {item!r})", exit_code=ExitCode.USAGE)
+        try:
+            out[key.replace("-", "_")] = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            out[key.replace("-", "_")] = value
+    return out
+
+
+class NullSink:
+    """A stdout that drops what it is given (``run_stream(..., _stdout=NullSink())``: a summary-only run)."""
+
+    def write(self, data: Any) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+
+def write_summary(obj: dict, target: str) -> None:
+    """Write a summary object to stderr, stdout, a file (through the -o sink), or nowhere (``none``)."""
+    from ppt.io import dumps_line, real_stdout
+
+    line = dumps_line(obj)
+    if target == "none":
+        return
+    if target == "stderr":
+        sys.stderr.write(line.decode())
+        sys.stderr.flush()
+        return
+    if target in ("stdout", "-"):
+        out = real_stdout()
+        try:
+            out.buffer.write(line) if hasattr(out, "buffer") else out.write(line.decode())
+            out.flush()
+        except BrokenPipeError:
+            pass
+        return
+    # a file goes through the same sink as -o: devices, FIFOs and symlinks written through, regular
+    # files replaced atomically with their mode kept
+    from ppt.io.sinks import write_lines
+
+    write_lines(target, [line])
 
 
 def warn(message: str) -> None:

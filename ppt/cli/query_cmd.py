@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Literal
 
 import typer
 
-from ppt.cli.common import (
-    BatchSizeOpt,
-    DeviceOpt,
-    IdFieldOpt,
-    InputOpt,
-    OnErrorOpt,
-    OutputOpt,
-    QuietOpt,
-    SeedOpt,
-    TextFieldOpt,
-    handle_errors,
-    stream_args,
-)
+from ppt.cli.common import Endpoint, SeedOpt, warn
+from ppt.cli.kit import STREAM, StreamArgs, stream_command
 
 ENDPOINT_PANEL = "Endpoint"
 REQUEST_PANEL = "Request"
@@ -50,6 +40,7 @@ already in FILE on the next run, so a killed job loses nothing and pays for noth
 """
 
 
+@stream_command()
 def query(
     model: Annotated[
         str,
@@ -77,7 +68,7 @@ def query(
         ),
     ] = "http",
     endpoint: Annotated[
-        Literal["chat", "completions"],
+        Endpoint,
         typer.Option(
             "--endpoint", help="chat (/chat/completions) or completions (/completions).", rich_help_panel=ENDPOINT_PANEL
         ),
@@ -195,107 +186,91 @@ def query(
             "--dtype", help="Local model dtype: auto, float32, float16, bfloat16.", rich_help_panel=LOCAL_PANEL
         ),
     ] = None,
-    device: DeviceOpt = "auto",
     seed: SeedOpt = None,
-    input: InputOpt = "-",  # noqa: A002
-    output: OutputOpt = "-",
-    text_field: TextFieldOpt = "text",
-    id_field: IdFieldOpt = "id",
-    on_error: OnErrorOpt = "fail",
-    batch_size: BatchSizeOpt = 64,
-    quiet: QuietOpt = False,
+    stream: StreamArgs = STREAM,
 ) -> None:
-    with handle_errors():
-        import sys
+    import sys
 
-        from ppt.cli.common import warn
-        from ppt.io import ExitCode, PptError, run_stream, stdout_guard
-        from ppt.lm.templates import QUERY_TEMPLATE, load_template
-        from ppt.stages.query import PROTECTED_BODY_KEYS, QueryRunner, QuerySpec
+    from ppt.io import ExitCode, PptError, run_stream, stdout_guard
+    from ppt.lm.templates import QUERY_TEMPLATE, load_template
+    from ppt.stages.query import PROTECTED_BODY_KEYS, QueryRunner, QuerySpec
 
-        tpl = load_template(template, QUERY_TEMPLATE, "paper-continuation", {"text": text_field})
-        if len(stop) > 4:
-            raise PptError("at most 4 --stop sequences", ExitCode.USAGE)
-        extra = _parse_extra_body(extra_body, PROTECTED_BODY_KEYS)
-        spec = QuerySpec(
-            model=model,
-            template=tpl,
-            endpoint=endpoint,
-            system=system,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            top_p=top_p,
-            stop=tuple(stop),
-            extra_body=extra,
-            output_field=output_field,
-            text_field=text_field,
-            allow_raw=allow_raw,
-        )
-        if allow_raw:
-            warn("--allow-raw: records are sent without requiring a ppt.sanitize stamp")
-        if resume is not None:
-            _check_resume_target(resume, output)
+    text_field, quiet = stream.text_field, stream.quiet
+    tpl = load_template(template, QUERY_TEMPLATE, "paper-continuation", {"text": text_field})
+    if len(stop) > 4:
+        raise PptError("at most 4 --stop sequences", ExitCode.USAGE)
+    extra = _parse_extra_body(extra_body, PROTECTED_BODY_KEYS)
+    spec = QuerySpec(
+        model=model,
+        template=tpl,
+        endpoint=endpoint,
+        system=system,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        top_p=top_p,
+        stop=tuple(stop),
+        extra_body=extra,
+        output_field=output_field,
+        text_field=text_field,
+        allow_raw=allow_raw,
+    )
+    if allow_raw:
+        warn("--allow-raw: records are sent without requiring a ppt.sanitize stamp")
+    if resume is not None:
+        _check_resume_target(resume, stream.output)
 
-        if backend == "local":
-            if base_url is not None or api_key_env is not None:
-                raise PptError("--base-url and --api-key-env do not apply to --backend local", ExitCode.USAGE)
-            from ppt.lm.door import get_lm
-            from ppt.remote.backends import LocalQueryBackend
+    if backend == "local":
+        if base_url is not None or api_key_env is not None:
+            raise PptError("--base-url and --api-key-env do not apply to --backend local", ExitCode.USAGE)
+        from ppt.lm.door import get_lm
+        from ppt.remote.backends import LocalQueryBackend
 
-            with stdout_guard():
-                gen = get_lm(model, device=device, dtype=dtype, batch_size=min(batch_size, 16))
-            impl = LocalQueryBackend(gen, seed=seed)
-        else:
-            if seed is not None:
-                raise PptError(
-                    "--seed applies to --backend local only (a seed is never sent to a remote party)", ExitCode.USAGE
-                )
-            from ppt.remote.auth import check_base_url, default_base_url, is_loopback, resolve_api_key
-            from ppt.remote.client import HttpBackend, RetryPolicy
-
-            url = check_base_url(base_url or default_base_url())
-            key = resolve_api_key(api_key_env, url, required=not dry_run)
-            if key and url.startswith("http://") and not is_loopback(url):
-                warn("the API key is sent over plain http to a non-loopback host; prefer https")
-            impl = HttpBackend(
-                url,
-                api_key=key,
-                concurrency=concurrency,
-                timeout_s=timeout,
-                retry=RetryPolicy(max_retries=max_retries, backoff_base_s=retry_backoff),
+        with stdout_guard():
+            gen = get_lm(model, device=stream.device, dtype=dtype, batch_size=min(stream.batch_size, 16))
+        impl = LocalQueryBackend(gen, seed=seed)
+    else:
+        if seed is not None:
+            raise PptError(
+                "--seed applies to --backend local only (a seed is never sent to a remote party)", ExitCode.USAGE
             )
+        from ppt.remote.auth import check_base_url, default_base_url, is_loopback, resolve_api_key
+        from ppt.remote.client import HttpBackend, RetryPolicy
 
-        journal = None
-        if resume is not None:
-            from ppt.remote.journal import Journal
-
-            journal = Journal(resume, id_field, output_field)
-            if not quiet and len(journal):
-                print(f"ppt: query: resuming: {len(journal)} answered record(s) in {resume}", file=sys.stderr)
-        runner = QueryRunner(spec, impl, journal=journal, dry_run=dry_run, id_field=id_field)
-        # a batch is the unit that runs in parallel: never smaller than the number of workers
-        args = stream_args(
-            input=input,
-            output=output,
-            text_field=text_field,
-            id_field=id_field,
-            on_error=on_error,
-            batch_size=max(batch_size, concurrency),
-            quiet=quiet,
-            device=device,
-            require_text=text_field in tpl.fields,
+        url = check_base_url(base_url or default_base_url())
+        key = resolve_api_key(api_key_env, url, required=not dry_run)
+        if key and url.startswith("http://") and not is_loopback(url):
+            warn("the API key is sent over plain http to a non-loopback host; prefer https")
+        impl = HttpBackend(
+            url,
+            api_key=key,
+            concurrency=concurrency,
+            timeout_s=timeout,
+            retry=RetryPolicy(max_retries=max_retries, backoff_base_s=retry_backoff),
         )
-        clean = False
-        try:
-            code = run_stream(args, runner, desc="query")
-            clean = True
-        finally:
-            impl.close(wait=clean)
-            if journal is not None:
-                journal.close()
-            if not quiet:
-                print(runner.summary_line(), file=sys.stderr, flush=True)
-        raise typer.Exit(code)
+
+    journal = None
+    if resume is not None:
+        from ppt.remote.journal import Journal
+
+        journal = Journal(resume, stream.id_field, output_field)
+        if not quiet and len(journal):
+            print(f"ppt: query: resuming: {len(journal)} answered record(s) in {resume}", file=sys.stderr)
+    runner = QueryRunner(spec, impl, journal=journal, dry_run=dry_run, id_field=stream.id_field)
+    # a batch is the unit that runs in parallel: never smaller than the number of workers
+    args = dataclasses.replace(
+        stream, batch_size=max(stream.batch_size, concurrency), require_text=text_field in tpl.fields
+    )
+    clean = False
+    try:
+        code = run_stream(args, runner, desc="query")
+        clean = True
+    finally:
+        impl.close(wait=clean)
+        if journal is not None:
+            journal.close()
+        if not quiet:
+            print(runner.summary_line(), file=sys.stderr, flush=True)
+    raise typer.Exit(code)
 
 
 def _parse_extra_body(value: str | None, protected: tuple[str, ...]) -> dict:

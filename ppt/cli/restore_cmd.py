@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 import typer
 
-from ppt.cli.common import (
-    BatchSizeOpt,
-    IdFieldOpt,
-    InputOpt,
-    OnErrorOpt,
-    OutputOpt,
-    QuietOpt,
-    handle_errors,
-    stream_args,
-)
+from ppt.cli.kit import STREAM, StreamArgs, stream_command
 
 HELP = """Replace the surrogates in each record's answer by the real values kept in its --mapping field.
 
@@ -25,6 +17,8 @@ Example: ppt sanitize --protect detected --deny names.txt --mapping map -i docs.
 """
 
 
+# the text field of the stream is --field; the output holds the real values (created 0600)
+@stream_command(omit={"text_field", "device"}, require_text=False, private=True)
 def restore(
     field: Annotated[str, typer.Option("--field", help="The answer to restore (ppt query writes 'generation').")] = (
         "generation"
@@ -36,30 +30,13 @@ def restore(
         ),
     ] = None,
     output_field: Annotated[str, typer.Option("--output-field", help="Where the restored answer goes.")] = "restored",
-    input: InputOpt = "-",  # noqa: A002
-    output: OutputOpt = "-",
-    id_field: IdFieldOpt = "id",
-    on_error: OnErrorOpt = "fail",
-    batch_size: BatchSizeOpt = 64,
-    quiet: QuietOpt = False,
+    stream: StreamArgs = STREAM,
 ) -> None:
-    with handle_errors():
-        from ppt.io import run_stream
-        from ppt.stages.restore import RestoreStage
+    from ppt.io import run_stream
+    from ppt.stages.restore import RestoreStage
 
-        stage = RestoreStage(field=field, mapping_field=mapping_field, output_field=output_field)
-        args = stream_args(
-            input=input,
-            output=output,
-            text_field=field,
-            id_field=id_field,
-            on_error=on_error,
-            batch_size=batch_size,
-            quiet=quiet,
-            require_text=False,
-            private=True,
-        )
-        raise typer.Exit(run_stream(args, stage, desc="restore"))
+    stage = RestoreStage(field=field, mapping_field=mapping_field, output_field=output_field)
+    raise typer.Exit(run_stream(dataclasses.replace(stream, text_field=field), stage, desc="restore"))
 
 
 def register(app: typer.Typer) -> None:

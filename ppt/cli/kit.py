@@ -1,0 +1,134 @@
+"""The stream-command kit: the options every JSONL stream subcommand shares, declared once.
+
+``@stream_command(...)`` adds ``--input``, ``--output``, ``--text-field``, ``--id-field``, ``--on-error``,
+``--batch-size``, ``--device`` and ``--quiet`` to a command's typer signature, in that order, where the
+command has its ``stream`` parameter, and calls the command with one ready :class:`StreamArgs` in ``stream``
+(and inside :func:`handle_errors`). The command keeps only its own options::
+
+    @stream_command(batch_size=8, omit={"device"})
+    def foo(k: Annotated[int, typer.Option("--k")] = 1, stream: StreamArgs = STREAM) -> None:
+        stage = FooStage(k, stream.text_field)
+        raise typer.Exit(run_stream(stream, stage, desc="foo"))
+
+Per command: another default (``batch_size=8``), no such option (``omit={"device"}``: the StreamArgs
+field keeps the value given here, else its default), another declaration (``batch_size=custom(
+Annotated[int | None, typer.Option(...)], None)``), and the two StreamArgs fields that are not flags
+(``require_text``, ``private``). A value the command works out later (a model's batch size, a text field
+named by another flag) goes in with ``dataclasses.replace(stream, ...)``.
+
+The command's annotations are resolved when it is decorated, from its module's globals (``StreamArgs``
+included): an alias the command uses must be defined, or imported, above it.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ppt.cli.common import (
+    BatchSizeOpt,
+    DeviceOpt,
+    IdFieldOpt,
+    InputOpt,
+    OnErrorOpt,
+    OutputOpt,
+    QuietOpt,
+    TextFieldOpt,
+    handle_errors,
+    stream_args,
+)
+from ppt.io.args import StreamArgs
+
+__all__ = ["SHARED", "STREAM", "SharedOption", "StreamArgs", "custom", "stream_command"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# the default of a command's `stream` parameter, only so that it may follow options with defaults: the kit
+# always passes the StreamArgs built from the flags
+STREAM: Any = None
+
+
+@dataclass(frozen=True)
+class SharedOption:
+    """One shared option: its typer declaration (``Annotated[type, typer.Option(...)]``) and default."""
+
+    annotation: Any
+    default: Any
+
+
+def custom(annotation: Any, default: Any) -> SharedOption:
+    """A shared option declared differently in one command (its own help or type), e.g. a ``--batch-size``
+    whose default None means "the model's"."""
+    return SharedOption(annotation, default)
+
+
+# the shared options, in the order they are listed in every command
+SHARED: dict[str, SharedOption] = {
+    "input": SharedOption(InputOpt, "-"),
+    "output": SharedOption(OutputOpt, "-"),
+    "text_field": SharedOption(TextFieldOpt, "text"),
+    "id_field": SharedOption(IdFieldOpt, "id"),
+    "on_error": SharedOption(OnErrorOpt, "fail"),
+    "batch_size": SharedOption(BatchSizeOpt, 64),
+    "device": SharedOption(DeviceOpt, "auto"),
+    "quiet": SharedOption(QuietOpt, False),
+}
+
+
+def stream_command(
+    *, omit: Iterable[str] = (), require_text: bool = True, private: bool = False, **defaults: Any
+) -> Callable[[F], F]:
+    """Give a command the shared stream options and call it with ``stream=StreamArgs(...)``.
+
+    ``defaults``: a shared option's default (``batch_size=32``), or its whole declaration (``custom(...)``);
+    for an omitted option, the value its StreamArgs field takes. ``omit``: shared options this command does
+    not offer. ``require_text``/``private``: the StreamArgs fields of the same names."""
+    omit = frozenset(omit)
+    unknown = (set(defaults) | omit) - set(SHARED)
+    if unknown:
+        raise TypeError(f"not a shared stream option: {', '.join(sorted(unknown))} (known: {', '.join(SHARED)})")
+    declared = {
+        name: defaults[name]
+        if isinstance(defaults.get(name), SharedOption)
+        else SharedOption(spec.annotation, defaults.get(name, spec.default))
+        for name, spec in SHARED.items()
+        if name not in omit
+    }
+    fixed = {name: value for name, value in defaults.items() if name in omit}
+
+    def decorate(func: F) -> F:
+        # typer reads __signature__ as it is (no string evaluation) and __annotations__ through
+        # get_type_hints: both must hold the real objects, resolved here in the command's module
+        hints = typing.get_type_hints(func, include_extras=True)
+        own = inspect.signature(func).parameters
+        if "stream" not in own:
+            raise TypeError(f"{func.__name__}: a @stream_command takes a `stream: StreamArgs` parameter")
+        clash = set(declared) & set(own)
+        if clash:
+            raise TypeError(f"{func.__name__}: {', '.join(sorted(clash))} is a shared stream option")
+        params = []
+        for name, p in own.items():
+            if name == "stream":
+                params += [
+                    inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=d.annotation, default=d.default)
+                    for n, d in declared.items()
+                ]
+            else:
+                params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(name, p.annotation)))
+
+        @functools.wraps(func)
+        def command(**kwargs: Any) -> Any:
+            shared = {name: kwargs.pop(name) for name in declared}
+            stream = stream_args(**fixed, **shared, require_text=require_text, private=private)
+            with handle_errors():
+                return func(**kwargs, stream=stream)
+
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command  # type: ignore[return-value]
+
+    return decorate
