@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import IO, Any
 
+import orjson
+
 from ppt.io.errors import PptError
 from ppt.io.exitcodes import ExitCode
 
@@ -56,6 +58,12 @@ def _rows_as_lines(batches: Iterator[Any]) -> Iterator[bytes]:
 
     for batch in batches:
         for row in batch.to_pylist():
+            stamp = row.get("ppt")
+            if isinstance(stamp, str) and stamp.startswith("{"):  # ppt's own stamp, written as JSON text by -o
+                try:
+                    row["ppt"] = orjson.loads(stamp)
+                except orjson.JSONDecodeError:
+                    pass
             yield dumps_line(row)
 
 

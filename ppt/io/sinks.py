@@ -263,7 +263,10 @@ def open_output(path: str, stdout: IO[bytes] | None = None, *, private: bool = F
         except OSError as exc:
             raise PptError(f"cannot write output {path}: {exc.strerror}", ExitCode.IOERR) from None
     target = os.path.realpath(path)  # a symlink: replace the file it points to, keep the link
-    return _FileSink(target, path, st, private)
+    from ppt.io.formats import format_of
+    from ppt.io.output_formats import formatted
+
+    return formatted(_FileSink(target, path, st, private), format_of(path), path)  # .jsonl.gz, .csv, .parquet
 
 
 def write_lines(path: str, lines: Any, *, private: bool = False) -> None:
