@@ -32,6 +32,7 @@ MECHANISMS: dict[str, tuple[str, str]] = {
     "tem": ("ppt.mechanisms.tem", "TEM"),
     "prosan": ("ppt.mechanisms.prosan", "ProSan"),
     "prosan-lite": ("ppt.mechanisms.prosan.lite", "ProSanLite"),
+    "placeholder": ("ppt.mechanisms.placeholder", "Placeholder"),
 }
 
 

@@ -93,15 +93,17 @@ class SanitizeSpec:
             device=self.device,
             quiet=quiet,
         )
+        if getattr(mech, "needs_detector", False) and self.protect != "detected":
+            raise PptError(f"{self.mech} replaces detected spans: add --protect detected", exit_code=ExitCode.USAGE)
         if self.protect == "detected":
             from ppt.detect import build_detector
             from ppt.mechanisms.pipeline import TokenPipeline
 
-            if not isinstance(mech, TokenPipeline):
+            if not (isinstance(mech, TokenPipeline) or getattr(mech, "needs_detector", False)):
                 raise PptError(
                     f"--protect detected needs a token mechanism; {self.mech} is not one",
                     exit_code=ExitCode.USAGE,
-                    hint="use rantext, santext(+), custext(+), tem or cape",
+                    hint="use placeholder, rantext, santext(+), custext(+), tem or cape",
                 )
             names = self.detect or (() if self.deny else DEFAULT_DETECTORS)
             mech.detector = build_detector(names, deny=self.deny, allow=self.allow)

@@ -64,8 +64,17 @@ def _over_a_space(name: str, eps: float, inputs: TinyInputs, **params) -> Mechan
 
 def _register_builtins() -> None:
     from ppt.mechanisms.cape import Cape
+    from ppt.mechanisms.placeholder import Placeholder
     from ppt.mechanisms.prosan import ProSan
     from ppt.mechanisms.prosan.lite import ProSanLite
+
+    @test_factory(Placeholder)  # replaces what a detector marks: a deny-list of the space's words stands in
+    def _with_a_detector(name: str, eps: float, inputs: TinyInputs, **params) -> Mechanism:
+        from ppt.detect.lists import PhraseDetector
+
+        mech = get_mechanism(name, eps, quiet=True, **params)
+        mech.detector = PhraseDetector(list(getattr(inputs.space, "vocab", []))[6:])
+        return mech
 
     @test_factory(Cape, ProSanLite)  # a context model (ProSan-lite: any causal LM stands in for a distilled one)
     def _with_a_causal_lm(name: str, eps: float, inputs: TinyInputs, **params) -> Mechanism:
