@@ -1,160 +1,36 @@
-"""`ppt attack knn|mti|llm|ngram`: measure what an adversary recovers from sanitized text."""
+"""`ppt attack knn|mti|llm|ngram|snd-inversion`: measure what an adversary recovers from sanitized text."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
-from ppt.cli.common import (
-    BatchSizeOpt,
-    DeviceOpt,
-    IdFieldOpt,
-    InputOpt,
-    OnErrorOpt,
-    OutputOpt,
-    QuietOpt,
-    TextFieldOpt,
-    handle_errors,
-    stream_args,
+from ppt.cli.attack_common import (
+    ATTACK_PANEL,
+    AlignFieldOpt,
+    OriginalOpt,
+    ResultFieldOpt,
+    SpaceOpt,
+    StopwordsOpt,
+    SummaryOnlyOpt,
+    SummaryOpt,
+    check_summary_target,
+    run_attack,
+    token_aligner,
 )
+from ppt.cli.kit import STREAM, StreamArgs, stream_command
 
-ATTACK_PANEL = "Attack"
 RAW_NOTE = (
     "Attacks are evaluation tools: they read the raw text from --original-field (e.g. what "
     "`ppt sanitize --keep-original FIELD` wrote). Keep such files local; never send them to the remote party."
 )
 
-OriginalOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--original-field", help="Field with the raw (original) text; read by the attack.", rich_help_panel=ATTACK_PANEL
-    ),
-]
-SummaryOpt = Annotated[
-    str,
-    typer.Option(
-        "--summary",
-        help="Where the summary record goes: stderr, stdout (appended as the last JSONL line), a file path, or none.",
-        rich_help_panel=ATTACK_PANEL,
-    ),
-]
-SummaryOnlyOpt = Annotated[
-    bool,
-    typer.Option(
-        "--summary-only",
-        help="Write only the summary record, on stdout (no per-record output).",
-        rich_help_panel=ATTACK_PANEL,
-    ),
-]
-ResultFieldOpt = Annotated[
-    str,
-    typer.Option(
-        "--result-field",
-        help="Object field that collects per-record results under the attack's name.",
-        rich_help_panel=ATTACK_PANEL,
-    ),
-]
-SpaceOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--space",
-        help="Embedding space to attack in (default: the one in each record's ppt.sanitize stamp).",
-        rich_help_panel=ATTACK_PANEL,
-    ),
-]
-AlignFieldOpt = Annotated[
-    str,
-    typer.Option(
-        "--alignment-field",
-        help="Per-record \\[\\[orig_row, new_row, start, end], ...] from the sanitizer, used when present.",
-        rich_help_panel=ATTACK_PANEL,
-    ),
-]
-StopwordsOpt = Annotated[
-    str,
-    typer.Option(
-        "--stopwords",
-        help="Text alignment only: score stopwords (include), leave them out (exclude), or exclude when the stamp says the mechanism kept them (auto).",
-        rich_help_panel=ATTACK_PANEL,
-    ),
-]
-
-attack_app = typer.Typer(
-    help="Measure what an adversary recovers from sanitized text; privacy = 1 - success rate.\n\n" + RAW_NOTE,
-    no_args_is_help=True,
-    rich_markup_mode="rich",
-)
+# the choices of ppt.attacks.mti.MASK_LENGTHS (tests/cli/test_choices.py keeps them equal)
+MaskLength = Literal["original", "one"]
 
 
-class _Discard:
-    def write(self, data) -> None:
-        pass
-
-    def flush(self) -> None:
-        pass
-
-
-def emit_summary(obj: dict, target: str) -> None:
-    """Write a summary object to stderr, stdout, a file (through the -o sink), or nowhere."""
-    import sys
-
-    from ppt.io import dumps_line, real_stdout
-
-    line = dumps_line(obj)
-    if target == "none":
-        return
-    if target == "stderr":
-        sys.stderr.write(line.decode())
-        sys.stderr.flush()
-        return
-    if target in ("stdout", "-"):
-        out = real_stdout()
-        try:
-            out.buffer.write(line) if hasattr(out, "buffer") else out.write(line.decode())
-            out.flush()
-        except BrokenPipeError:
-            pass
-        return
-    # a file goes through the same sink as -o: devices, FIFOs and symlinks written through, regular
-    # files replaced atomically with their mode kept
-    from ppt.io.sinks import write_lines
-
-    write_lines(target, [line])
-
-
-def _check_summary(target: str) -> None:
-    import os
-
-    from ppt.io import ExitCode, PptError
-
-    if target in ("stderr", "stdout", "-", "none"):
-        return
-    d = os.path.dirname(os.path.abspath(target))
-    if not os.path.isdir(d):
-        raise PptError(f"summary directory does not exist: {d}", ExitCode.IOERR, hint="create it first")
-
-
-def _run(runner, args, desc: str, summary: str, summary_only: bool) -> int:
-    from ppt.io import run_stream
-    from ppt.stages.attack import summary_record
-
-    code = run_stream(args, runner, desc=desc, _stdout=_Discard() if summary_only else None)
-    emit_summary(summary_record(runner), "stdout" if summary_only else summary)
-    return code
-
-
-def _aligner(space, original_field, alignment_field, stopwords, device, quiet):
-    from ppt.io import stdout_guard
-    from ppt.stages.attack import SpaceCache, TokenAligner
-
-    aligner = TokenAligner(SpaceCache(device=device, quiet=quiet), space, original_field, alignment_field, stopwords)
-    with stdout_guard():
-        aligner.prepare()  # a bad --space fails before input is opened
-    return aligner
-
-
-@attack_app.command("knn")
+@stream_command()
 def knn(
     k: Annotated[
         list[int],
@@ -167,14 +43,7 @@ def knn(
     summary: SummaryOpt = "stderr",
     summary_only: SummaryOnlyOpt = False,
     result_field: ResultFieldOpt = "attack",
-    input: InputOpt = "-",
-    output: OutputOpt = "-",
-    text_field: TextFieldOpt = "text",
-    id_field: IdFieldOpt = "id",
-    on_error: OnErrorOpt = "fail",
-    batch_size: BatchSizeOpt = 64,
-    device: DeviceOpt = "auto",
-    quiet: QuietOpt = False,
+    stream: StreamArgs = STREAM,
 ) -> None:
     """Embedding inversion: is the original among the K vocabulary embeddings nearest to each perturbed token?
 
@@ -186,26 +55,15 @@ def knn(
       ppt sanitize -m rantext -e 6 --keep-original raw < docs.jsonl | ppt attack knn --original-field raw
       ppt attack knn --original-field raw --space glove-6b-50d -k 1 -k 5 --summary-only < private.jsonl
     """
-    with handle_errors():
-        from ppt.stages.attack import KnnRunner
+    from ppt.stages.attack import KnnRunner
 
-        _check_summary(summary)
-        aligner = _aligner(space, original_field, alignment_field, stopwords, device, quiet)
-        runner = KnnRunner(aligner, tuple(k), result_field)
-        args = stream_args(
-            input=input,
-            output=output,
-            text_field=text_field,
-            id_field=id_field,
-            on_error=on_error,
-            batch_size=batch_size,
-            quiet=quiet,
-            device=device,
-        )
-        raise typer.Exit(_run(runner, args, "attack knn", summary, summary_only))
+    check_summary_target(summary)
+    aligner = token_aligner(space, original_field, alignment_field, stopwords, stream.device, stream.quiet)
+    runner = KnnRunner(aligner, tuple(k), result_field)
+    raise typer.Exit(run_attack(runner, stream, "attack knn", summary, summary_only))
 
 
-@attack_app.command("mti")
+@stream_command()
 def mti(
     model: Annotated[
         str,
@@ -214,7 +72,7 @@ def mti(
         ),
     ] = "splade-tiny",
     mask_length: Annotated[
-        str,
+        MaskLength,
         typer.Option(
             "--mask-length",
             help="original: as many masks as the original word needs (attacker knows its length); one: a single mask.",
@@ -237,14 +95,7 @@ def mti(
     summary: SummaryOpt = "stderr",
     summary_only: SummaryOnlyOpt = False,
     result_field: ResultFieldOpt = "attack",
-    input: InputOpt = "-",
-    output: OutputOpt = "-",
-    text_field: TextFieldOpt = "text",
-    id_field: IdFieldOpt = "id",
-    on_error: OnErrorOpt = "fail",
-    batch_size: BatchSizeOpt = 64,
-    device: DeviceOpt = "auto",
-    quiet: QuietOpt = False,
+    stream: StreamArgs = STREAM,
 ) -> None:
     """Mask token inference: mask each perturbed token and let a masked LM predict the original.
 
@@ -256,37 +107,24 @@ def mti(
       ppt attack mti --original-field raw < private.jsonl
       ppt attack mti --model ./bert-base-uncased --mask-length one --original-field raw --summary-only < private.jsonl
     """
-    with handle_errors():
-        from ppt.attacks.mti import MASK_LENGTHS, MtiAttack
-        from ppt.io import ExitCode, PptError, stdout_guard
-        from ppt.models import load_masked_lm
-        from ppt.stages.attack import MtiRunner
+    from ppt.attacks.mti import MtiAttack
+    from ppt.io import ExitCode, PptError, stdout_guard
+    from ppt.models import load_masked_lm
+    from ppt.stages.attack import MtiRunner
 
-        if mask_length not in MASK_LENGTHS:
-            raise PptError(f"--mask-length must be one of {', '.join(MASK_LENGTHS)}", ExitCode.USAGE)
-        _check_summary(summary)
-        aligner = _aligner(space, original_field, alignment_field, stopwords, device, quiet)
-        with stdout_guard():
-            m, tok = load_masked_lm(model, device=device)
-        try:
-            attack = MtiAttack(m, tok, mask_length=mask_length, max_copies=max_copies)
-        except ValueError as e:
-            raise PptError(f"{model}: {e}", ExitCode.CONFIG) from None
-        runner = MtiRunner(aligner, attack, model, result_field)
-        args = stream_args(
-            input=input,
-            output=output,
-            text_field=text_field,
-            id_field=id_field,
-            on_error=on_error,
-            batch_size=batch_size,
-            quiet=quiet,
-            device=device,
-        )
-        raise typer.Exit(_run(runner, args, "attack mti", summary, summary_only))
+    check_summary_target(summary)
+    aligner = token_aligner(space, original_field, alignment_field, stopwords, stream.device, stream.quiet)
+    with stdout_guard():
+        m, tok = load_masked_lm(model, device=stream.device)
+    try:
+        attack = MtiAttack(m, tok, mask_length=mask_length, max_copies=max_copies)
+    except ValueError as e:
+        raise PptError(f"{model}: {e}", ExitCode.CONFIG) from None
+    runner = MtiRunner(aligner, attack, model, result_field)
+    raise typer.Exit(run_attack(runner, stream, "attack mti", summary, summary_only))
 
 
-@attack_app.command("llm")
+@stream_command(batch_size=8)
 def llm(
     model: Annotated[
         str,
@@ -331,14 +169,7 @@ def llm(
     summary: SummaryOpt = "stderr",
     summary_only: SummaryOnlyOpt = False,
     result_field: ResultFieldOpt = "attack",
-    input: InputOpt = "-",
-    output: OutputOpt = "-",
-    text_field: TextFieldOpt = "text",
-    id_field: IdFieldOpt = "id",
-    on_error: OnErrorOpt = "fail",
-    batch_size: BatchSizeOpt = 8,
-    device: DeviceOpt = "auto",
-    quiet: QuietOpt = False,
+    stream: StreamArgs = STREAM,
 ) -> None:
     """LLM inference: a generative model is asked to restore the original text from the perturbed one.
 
@@ -350,56 +181,45 @@ def llm(
       ppt attack llm --original-field raw < private.jsonl > restored.jsonl
       ppt attack llm --base-url http://localhost:8000/v1 --model qwen2 --original-field raw --summary-only < private.jsonl
     """
-    with handle_errors():
-        from pathlib import Path
+    from pathlib import Path
 
-        from ppt.attacks.llm import PROMPT, LlmAttack
-        from ppt.io import ExitCode, PptError, stdout_guard
-        from ppt.lm.door import get_lm
-        from ppt.stages.attack import LlmRunner
+    from ppt.attacks.llm import PROMPT, LlmAttack
+    from ppt.io import ExitCode, PptError, stdout_guard
+    from ppt.lm.door import get_lm
+    from ppt.stages.attack import LlmRunner
 
-        if not original_field:
-            raise PptError("ppt attack llm needs --original-field (the raw text to score against)", ExitCode.USAGE)
-        _check_summary(summary)
-        prompt = PROMPT
-        if prompt_file:
-            try:
-                prompt = Path(prompt_file).read_text()
-            except OSError as e:
-                raise PptError(f"cannot read --prompt-file {prompt_file}: {e.strerror}", ExitCode.NOINPUT) from None
-        with stdout_guard():
-            if base_url:
-                try:
-                    from ppt.remote.endpoint import EndpointLM
-
-                    backend = EndpointLM(base_url, model, api_key_env=api_key_env)
-                except ImportError as e:
-                    raise PptError(
-                        f"the endpoint client is not available ({e})",
-                        ExitCode.CONFIG,
-                        hint="install the remote extra: pip install 'ppt[remote]'",
-                    ) from None
-            else:
-                backend = get_lm(model, device=device, batch_size=batch_size)
+    if not original_field:
+        raise PptError("ppt attack llm needs --original-field (the raw text to score against)", ExitCode.USAGE)
+    check_summary_target(summary)
+    prompt = PROMPT
+    if prompt_file:
         try:
-            attack = LlmAttack(backend, prompt=prompt, max_new_tokens=max_new_tokens)
-        except ValueError as e:
-            raise PptError(str(e), ExitCode.USAGE) from None
-        runner = LlmRunner(attack, original_field, result_field)
-        args = stream_args(
-            input=input,
-            output=output,
-            text_field=text_field,
-            id_field=id_field,
-            on_error=on_error,
-            batch_size=batch_size,
-            quiet=quiet,
-            device=device,
-        )
-        raise typer.Exit(_run(runner, args, "attack llm", summary, summary_only))
+            prompt = Path(prompt_file).read_text()
+        except OSError as e:
+            raise PptError(f"cannot read --prompt-file {prompt_file}: {e.strerror}", ExitCode.NOINPUT) from None
+    with stdout_guard():
+        if base_url:
+            try:
+                from ppt.remote.endpoint import EndpointLM
+
+                backend = EndpointLM(base_url, model, api_key_env=api_key_env)
+            except ImportError as e:
+                raise PptError(
+                    f"the endpoint client is not available ({e})",
+                    ExitCode.CONFIG,
+                    hint="install the remote extra: pip install 'ppt[remote]'",
+                ) from None
+        else:
+            backend = get_lm(model, device=stream.device, batch_size=stream.batch_size)
+    try:
+        attack = LlmAttack(backend, prompt=prompt, max_new_tokens=max_new_tokens)
+    except ValueError as e:
+        raise PptError(str(e), ExitCode.USAGE) from None
+    runner = LlmRunner(attack, original_field, result_field)
+    raise typer.Exit(run_attack(runner, stream, "attack llm", summary, summary_only))
 
 
-@attack_app.command("ngram")
+@stream_command(omit={"device"})
 def ngram(
     n: Annotated[
         list[int], typer.Option("--n", "-n", min=1, help="n-gram orders (repeatable).", rich_help_panel=ATTACK_PANEL)
@@ -408,13 +228,7 @@ def ngram(
     summary: SummaryOpt = "stderr",
     summary_only: SummaryOnlyOpt = False,
     result_field: ResultFieldOpt = "attack",
-    input: InputOpt = "-",
-    output: OutputOpt = "-",
-    text_field: TextFieldOpt = "text",
-    id_field: IdFieldOpt = "id",
-    on_error: OnErrorOpt = "fail",
-    batch_size: BatchSizeOpt = 64,
-    quiet: QuietOpt = False,
+    stream: StreamArgs = STREAM,
 ) -> None:
     """N-gram leakage (InferDPT Table VI): share of the raw document's distinct word n-grams found in the
     text field (the remote model's output, or the perturbed prompt itself).
@@ -423,36 +237,20 @@ def ngram(
       ppt attack ngram --original-field raw < remote.jsonl
       ppt attack ngram --original-field raw --text-field completion -n 1 -n 2 --summary-only < remote.jsonl
     """
-    with handle_errors():
-        from ppt.io import ExitCode, PptError
-        from ppt.stages.attack import NgramRunner
+    from ppt.io import ExitCode, PptError
+    from ppt.stages.attack import NgramRunner
 
-        if not original_field:
-            raise PptError("ppt attack ngram needs --original-field (the raw document)", ExitCode.USAGE)
-        _check_summary(summary)
-        runner = NgramRunner(original_field, tuple(n), result_field)
-        args = stream_args(
-            input=input,
-            output=output,
-            text_field=text_field,
-            id_field=id_field,
-            on_error=on_error,
-            batch_size=batch_size,
-            quiet=quiet,
-        )
-        raise typer.Exit(_run(runner, args, "attack ngram", summary, summary_only))
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(
-        attack_app,
-        name="attack",
-        help="Measure what an adversary recovers: knn, mti, llm, ngram; privacy = 1 - success rate.\n\n" + RAW_NOTE,
-        short_help="Privacy attacks on sanitized text: knn, mti, llm, ngram.",
-    )
+    if not original_field:
+        raise PptError("ppt attack ngram needs --original-field (the raw document)", ExitCode.USAGE)
+    check_summary_target(summary)
+    runner = NgramRunner(original_field, tuple(n), result_field)
+    raise typer.Exit(run_attack(runner, stream, "attack ngram", summary, summary_only))
 
 
 # ---- snd-inversion (Split-N-Denoise; issue 9) --------------------------------------------------------
+
+# the choices of ppt.attacks.snd_inversion.METHODS (tests/cli/test_choices.py keeps them equal)
+Interval = Literal["wilson", "clopper-pearson"]
 
 SND_INVERSION_HELP = """Nearest-token inversion of Split-N-Denoise's noisy token rows (what `ppt snd serve` sees).
 
@@ -467,9 +265,7 @@ pooled rates over all non-special tokens with binomial intervals (--ci wilson or
 """
 
 
-@attack_app.command(
-    "snd-inversion", help=SND_INVERSION_HELP, short_help="Invert SnD's noisy token rows to their nearest tokens."
-)
+@stream_command(batch_size=32)
 def snd_inversion(
     eta: Annotated[
         float, typer.Option("--eta", help="The d_chi eta of the rows attacked.", rich_help_panel=ATTACK_PANEL)
@@ -481,7 +277,7 @@ def snd_inversion(
         int, typer.Option("-k", min=1, help="Top-k reported besides top-1.", rich_help_panel=ATTACK_PANEL)
     ] = 10,
     ci: Annotated[
-        str, typer.Option("--ci", help="Interval: wilson or clopper-pearson.", rich_help_panel=ATTACK_PANEL)
+        Interval, typer.Option("--ci", help="Interval: wilson or clopper-pearson.", rich_help_panel=ATTACK_PANEL)
     ] = "wilson",
     max_length: Annotated[
         int, typer.Option("--max-length", min=1, help="Tokens kept per text.", rich_help_panel=ATTACK_PANEL)
@@ -493,35 +289,36 @@ def snd_inversion(
         int | None,
         typer.Option("--seed", help="Seed of the noise (the same as `ppt snd embed --seed` to attack those rows)."),
     ] = None,
-    device: DeviceOpt = "auto",
-    input: InputOpt = "-",  # noqa: A002
-    output: OutputOpt = "-",
-    text_field: TextFieldOpt = "text",
-    id_field: IdFieldOpt = "id",
-    on_error: OnErrorOpt = "fail",
-    batch_size: BatchSizeOpt = 32,
-    quiet: QuietOpt = False,
+    stream: StreamArgs = STREAM,
 ) -> None:
-    with handle_errors():
-        from ppt.io import stdout_guard
-        from ppt.snd.split import SplitModel
-        from ppt.stages.snd import SndInversionStage
+    from ppt.io import stdout_guard
+    from ppt.snd.split import SplitModel
+    from ppt.stages.snd import SndInversionStage
 
-        _check_summary(summary)
+    check_summary_target(summary)
 
-        def load():
-            with stdout_guard():
-                return SplitModel.load(model, device=device, max_length=max_length)
+    def load():
+        with stdout_guard():
+            return SplitModel.load(model, device=stream.device, max_length=max_length)
 
-        runner = SndInversionStage(load, eta=eta, seed=seed, k=k, result_field=result_field, ci_method=ci)
-        args = stream_args(
-            input=input,
-            output=output,
-            text_field=text_field,
-            id_field=id_field,
-            on_error=on_error,
-            batch_size=batch_size,
-            quiet=quiet,
-            device=device,
-        )
-        raise typer.Exit(_run(runner, args, "attack snd-inversion", summary, summary_only))
+    runner = SndInversionStage(load, eta=eta, seed=seed, k=k, result_field=result_field, ci_method=ci)
+    raise typer.Exit(run_attack(runner, stream, "attack snd-inversion", summary, summary_only))
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(
+        help="Measure what an adversary recovers from sanitized text; privacy = 1 - success rate.\n\n" + RAW_NOTE,
+        no_args_is_help=True,
+        rich_markup_mode="rich",
+    )
+    for name, command in (("knn", knn), ("mti", mti), ("llm", llm), ("ngram", ngram)):
+        group.command(name)(command)
+    group.command(
+        "snd-inversion", help=SND_INVERSION_HELP, short_help="Invert SnD's noisy token rows to their nearest tokens."
+    )(snd_inversion)
+    app.add_typer(
+        group,
+        name="attack",
+        help="Measure what an adversary recovers: knn, mti, llm, ngram; privacy = 1 - success rate.\n\n" + RAW_NOTE,
+        short_help="Privacy attacks on sanitized text: knn, mti, llm, ngram.",
+    )

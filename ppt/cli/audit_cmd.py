@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ppt.cli.common import DeviceOpt, QuietOpt, handle_errors
+from ppt.cli.common import DeviceOpt, QuietOpt, handle_errors, parse_params
 
 AUDIT_PANEL = "Audit"
 
@@ -112,12 +112,11 @@ def audit(
         from rich.console import Console
         from rich.table import Table
 
-        from ppt.cli.sanitize_cmd import _parse_params
         from ppt.io import stdout_guard
         from ppt.io.stamp import jsonable
         from ppt.stages.audit import run_audit
 
-        params = _parse_params(param)
+        params = parse_params(param)
         results = []
         for name in mech:
             for e in eps or [None]:

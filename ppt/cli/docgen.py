@@ -106,7 +106,9 @@ def man_page(path: tuple[str, ...], cmd: Any) -> str:
         for p in opts:
             flags = ", ".join(p.opts + p.secondary_opts)
             default = "" if p.default in (None, False, (), []) or p.is_flag else f" (default: {p.default})"
-            lines += [".TP", f".B {_roff(flags)}", _roff(_plain(p.help) + default)]
+            values = choices(p) if not p.is_flag else None
+            one_of = f" (one of: {', '.join(values)})" if values else ""
+            lines += [".TP", f".B {_roff(flags)}", _roff(_plain(p.help) + one_of + default)]
     if _is_group(cmd):
         lines.append(".SH COMMANDS")
         for sub in sorted(cmd.commands):
@@ -148,19 +150,28 @@ def _named_values(name: str) -> list[str] | None:
     return None
 
 
-def option_values(p: Any) -> list[str] | None:
-    """What completes after option ``p``: its choices (a click Choice, a Literal), the known names of
-    --mech/--space/--model, or None when it takes a free value (files, numbers: the shell's default)."""
-    choices = getattr(getattr(p, "type", None), "choices", None)
-    if choices:
-        return [str(c) for c in choices]
+def choices(p: Any) -> list[str] | None:
+    """The fixed values of option ``p``: a click Choice, a ``Literal[...]``, or an Enum (a repeatable option,
+    where typer takes no Literal); None when it has none."""
+    found = getattr(getattr(p, "type", None), "choices", None)
+    if found:
+        return [str(getattr(c, "value", c)) for c in found]
+    import enum
     import typing
 
     annotation = getattr(getattr(p, "type_descriptor", None), "annotation", None)  # typer's own params
     for arg in (annotation, *typing.get_args(annotation)):
         if typing.get_origin(arg) is typing.Literal:
             return [str(a) for a in typing.get_args(arg)]
-    return _named_values(p.name or "")
+        if isinstance(arg, type) and issubclass(arg, enum.Enum):
+            return [str(m.value) for m in arg]
+    return None
+
+
+def option_values(p: Any) -> list[str] | None:
+    """What completes after option ``p``: its choices, the known names of --mech/--space/--model, or None
+    when it takes a free value (files, numbers: the shell's default)."""
+    return choices(p) or _named_values(p.name or "")
 
 
 def _valued(cmd: Any) -> list[tuple[list[str], list[str] | None]]:

@@ -4,47 +4,31 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
-from ppt.cli.common import (
-    BatchSizeOpt,
-    DeviceOpt,
-    IdFieldOpt,
-    InputOpt,
-    OnErrorOpt,
-    OutputOpt,
-    QuietOpt,
-    SeedOpt,
-    TextFieldOpt,
-    handle_errors,
-    stream_args,
-)
+from ppt.cli.common import SeedOpt
+from ppt.cli.kit import STREAM, StreamArgs, stream_command
 
 PANEL = "DP-OPT"
 
-dpopt_app = typer.Typer(
-    help="Differentially private prompt tuning (DP-OPT): tune an instruction on private labelled data with a "
-    "local LM; only the instruction goes to a cloud model.\n\n"
-    "Example: ppt dp-opt tune -i train.jsonl --labels 'negative,positive' --eps 8 --model smollm2 -o prompt.json",
-    no_args_is_help=True,
-    rich_markup_mode="rich",
-)
+# the choices of ppt.dpopt.accountant.METHODS (tests/cli/test_choices.py keeps them equal)
+Accountant = Literal["pld", "rdp"]
 
 LabelFieldOpt = Annotated[
     str, typer.Option("--label-field", help="Field holding each record's label.", rich_help_panel=PANEL)
 ]
 
 
-@dpopt_app.command("tune")
+# --on-error fail and the default batch: a tuning run needs every record
+@stream_command(omit={"on_error", "batch_size"})
 def tune(
     labels: Annotated[
         str,
         typer.Option("--labels", help="Comma-separated label words, e.g. 'negative,positive'.", rich_help_panel=PANEL),
     ],
-    input: InputOpt = "-",
-    output: OutputOpt = "-",
+    stream: StreamArgs = STREAM,
     eps: Annotated[
         float,
         typer.Option(
@@ -98,7 +82,9 @@ def tune(
         float,
         typer.Option("--val-fraction", help="Share of records held out for private selection.", rich_help_panel=PANEL),
     ] = 0.3,
-    accountant: Annotated[str, typer.Option("--accountant", help="pld (tight) or rdp.", rich_help_panel=PANEL)] = "pld",
+    accountant: Annotated[
+        Accountant, typer.Option("--accountant", help="pld (tight) or rdp.", rich_help_panel=PANEL)
+    ] = "pld",
     checkpoint: Annotated[
         str | None,
         typer.Option(
@@ -108,11 +94,7 @@ def tune(
         ),
     ] = None,
     label_field: LabelFieldOpt = "label",
-    text_field: TextFieldOpt = "text",
-    id_field: IdFieldOpt = "id",
     seed: SeedOpt = None,
-    device: DeviceOpt = "auto",
-    quiet: QuietOpt = False,
 ) -> None:
     """Tune an instruction privately: ensemble generation with LimitedDomain, then private selection.
 
@@ -121,71 +103,58 @@ def tune(
 
     Example: ppt dp-opt tune -i train.jsonl --labels 'negative,positive' --eps 8 --model smollm2 -o prompt.json
     """
-    with handle_errors():
-        from ppt.dpopt.tune import TuneConfig
-        from ppt.io import ExitCode, PptError
-        from ppt.rng import warn_if_seeded
-        from ppt.stages.dpopt import parse_labels, run_tune
+    from ppt.dpopt.tune import TuneConfig
+    from ppt.rng import warn_if_seeded
+    from ppt.stages.dpopt import parse_labels, run_tune
 
-        if accountant not in ("pld", "rdp"):
-            raise PptError("--accountant must be pld or rdp", ExitCode.USAGE)
-        warn_if_seeded(seed)
-        cfg = TuneConfig(
-            labels=parse_labels(labels),
-            eps=eps,
-            delta=delta,
-            init=init,
-            ensemble=ensemble,
-            shots=shots,
-            rate=rate,
-            eps0=eps0,
-            k_bar=k_bar,
-            max_prompts=max_prompts,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            val_fraction=val_fraction,
-            accountant=accountant,
-            seed=seed,
-        )
-        args = stream_args(
-            input=input,
-            output=output,
-            text_field=text_field,
-            id_field=id_field,
-            on_error="fail",
-            batch_size=64,
-            quiet=quiet,
-            device=device,
-        )
+    warn_if_seeded(seed)
+    cfg = TuneConfig(
+        labels=parse_labels(labels),
+        eps=eps,
+        delta=delta,
+        init=init,
+        ensemble=ensemble,
+        shots=shots,
+        rate=rate,
+        eps0=eps0,
+        k_bar=k_bar,
+        max_prompts=max_prompts,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        val_fraction=val_fraction,
+        accountant=accountant,
+        seed=seed,
+    )
+    quiet = stream.quiet
 
-        def progress(ev: dict) -> None:
-            if not quiet:
-                spent = ev["eps_spent"]
-                print(
-                    f"ppt: dp-opt: candidate {ev['candidate'] + 1}: {ev['tokens']} token(s) released; "
-                    f"{ev['queries']} queries ({ev['failures']} failed), eps spent "
-                    f"{'inf' if math.isinf(spent) else f'{spent:.3f}'}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-
-        res = run_tune(args, label_field, cfg, model, checkpoint, progress)
+    def progress(ev: dict) -> None:
         if not quiet:
-            b = res["ppt"]["dp-opt"]
+            spent = ev["eps_spent"]
             print(
-                f"ppt: dp-opt: {len(res['candidates'])} candidate(s); eps {b['eps']} delta {b['delta']:g} "
-                f"({b['generation']['queries']} queries, stopped: {b['generation']['stopped']})",
+                f"ppt: dp-opt: candidate {ev['candidate'] + 1}: {ev['tokens']} token(s) released; "
+                f"{ev['queries']} queries ({ev['failures']} failed), eps spent "
+                f"{'inf' if math.isinf(spent) else f'{spent:.3f}'}",
                 file=sys.stderr,
+                flush=True,
             )
 
+    res = run_tune(stream, label_field, cfg, model, checkpoint, progress)
+    if not quiet:
+        b = res["ppt"]["dp-opt"]
+        print(
+            f"ppt: dp-opt: {len(res['candidates'])} candidate(s); eps {b['eps']} delta {b['delta']:g} "
+            f"({b['generation']['queries']} queries, stopped: {b['generation']['stopped']})",
+            file=sys.stderr,
+        )
 
-@dpopt_app.command("eval")
+
+# --on-error fail: the accuracy is over every record
+@stream_command(omit={"on_error"}, batch_size=16)
 def eval_(
     prompt: Annotated[
         str, typer.Option("--prompt", help="The JSON object written by `ppt dp-opt tune`.", rich_help_panel=PANEL)
     ],
-    input: InputOpt = "-",
-    output: OutputOpt = "-",
+    stream: StreamArgs = STREAM,
     model: Annotated[
         str | None, typer.Option("--model", help="Local causal LM that scores the labels.", rich_help_panel=PANEL)
     ] = None,
@@ -213,85 +182,61 @@ def eval_(
         ),
     ] = False,
     label_field: LabelFieldOpt = "label",
-    text_field: TextFieldOpt = "text",
-    id_field: IdFieldOpt = "id",
-    batch_size: BatchSizeOpt = 16,
-    device: DeviceOpt = "auto",
-    quiet: QuietOpt = False,
 ) -> None:
     """Zero-shot accuracy of a tuned instruction by label-word log-probability, with a 95% interval.
 
     Example: ppt dp-opt eval --prompt prompt.json -i test.jsonl --model smollm2
     """
-    with handle_errors():
-        from ppt.stages.dpopt import load_prompt, run_eval
+    from ppt.stages.dpopt import load_prompt, run_eval
 
-        inst = load_prompt(prompt).get("init") if initial else None
-        args = stream_args(
-            input=input,
-            output=output,
-            text_field=text_field,
-            id_field=id_field,
-            on_error="fail",
-            batch_size=batch_size,
-            quiet=quiet,
-            device=device,
-        )
-        res = run_eval(
-            prompt,
-            args,
-            label_field,
-            model,
-            base_url,
-            instruction=inst,
-            remote_model=remote_model,
-            api_key_env=api_key_env,
-        )
-        if not quiet:
-            lo, hi = res["ci95"]
-            print(
-                f"ppt: dp-opt: accuracy {res['accuracy']:.3f} (95% CI {lo:.3f}-{hi:.3f}, n={res['n']})", file=sys.stderr
-            )
+    inst = load_prompt(prompt).get("init") if initial else None
+    res = run_eval(
+        prompt,
+        stream,
+        label_field,
+        model,
+        base_url,
+        instruction=inst,
+        remote_model=remote_model,
+        api_key_env=api_key_env,
+    )
+    if not stream.quiet:
+        lo, hi = res["ci95"]
+        print(f"ppt: dp-opt: accuracy {res['accuracy']:.3f} (95% CI {lo:.3f}-{hi:.3f}, n={res['n']})", file=sys.stderr)
 
 
-@dpopt_app.command("apply")
+# the output holds each record's text: created 0600
+@stream_command(omit={"device"}, private=True)
 def apply(
     prompt: Annotated[
         str, typer.Option("--prompt", help="The JSON object written by `ppt dp-opt tune`.", rich_help_panel=PANEL)
     ],
-    input: InputOpt = "-",
-    output: OutputOpt = "-",
-    text_field: TextFieldOpt = "text",
-    id_field: IdFieldOpt = "id",
-    on_error: OnErrorOpt = "fail",
-    batch_size: BatchSizeOpt = 64,
-    quiet: QuietOpt = False,
+    stream: StreamArgs = STREAM,
 ) -> None:
     """Wrap each record's text in the tuned instruction's forward template (input for `ppt query`).
 
     Example: ppt dp-opt apply --prompt prompt.json -i new.jsonl | ppt query --model gpt-4o-mini
     """
-    with handle_errors():
-        from ppt.io import run_stream
-        from ppt.stages.dpopt import ApplyStage, load_prompt
+    from ppt.io import run_stream
+    from ppt.stages.dpopt import ApplyStage, load_prompt
 
-        stage = ApplyStage(load_prompt(prompt), text_field)
-        args = stream_args(
-            input=input,
-            output=output,
-            text_field=text_field,
-            id_field=id_field,
-            on_error=on_error,
-            batch_size=batch_size,
-            quiet=quiet,
-            private=True,
-        )
-        raise typer.Exit(run_stream(args, stage, desc="dp-opt apply"))
+    stage = ApplyStage(load_prompt(prompt), stream.text_field)
+    raise typer.Exit(run_stream(stream, stage, desc="dp-opt apply"))
 
 
 def register(app: typer.Typer) -> None:
+    group = typer.Typer(
+        help="Differentially private prompt tuning (DP-OPT): tune an instruction on private labelled data with a "
+        "local LM; only the instruction goes to a cloud model.\n\n"
+        "Example: ppt dp-opt tune -i train.jsonl --labels 'negative,positive' --eps 8 --model smollm2 -o prompt.json",
+        no_args_is_help=True,
+        rich_markup_mode="rich",
+    )
+    group.command("tune")(tune)
+    group.command("eval")(eval_)
+    group.command("apply")(apply)
     app.add_typer(
-        dpopt_app,
+        group,
         name="dp-opt",
         help="Private prompt tuning (DP-OPT): tune, eval, apply.  Example: ppt dp-opt tune --help",
     )

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 import typer
 
-from ppt.cli.common import (
-    RUN_PANEL,
-    DeviceOpt,
-    IdFieldOpt,
-    InputOpt,
-    OnErrorOpt,
-    OutputOpt,
-    QuietOpt,
-    SeedOpt,
-    handle_errors,
-    stream_args,
-)
+from ppt.cli.common import RUN_PANEL, Runtime, SeedOpt
+from ppt.cli.kit import STREAM, StreamArgs, custom, stream_command
 
 MODEL_PANEL = "Model and prompt"
 GEN_PANEL = "Generation"
@@ -41,7 +32,19 @@ the raw document never leaves the machine.
   ppt extract --template @my_prompt.txt --temperature 0.7 --seed 1 < remote.jsonl
 """
 
+BatchSizeOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--batch-size",
+        min=1,
+        help="Records processed per batch (default: 8 on a CPU, 256 on CUDA).",
+        rich_help_panel=RUN_PANEL,
+    ),
+]
 
+
+# the text field of the stream is --raw-field (no --text-field)
+@stream_command(omit={"text_field"}, batch_size=custom(BatchSizeOpt, None), require_text=False)
 def extract(
     model: Annotated[
         str,
@@ -110,77 +113,48 @@ def extract(
         ),
     ] = None,
     runtime: Annotated[
-        str,
+        Runtime,
         typer.Option(
             "--runtime",
             help="transformers (ppt's batched decode loop) or vllm (when installed; CUDA only).",
             rich_help_panel=GEN_PANEL,
         ),
     ] = "transformers",
-    device: DeviceOpt = "auto",
     seed: SeedOpt = None,
-    input: InputOpt = "-",  # noqa: A002
-    output: OutputOpt = "-",
-    id_field: IdFieldOpt = "id",
-    on_error: OnErrorOpt = "fail",
-    batch_size: Annotated[
-        int | None,
-        typer.Option(
-            "--batch-size",
-            min=1,
-            help="Records processed per batch (default: 8 on a CPU, 256 on CUDA).",
-            rich_help_panel=RUN_PANEL,
-        ),
-    ] = None,
-    quiet: QuietOpt = False,
+    stream: StreamArgs = STREAM,
 ) -> None:
-    with handle_errors():
-        from ppt.io import ExitCode, PptError, run_stream, stdout_guard
-        from ppt.lm.base import SamplingParams
-        from ppt.lm.templates import EXTRACT_TEMPLATE, load_template
-        from ppt.stages.extract import Extractor
+    from ppt.io import ExitCode, PptError, run_stream, stdout_guard
+    from ppt.lm.base import SamplingParams
+    from ppt.lm.door import get_lm
+    from ppt.lm.templates import EXTRACT_TEMPLATE, load_template
+    from ppt.stages.extract import Extractor
 
-        tpl = load_template(
-            template, EXTRACT_TEMPLATE, "paper-extraction", {"raw": raw_field, "generation": generation_field}
+    tpl = load_template(
+        template, EXTRACT_TEMPLATE, "paper-extraction", {"raw": raw_field, "generation": generation_field}
+    )
+    try:
+        params = SamplingParams(
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p if top_p > 0 else 1e-9,
+            stop=tuple(stop),
         )
-        try:
-            params = SamplingParams(
-                max_new_tokens=max_new_tokens,
-                temperature=temperature,
-                top_p=top_p if top_p > 0 else 1e-9,
-                stop=tuple(stop),
-            )
-        except ValueError as e:
-            raise PptError(str(e), ExitCode.USAGE) from None
-        from ppt.lm.door import RUNTIMES, get_lm
-
-        if runtime not in RUNTIMES:
-            raise PptError(f"--runtime must be one of {', '.join(RUNTIMES)}", ExitCode.USAGE)
-        with stdout_guard():
-            gen = get_lm(model, runtime=runtime, device=device, dtype=dtype, batch_size=batch_size)
-        batch_size = batch_size or gen.batch_size or 256
-        extractor = Extractor(
-            gen,
-            raw_field=raw_field,
-            generation_field=generation_field,
-            output_field=output_field,
-            template=tpl,
-            params=params,
-            seed=seed,
-            chat=not no_chat,
-        )
-        args = stream_args(
-            input=input,
-            output=output,
-            text_field=raw_field,
-            id_field=id_field,
-            on_error=on_error,
-            batch_size=batch_size,
-            quiet=quiet,
-            device=device,
-            require_text=False,
-        )
-        raise typer.Exit(run_stream(args, extractor, desc="extract"))
+    except ValueError as e:
+        raise PptError(str(e), ExitCode.USAGE) from None
+    with stdout_guard():
+        gen = get_lm(model, runtime=runtime, device=stream.device, dtype=dtype, batch_size=stream.batch_size)
+    extractor = Extractor(
+        gen,
+        raw_field=raw_field,
+        generation_field=generation_field,
+        output_field=output_field,
+        template=tpl,
+        params=params,
+        seed=seed,
+        chat=not no_chat,
+    )
+    args = dataclasses.replace(stream, text_field=raw_field, batch_size=stream.batch_size or gen.batch_size or 256)
+    raise typer.Exit(run_stream(args, extractor, desc="extract"))
 
 
 def register(app: typer.Typer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Literal
 
 import typer
@@ -9,21 +10,14 @@ import typer
 from ppt.cli.common import (
     RUN_PANEL,
     ActorsOpt,
-    DeviceOpt,
     EngineOpt,
-    IdFieldOpt,
-    InputOpt,
-    OnErrorOpt,
-    OutputOpt,
-    QuietOpt,
     RayAddressOpt,
     SeedOpt,
-    TextFieldOpt,
     WorkersOpt,
     check_engine,
-    handle_errors,
-    stream_args,
+    parse_params,
 )
+from ppt.cli.kit import STREAM, StreamArgs, custom, stream_command
 
 MECH_PANEL = "Mechanism"
 POLICY_PANEL = "Keep-verbatim policies (defaults per mechanism: see `ppt mechs`)"
@@ -51,23 +45,18 @@ A record that cannot be privatized is never emitted with its raw text.
 """
 
 
-def _parse_params(items: list[str]) -> dict:
-    import orjson
-
-    from ppt.io import ExitCode, PptError
-
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise PptError(f"--param expects KEY=VALUE (got {item!r})", exit_code=ExitCode.USAGE)
-        try:
-            out[key.replace("-", "_")] = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            out[key.replace("-", "_")] = value
-    return out
+BatchSizeOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--batch-size",
+        min=1,
+        help="Records processed per batch (default: the mechanism's: 256 for the token mechanisms on the CPU, 4096 on a GPU; 64 for Cape on the CPU, 512 on a GPU; 64 otherwise). The output does not depend on it.",
+        rich_help_panel=RUN_PANEL,
+    ),
+]
 
 
+@stream_command(batch_size=custom(BatchSizeOpt, None))
 def sanitize(
     mech: Annotated[
         str, typer.Option("--mech", "-m", help="Mechanism (see `ppt mechs`).", rich_help_panel=MECH_PANEL)
@@ -207,107 +196,69 @@ def sanitize(
             rich_help_panel=MECH_PANEL,
         ),
     ] = None,
-    input: InputOpt = "-",  # noqa: A002
-    output: OutputOpt = "-",
-    text_field: TextFieldOpt = "text",
-    id_field: IdFieldOpt = "id",
-    on_error: OnErrorOpt = "fail",
-    batch_size: Annotated[
-        int | None,
-        typer.Option(
-            "--batch-size",
-            min=1,
-            help="Records processed per batch (default: the mechanism's: 256 for the token mechanisms on the CPU, 4096 on a GPU; 64 for Cape on the CPU, 512 on a GPU; 64 otherwise). The output does not depend on it.",
-            rich_help_panel=RUN_PANEL,
-        ),
-    ] = None,
+    stream: StreamArgs = STREAM,
     seed: SeedOpt = None,
-    device: DeviceOpt = "auto",
-    quiet: QuietOpt = False,
     engine: EngineOpt = "local",
     ray_address: RayAddressOpt = None,
     actors: ActorsOpt = None,
     workers: WorkersOpt = None,
 ) -> None:
-    with handle_errors():
-        from ppt.io import ExitCode, PptError, stdout_guard
-        from ppt.rng import warn_if_seeded
-        from ppt.stages.sanitize import SanitizeStage
+    from ppt.io import ExitCode, PptError, stdout_guard
+    from ppt.rng import warn_if_seeded
+    from ppt.stages.sanitize import SanitizeStage
 
-        params = _parse_params(param)
-        policy = {"oov": oov, "numbers": numbers, "punct": punct, "stopwords": stopwords, "case": case}
-        check_engine(engine, ray_address, actors)
-        if engine == "ray" and workers is not None:
-            raise PptError("--workers is for --engine local (Ray runs --actors)", exit_code=ExitCode.USAGE)
-        from ppt.exec.pool import run_stage_in_workers
-        from ppt.exec.recipes import SanitizeRecipe
+    params = parse_params(param)
+    policy = {"oov": oov, "numbers": numbers, "punct": punct, "stopwords": stopwords, "case": case}
+    check_engine(engine, ray_address, actors)
+    if engine == "ray" and workers is not None:
+        raise PptError("--workers is for --engine local (Ray runs --actors)", exit_code=ExitCode.USAGE)
+    from ppt.exec.pool import run_stage_in_workers
+    from ppt.exec.recipes import SanitizeRecipe
 
-        # the one spec of this run: validated here, carried to the stage, the stamper, workers and Ray
-        spec = SanitizeRecipe(
-            mech,
-            eps,
-            space=space,
-            model=model,
-            params=params,
-            policy=policy,
-            device=device,
-            text_field=text_field,
-            seed=seed,
-            keep_original=keep_original,
-            emit_alignment=emit_alignment,
-            min_kept=min_kept,
-            diagnostics=diagnostics,
-            stamp_mode=stamp_mode,
-            protect=protect,
-            detect=tuple(d.strip() for d in (detect or "").split(",") if d.strip()),
-            deny=deny,
-            allow=allow,
-            mapping=mapping,
-        )
-        if engine == "ray":
-            from ppt.exec.ray import RayOptions, run_stage_on_ray
+    # the one spec of this run: validated here, carried to the stage, the stamper, workers and Ray
+    spec = SanitizeRecipe(
+        mech,
+        eps,
+        space=space,
+        model=model,
+        params=params,
+        policy=policy,
+        device=stream.device,
+        text_field=stream.text_field,
+        seed=seed,
+        keep_original=keep_original,
+        emit_alignment=emit_alignment,
+        min_kept=min_kept,
+        diagnostics=diagnostics,
+        stamp_mode=stamp_mode,
+        protect=protect,
+        detect=tuple(d.strip() for d in (detect or "").split(",") if d.strip()),
+        deny=deny,
+        allow=allow,
+        mapping=mapping,
+    )
+    if engine == "ray":
+        from ppt.exec.ray import RayOptions, run_stage_on_ray
 
-            warn_if_seeded(seed)
-            args = stream_args(
-                input=input,
-                output=output,
-                text_field=text_field,
-                id_field=id_field,
-                on_error=on_error,
-                batch_size=batch_size or 64,
-                quiet=quiet,
-                device=device,
-            )
-            raise typer.Exit(
-                run_stage_on_ray(
-                    args,
-                    spec,
-                    options=RayOptions(address=ray_address, actors=actors),
-                    desc="sanitize",
-                    build_hint=spec.build_hint(),
-                )
-            )
-        with stdout_guard():
-            mechanism = spec.build_mechanism(quiet=quiet)
         warn_if_seeded(seed)
-        batch_size = batch_size or mechanism.default_batch_size()
-        args = stream_args(
-            input=input,
-            output=output,
-            text_field=text_field,
-            id_field=id_field,
-            on_error=on_error,
-            batch_size=batch_size,
-            quiet=quiet,
-            device=device,
-        )
-        stage = SanitizeStage(mechanism, spec)
-        # workers (--workers) build their stage from the same spec; one batch runs here, no worker started
         raise typer.Exit(
-            run_stage_in_workers(
-                args, spec, workers=workers, stage=stage, desc="sanitize", build_hint=spec.build_hint()
+            run_stage_on_ray(
+                dataclasses.replace(stream, batch_size=stream.batch_size or 64),
+                spec,
+                options=RayOptions(address=ray_address, actors=actors),
+                desc="sanitize",
+                build_hint=spec.build_hint(),
             )
         )
+    with stdout_guard():
+        mechanism = spec.build_mechanism(quiet=stream.quiet)
+    warn_if_seeded(seed)
+    args = dataclasses.replace(stream, batch_size=stream.batch_size or mechanism.default_batch_size())
+    stage = SanitizeStage(mechanism, spec)
+    # workers (--workers) build their stage from the same spec; one batch runs here, no worker started
+    raise typer.Exit(
+        run_stage_in_workers(args, spec, workers=workers, stage=stage, desc="sanitize", build_hint=spec.build_hint())
+    )
 
 
 def register(app: typer.Typer) -> None:

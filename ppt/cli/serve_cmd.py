@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from ppt.cli.common import DeviceOpt, QuietOpt, handle_errors
+from ppt.cli.common import DeviceOpt, QuietOpt, Runtime, handle_errors
+from ppt.cli.serving import bearer_token, bind, check_exposure, serve_until_stopped, write_port_file
 
 SERVER_PANEL = "Server"
 MODEL_PANEL = "Model"
@@ -154,7 +155,7 @@ def serve(
         ),
     ] = None,
     runtime: Annotated[
-        str,
+        Runtime,
         typer.Option(
             "--runtime",
             help="transformers (ppt's batched decode loop) or vllm (when installed; CUDA only; no logprobs).",
@@ -166,63 +167,30 @@ def serve(
 ) -> None:
     with handle_errors():
         import os
-        import signal
         import sys
-        import threading
 
-        from ppt.cli.common import warn
-        from ppt.io import ExitCode, PptError, stdout_guard
-        from ppt.lm.door import RUNTIMES, get_lm
-        from ppt.remote.auth import check_env_name, env_not_set_message, is_loopback_host
+        from ppt.io import stdout_guard
+        from ppt.lm.door import get_lm
         from ppt.remote.server import ModelService, describe_transport, make_server
 
-        if runtime not in RUNTIMES:
-            raise PptError(f"--runtime must be one of {', '.join(RUNTIMES)}", ExitCode.USAGE)
-        api_key = None
-        if api_key_env is not None:
-            check_env_name(api_key_env)
-            api_key = os.environ.get(api_key_env, "").strip() or None
-            if api_key is None:
-                raise PptError(
-                    env_not_set_message(api_key_env),
-                    ExitCode.CONFIG,
-                    hint="export a random token first, e.g. export PPT_SERVE_KEY=$(openssl rand -hex 16)",
-                )
-        if not is_loopback_host(host):
-            if not allow_remote:
-                raise PptError(
-                    f"--host {host[:64]} is not a loopback address; refusing to expose the model",
-                    ExitCode.USAGE,
-                    hint="keep the default 127.0.0.1, or pass --allow-remote with "
-                    "--api-key-env NAME so clients need a bearer token",
-                )
-            if api_key is None:
-                raise PptError(
-                    "--allow-remote requires --api-key-env NAME (clients must send a bearer token)",
-                    ExitCode.USAGE,
-                    hint="export PPT_SERVE_KEY=$(openssl rand -hex 16), then pass --api-key-env PPT_SERVE_KEY",
-                )
-            warn(
-                f"serving on {host[:64]} over plain http: the bearer token and prompts cross the network "
-                "unencrypted; put a TLS proxy in front"
-            )
-
-        try:  # bind first: a taken port fails at once, before seconds of model loading
-            server = make_server(
-                None,
-                host,
-                port,
-                verbose=verbose,
-                api_key=api_key,
-                socket_timeout_s=timeout,
-                max_connections=max_connections,
-            )
-        except OSError as e:
-            raise PptError(
-                f"cannot bind {host}:{port}: {e.strerror}",
-                ExitCode.UNAVAILABLE,
-                hint="pick another --port, or --port 0 for a free one",
-            ) from None
+        api_key = bearer_token(api_key_env, example="PPT_SERVE_KEY")
+        check_exposure(
+            host,
+            allow_remote,
+            api_key,
+            example="PPT_SERVE_KEY",
+            exposed="the bearer token and prompts cross the network",
+            why=" so clients need a bearer token",
+        )
+        server = bind(
+            make_server,
+            host,
+            port,
+            verbose=verbose,
+            api_key=api_key,
+            socket_timeout_s=timeout,
+            max_connections=max_connections,
+        )
         try:
             with stdout_guard():
                 gen = get_lm(model, runtime=runtime, device=device, dtype=dtype, batch_size=max_batch)
@@ -241,11 +209,7 @@ def serve(
         # caught instead of answered by this model
         service.served_names = frozenset({service.name})
         server.service = service
-        if port_file:
-            tmp = f"{port_file}.{os.getpid()}.tmp"
-            with open(tmp, "w") as fh:
-                fh.write(f"{server.server_address[1]}\n")
-            os.replace(tmp, port_file)
+        write_port_file(port_file, server)
         if not quiet:
             print(
                 f"ppt: serve: {served_name or model} on {server.base_url} ({describe_transport(server.transport)}, "
@@ -254,20 +218,11 @@ def serve(
                 file=sys.stderr,
                 flush=True,
             )
-
-        def stop(signum, frame):  # noqa: ARG001 - signal handler signature
-            threading.Thread(target=server.shutdown, daemon=True).start()
-
-        # the stdlib transport stops through this handler; uvicorn handles SIGINT/SIGTERM itself while it
-        # serves (graceful shutdown), then re-raises the signal, which lands here or as KeyboardInterrupt
-
-        signal.signal(signal.SIGTERM, stop)
+        # the stdlib transport stops through the SIGTERM handler; uvicorn handles SIGINT/SIGTERM itself while it
+        # serves (graceful shutdown), then re-raises the signal, which lands there or as KeyboardInterrupt
         try:
-            server.serve_forever(poll_interval=0.2)
-        except KeyboardInterrupt:
-            pass
+            serve_until_stopped(server)
         finally:
-            server.server_close()
             busy = service.close()
             if not quiet:
                 print("ppt: serve: stopped", file=sys.stderr, flush=True)

@@ -1,54 +1,19 @@
-"""`ppt snd`: Split-N-Denoise private embeddings (train-denoiser, embed, serve)."""
+"""`ppt snd`: Split-N-Denoise private embeddings (train-denoiser, embed; serve in snd_serve.py)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
-from ppt.cli.common import (
-    BatchSizeOpt,
-    DeviceOpt,
-    IdFieldOpt,
-    InputOpt,
-    OnErrorOpt,
-    OutputOpt,
-    QuietOpt,
-    SeedOpt,
-    TextFieldOpt,
-    handle_errors,
-    stream_args,
-)
+from ppt.cli.common import DeviceOpt, QuietOpt, SeedOpt, TextFieldOpt, handle_errors
+from ppt.cli.kit import STREAM, StreamArgs, stream_command
+from ppt.cli.serving import bearer_token
+from ppt.cli.snd_common import MODEL_PANEL, SERVER_PANEL, TRAIN_PANEL, EtaOpt, MaxLenOpt, ModelOpt
+from ppt.cli.snd_serve import SERVE_HELP, serve
 
-snd_app = typer.Typer(
-    help="Split-N-Denoise: embeddings from a server-side model without sending text.", no_args_is_help=True
-)
-
-MODEL_PANEL = "Model and noise"
-TRAIN_PANEL = "Training"
-SERVER_PANEL = "Server"
-
-ModelOpt = Annotated[
-    str,
-    typer.Option(
-        "--model",
-        "-m",
-        help="minilm (sentence encoder), smollm2 (causal LM, mean of last hidden states), a local path or a hub id.",
-        rich_help_panel=MODEL_PANEL,
-    ),
-]
-EtaOpt = Annotated[
-    float,
-    typer.Option(
-        "--eta",
-        help="d_chi noise: each token vector is eta * d_chi private (L2 distance in the input-embedding space); larger = less noise; inf = none.",
-        rich_help_panel=MODEL_PANEL,
-    ),
-]
-MaxLenOpt = Annotated[
-    int,
-    typer.Option("--max-length", min=1, help="Tokens kept per text (the rest is cut).", rich_help_panel=MODEL_PANEL),
-]
+# the choices of ppt.snd.vectors.FORMATS (tests/cli/test_choices.py keeps them equal)
+VectorFormat = Literal["jsonl", "npy", "parquet"]
 
 TRAIN_HELP = """Train the client-side denoiser for one model and eta on a public corpus (JSONL, --text-field).
 
@@ -87,21 +52,7 @@ refused with --server.
   ppt snd embed --model minilm --eta 500 --denoiser den500/ --format npy --vectors out/emb -i big.jsonl -o idx.jsonl
 """
 
-SERVE_HELP = """Serve the server half of Split-N-Denoise: the model on privatized token rows, pooled.
 
-Endpoints: GET /health, GET /v1/snd/info (model id and hash, widths), POST /v1/snd/embed (base64 float32
-rows in, pooled embeddings out). It never sees text or token ids. Loopback addresses only, unless
---allow-remote, which also requires --api-key-env NAME (clients send "Authorization: Bearer $NAME").
-Connections time out after --timeout seconds of silence; bodies are never logged. Runs until Ctrl-C or
-SIGTERM.
-
-[bold]Examples[/]
-  ppt snd serve --model minilm --port 8100 &
-  ppt snd embed --model minilm --eta 100 --emit noisy --server http://127.0.0.1:8100 < notes.jsonl
-"""
-
-
-@snd_app.command("train-denoiser", help=TRAIN_HELP, short_help="Train the client-side denoiser on a public corpus.")
 def train_denoiser(
     corpus: Annotated[
         str, typer.Option("--corpus", help="Public JSONL corpus to train on.", rich_help_panel=TRAIN_PANEL)
@@ -202,9 +153,8 @@ def train_denoiser(
         typer.echo(orjson.dumps(summary).decode())
 
 
-@snd_app.command(
-    "embed", help=EMBED_HELP, short_help="Private embeddings: noise on the client, model on the server, denoise."
-)
+# the output holds embeddings of private text: created 0600
+@stream_command(batch_size=32, private=True)
 def embed(
     eta: EtaOpt = 100.0,
     model: ModelOpt = "minilm",
@@ -241,7 +191,8 @@ def embed(
         ),
     ] = "",
     fmt: Annotated[
-        str, typer.Option("--format", help="jsonl (vectors in the record), npy or parquet (vector files at --vectors).")
+        VectorFormat,
+        typer.Option("--format", help="jsonl (vectors in the record), npy or parquet (vector files at --vectors)."),
     ] = "jsonl",
     vectors: Annotated[
         str | None,
@@ -253,240 +204,65 @@ def embed(
     field_prefix: Annotated[str, typer.Option("--field-prefix", help="Prefix of the output fields.")] = "snd_",
     max_length: MaxLenOpt = 128,
     seed: SeedOpt = None,
-    device: DeviceOpt = "auto",
-    input: InputOpt = "-",
-    output: OutputOpt = "-",
-    text_field: TextFieldOpt = "text",
-    id_field: IdFieldOpt = "id",
-    on_error: OnErrorOpt = "fail",
-    batch_size: BatchSizeOpt = 32,
-    quiet: QuietOpt = False,
+    stream: StreamArgs = STREAM,
 ) -> None:
-    with handle_errors():
-        import os
+    from ppt.io import run_stream, stdout_guard
+    from ppt.rng import warn_if_seeded
+    from ppt.snd.split import SplitModel
+    from ppt.stages.snd import SndEmbedStage
 
-        from ppt.io import ExitCode, PptError, run_stream, stdout_guard
-        from ppt.rng import warn_if_seeded
-        from ppt.snd.split import SplitModel
-        from ppt.stages.snd import SndEmbedStage
+    kinds = tuple(e.strip() for e in emit.split(",") if e.strip()) or (
+        ("noisy", "denoised") if denoiser else ("noisy",)
+    )
+    pool, where = None, "in-process"
+    if server is not None:
+        from ppt.remote.auth import redact_url
+        from ppt.remote.snd import SndClient
 
-        kinds = tuple(e.strip() for e in emit.split(",") if e.strip()) or (
-            ("noisy", "denoised") if denoiser else ("noisy",)
-        )
-        pool, where = None, "in-process"
-        if server is not None:
-            from ppt.remote.auth import check_env_name, env_not_set_message, redact_url
-            from ppt.remote.snd import SndClient
+        pool = SndClient(server, api_key=bearer_token(api_key_env))
+        where = redact_url(pool.base_url)
+    warn_if_seeded(seed)
 
-            key = None
-            if api_key_env is not None:
-                check_env_name(api_key_env)
-                key = os.environ.get(api_key_env, "").strip() or None
-                if key is None:
-                    raise PptError(env_not_set_message(api_key_env), ExitCode.CONFIG)
-            pool = SndClient(server, api_key=key)
-            where = redact_url(pool.base_url)
-        warn_if_seeded(seed)
+    def load():
+        with stdout_guard():
+            return SplitModel.load(model, device=stream.device, max_length=max_length)
 
-        def load():
-            with stdout_guard():
-                return SplitModel.load(model, device=device, max_length=max_length)
-
-        stage = SndEmbedStage(
-            load,
-            eta=eta,
-            seed=seed,
-            denoiser=denoiser,
-            pool=pool,
-            server=where,
-            emit=kinds,
-            fmt=fmt,
-            vectors=vectors,
-            field_prefix=field_prefix,
-            device=device,
-        )
-        args = stream_args(
-            input=input,
-            output=output,
-            text_field=text_field,
-            id_field=id_field,
-            on_error=on_error,
-            batch_size=batch_size,
-            quiet=quiet,
-            device=device,
-            private=True,
-        )
-        try:
-            code = run_stream(args, stage, desc="snd embed")
-            stage.finish()
-        except BaseException:
-            stage.abort()
-            raise
-        finally:
-            if pool is not None:
-                pool.close()
-        raise typer.Exit(code)
-
-
-@snd_app.command(
-    "serve", help=SERVE_HELP, short_help="Serve the model half: privatized token rows in, pooled embeddings out."
-)
-def serve(
-    model: ModelOpt = "minilm",
-    host: Annotated[
-        str,
-        typer.Option(
-            "--host", help="Address to bind: a loopback address unless --allow-remote.", rich_help_panel=SERVER_PANEL
-        ),
-    ] = "127.0.0.1",
-    port: Annotated[
-        int,
-        typer.Option(
-            "--port",
-            "-p",
-            min=0,
-            max=65535,
-            help="Port (0 = ephemeral; see --port-file).",
-            rich_help_panel=SERVER_PANEL,
-        ),
-    ] = 8100,
-    port_file: Annotated[
-        str | None,
-        typer.Option(
-            "--port-file", help="Write the bound port to this file once listening.", rich_help_panel=SERVER_PANEL
-        ),
-    ] = None,
-    allow_remote: Annotated[
-        bool,
-        typer.Option(
-            "--allow-remote", help="Allow a non-loopback --host (requires --api-key-env).", rich_help_panel=SERVER_PANEL
-        ),
-    ] = False,
-    api_key_env: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key-env",
-            help="NAME of the environment variable holding the bearer token clients must send.",
-            rich_help_panel=SERVER_PANEL,
-        ),
-    ] = None,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout",
-            min=0.1,
-            help="Seconds a connection may stay silent before it is closed.",
-            rich_help_panel=SERVER_PANEL,
-        ),
-    ] = 30.0,
-    max_connections: Annotated[
-        int,
-        typer.Option(
-            "--max-connections", min=1, help="Most connections open at once (503 beyond).", rich_help_panel=SERVER_PANEL
-        ),
-    ] = 32,
-    max_length: MaxLenOpt = 128,
-    verbose: Annotated[
-        bool,
-        typer.Option(
-            "--verbose", "-v", help="Log request lines and statuses (never bodies).", rich_help_panel=SERVER_PANEL
-        ),
-    ] = False,
-    device: DeviceOpt = "auto",
-    quiet: QuietOpt = False,
-) -> None:
-    with handle_errors():
-        import os
-        import signal
-        import sys
-        import threading
-
-        from ppt.cli.common import warn
-        from ppt.io import ExitCode, PptError, stdout_guard
-        from ppt.remote.auth import (
-            check_env_name,
-            env_not_set_message,
-            is_loopback_host,
-        )
-        from ppt.remote.snd import SndService, make_snd_server
-        from ppt.snd.split import SplitModel
-
-        api_key = None
-        if api_key_env is not None:
-            check_env_name(api_key_env)
-            api_key = os.environ.get(api_key_env, "").strip() or None
-            if api_key is None:
-                raise PptError(
-                    env_not_set_message(api_key_env),
-                    ExitCode.CONFIG,
-                    hint="export a random token first, e.g. export PPT_SND_KEY=$(openssl rand -hex 16)",
-                )
-        if not is_loopback_host(host):
-            if not allow_remote:
-                raise PptError(
-                    f"--host {host[:64]} is not a loopback address; refusing to expose the model",
-                    ExitCode.USAGE,
-                    hint="keep the default 127.0.0.1, or pass --allow-remote with --api-key-env NAME",
-                )
-            if api_key is None:
-                raise PptError(
-                    "--allow-remote requires --api-key-env NAME (clients must send a bearer token)",
-                    ExitCode.USAGE,
-                    hint="export PPT_SND_KEY=$(openssl rand -hex 16), then pass --api-key-env PPT_SND_KEY",
-                )
-            warn(
-                f"serving on {host[:64]} over plain http: the bearer token crosses the network unencrypted; "
-                "put a TLS proxy in front"
-            )
-        try:
-            server = make_snd_server(
-                None,
-                host,
-                port,
-                api_key=api_key,
-                socket_timeout_s=timeout,
-                max_connections=max_connections,
-                verbose=verbose,
-            )
-        except OSError as e:
-            raise PptError(
-                f"cannot bind {host}:{port}: {e.strerror}",
-                ExitCode.UNAVAILABLE,
-                hint="pick another --port, or --port 0 for a free one",
-            ) from None
-        try:
-            with stdout_guard():
-                split = SplitModel.load(model, device=device, max_length=max_length)
-        except BaseException:
-            server.server_close()
-            raise
-        server.service = SndService(split)
-        if port_file:
-            tmp = f"{port_file}.{os.getpid()}.tmp"
-            with open(tmp, "w") as fh:
-                fh.write(f"{server.server_address[1]}\n")
-            os.replace(tmp, port_file)
-        if not quiet:
-            print(
-                f"ppt: snd serve: {split.name} (hash {split.hash}) on {server.base_url}"
-                f"{'; bearer token required' if api_key else ''}; Ctrl-C to stop",
-                file=sys.stderr,
-                flush=True,
-            )
-
-        def stop(signum, frame):
-            threading.Thread(target=server.shutdown, daemon=True).start()
-
-        signal.signal(signal.SIGTERM, stop)
-        try:
-            server.serve_forever(poll_interval=0.2)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.server_close()
-            if not quiet:
-                print("ppt: snd serve: stopped", file=sys.stderr, flush=True)
+    stage = SndEmbedStage(
+        load,
+        eta=eta,
+        seed=seed,
+        denoiser=denoiser,
+        pool=pool,
+        server=where,
+        emit=kinds,
+        fmt=fmt,
+        vectors=vectors,
+        field_prefix=field_prefix,
+        device=stream.device,
+    )
+    try:
+        code = run_stream(stream, stage, desc="snd embed")
+        stage.finish()
+    except BaseException:
+        stage.abort()
+        raise
+    finally:
+        if pool is not None:
+            pool.close()
+    raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(snd_app, name="snd", help="Split-N-Denoise private embeddings: train-denoiser, embed, serve.")
+    group = typer.Typer(
+        help="Split-N-Denoise: embeddings from a server-side model without sending text.", no_args_is_help=True
+    )
+    group.command("train-denoiser", help=TRAIN_HELP, short_help="Train the client-side denoiser on a public corpus.")(
+        train_denoiser
+    )
+    group.command(
+        "embed", help=EMBED_HELP, short_help="Private embeddings: noise on the client, model on the server, denoise."
+    )(embed)
+    group.command(
+        "serve", help=SERVE_HELP, short_help="Serve the model half: privatized token rows in, pooled embeddings out."
+    )(serve)
+    app.add_typer(group, name="snd", help="Split-N-Denoise private embeddings: train-denoiser, embed, serve.")

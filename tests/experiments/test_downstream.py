@@ -176,7 +176,7 @@ def test_cli_downstream_rejects_bad_options(tmp_path):
     r = ppt("eval", "downstream", "-m", "nope", "--out-dir", str(tmp_path))
     assert r.returncode == 2 and "unknown mechanism" in r.stderr and not list(tmp_path.iterdir())
     r = ppt("eval", "downstream", "--dataset", "imdb", "--out-dir", str(tmp_path))
-    assert r.returncode == 2 and "unknown dataset" in r.stderr and not list(tmp_path.iterdir())
+    assert r.returncode == 2 and "Invalid value for '--dataset'" in r.stderr and not list(tmp_path.iterdir())
 
 
 def test_cell_plan_runs_a_mechanism_without_eps_once_and_extra_cells_after_the_grid():

@@ -1,0 +1,92 @@
+"""What the model servers (`ppt serve`, `ppt snd serve`) and their clients share on the command line: the
+bearer token read from the environment, the loopback-only rule, binding before the model loads, the port
+file, and serving until Ctrl-C or SIGTERM."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from ppt.cli.common import warn
+from ppt.io.errors import PptError
+from ppt.io.exitcodes import ExitCode
+
+
+def bearer_token(api_key_env: str | None, example: str | None = None) -> str | None:
+    """The token in the variable --api-key-env names (None without the flag); exit 78 when it is unset or
+    empty. ``example``: a variable name for the hint on how to make one."""
+    if api_key_env is None:
+        return None
+    from ppt.remote.auth import check_env_name, env_not_set_message
+
+    check_env_name(api_key_env)
+    key = os.environ.get(api_key_env, "").strip() or None
+    if key is None:
+        hint = f"export a random token first, e.g. export {example}=$(openssl rand -hex 16)" if example else None
+        raise PptError(env_not_set_message(api_key_env), ExitCode.CONFIG, hint=hint)
+    return key
+
+
+def check_exposure(
+    host: str, allow_remote: bool, api_key: str | None, *, example: str, exposed: str, why: str = ""
+) -> None:
+    """A --host off the loopback needs --allow-remote and a bearer token (exit 2 without), and is warned
+    about: plain http carries ``exposed`` (what crosses the network) in the clear."""
+    from ppt.remote.auth import is_loopback_host
+
+    if is_loopback_host(host):
+        return
+    if not allow_remote:
+        raise PptError(
+            f"--host {host[:64]} is not a loopback address; refusing to expose the model",
+            ExitCode.USAGE,
+            hint="keep the default 127.0.0.1, or pass --allow-remote with --api-key-env NAME" + why,
+        )
+    if api_key is None:
+        raise PptError(
+            "--allow-remote requires --api-key-env NAME (clients must send a bearer token)",
+            ExitCode.USAGE,
+            hint=f"export {example}=$(openssl rand -hex 16), then pass --api-key-env {example}",
+        )
+    warn(f"serving on {host[:64]} over plain http: {exposed} unencrypted; put a TLS proxy in front")
+
+
+def bind(make_server: Callable[..., Any], host: str, port: int, **options: Any) -> Any:
+    """The server bound to host:port with no service yet: a taken port fails at once (exit 69), before
+    seconds of model loading."""
+    try:
+        return make_server(None, host, port, **options)
+    except OSError as e:
+        raise PptError(
+            f"cannot bind {host}:{port}: {e.strerror}",
+            ExitCode.UNAVAILABLE,
+            hint="pick another --port, or --port 0 for a free one",
+        ) from None
+
+
+def write_port_file(path: str | None, server: Any) -> None:
+    """Write the bound port to ``path`` (for scripts that ask for --port 0), atomically."""
+    if not path:
+        return
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as fh:
+        fh.write(f"{server.server_address[1]}\n")
+    os.replace(tmp, path)
+
+
+def serve_until_stopped(server: Any) -> None:
+    """Serve until Ctrl-C or SIGTERM (its handler shuts the server down from another thread), then close it."""
+    import signal
+    import threading
+
+    def stop(signum, frame):  # noqa: ARG001 - signal handler signature
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
