@@ -14,6 +14,20 @@ from pathlib import Path
 from ppt.detect.categories import MAX_WORDS, ROOTS, WORD
 
 
+NOUN_ONLY = ("health", "finances", "occupation")
+
+
+def _uses(wn, word: str, pos: str) -> int:
+    """How often ``word`` is tagged with ``pos`` in WordNet's sense-tagged corpus (its lemma counts)."""
+    return sum(lm.count() for s in wn.synsets(word, pos=pos) for lm in s.lemmas() if lm.name().lower() == word)
+
+
+def _mostly_not_a_noun(wn, word: str) -> bool:
+    """A word used more often as a verb, adjective or adverb than as a noun ("found", "want", "major")."""
+    other = sum(_uses(wn, word, pos) for pos in ("v", "a", "s", "r"))
+    return other > _uses(wn, word, "n")
+
+
 def build(path: str) -> dict[str, int]:
     """Write the lexicon from WordNet (NLTK and the WordNet files needed); the number of phrases per category."""
     from ppt.mechanisms.prosan.wordnet import load_wordnet
@@ -36,8 +50,13 @@ def build(path: str) -> dict[str, int]:
                 if len(phrase.split()) > MAX_WORDS or len(phrase) < 3 or not WORD.fullmatch(phrase.split()[0]):
                     continue
                 first = wn.synsets(lemma, pos="n")
-                if first and first[0] in synsets:  # the word's most frequent sense is in the category
-                    phrases.add(phrase)
+                if not (first and first[0] in synsets):  # the word's most frequent sense is in the category
+                    continue
+                # "found", "want", "major": mostly verbs or adjectives in another sense. Not applied where the
+                # adjective carries the same meaning ("gay", "Catholic", "Asian", "socialist")
+                if category in NOUN_ONLY and " " not in phrase and _mostly_not_a_noun(wn, lemma):
+                    continue
+                phrases.add(phrase)
         categories[category] = sorted(phrases)
     with open(path, "w", encoding="utf-8") as f:
         json.dump({"source": "WordNet 3.0", "roots": ROOTS, "categories": categories}, f, indent=0, sort_keys=True)

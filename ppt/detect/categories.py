@@ -5,7 +5,8 @@ Why a shipped lexicon: the words come from a maintained resource (WordNet 3.0's 
 synsets per category), but WordNet is an optional install; the lexicon is generated once from it
 (``python scripts/build_categories.py``, which needs NLTK and WordNet) into ``ppt/data/categories.json``,
 so detection needs neither at run time. A word is listed only when its most frequent noun sense falls under
-the category (``cancer`` yes, ``worker`` in its common sense yes, ``head`` no), which keeps ordinary words out.
+the category (``cancer`` yes, ``head`` no) and, for health, finances and occupations, it is used as a noun at least
+as often as otherwise (``found``, ``want``, ``major`` no), which keeps ordinary words out.
 Detection looks up each run of up to four words in one dict: no regular expression over thousands of phrases.
 """
 
@@ -24,6 +25,8 @@ ROOTS: dict[str, tuple[str, ...]] = {
     "health": (
         "ill_health.n.01",
         "disease.n.01",
+        "disorder.n.01",
+        "mental_illness.n.01",
         "symptom.n.01",
         "mental_disorder.n.01",
         "depression.n.01",
@@ -62,6 +65,12 @@ ROOTS: dict[str, tuple[str, ...]] = {
         "health_professional.n.01",
         "educator.n.01",
         "engineer.n.01",
+        "businessperson.n.01",
+        "creator.n.02",
+        "writer.n.01",
+        "linguist.n.02",
+        "financier.n.01",
+        "preserver.n.03",
     ),
 }
 CATEGORIES = tuple(ROOTS)

@@ -7,8 +7,10 @@ from collections.abc import Sequence
 
 from ppt.detect.base import Span
 
-# entity labels that name or locate a person, or date, count or price them (OntoNotes labels)
-NER_LABELS = ("PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "DATE", "TIME", "MONEY", "CARDINAL", "PERCENT")
+# entity labels that name, place or date a person (OntoNotes labels); organisations, amounts, counts and
+# percentages are the content of most prompts (news, reports) and are not marked unless asked for
+NER_LABELS = ("PERSON", "NORP", "FAC", "GPE", "LOC", "DATE", "TIME")
+ALL_LABELS = (*NER_LABELS, "ORG", "MONEY", "CARDINAL", "PERCENT")
 
 
 class NerDetector:

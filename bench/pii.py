@@ -1,0 +1,251 @@
+#!/usr/bin/env python
+"""The PII benchmark (issue 25): ppt's readable modes beside the tools a user would pick instead, on the same
+prompts, in one run. Prints a markdown table and writes JSON (and a PHR-vs-utility plot with --plot).
+
+Prompts: ``ppt eval make-pii`` records (names, ages, cities, occupations, e-mails, phones, health conditions
+inserted into BBC News sentences), seed 7 by default: a set kept apart from the seed-0 set the detectors were
+looked at on. Per method:
+  - PHR (privacy hiding rate): the share of private items absent from the output, overall and per kind,
+    with a 95% Wilson interval (ppt.metrics.phr; a name counts as first name and surname);
+  - content words kept: the share of the prompt's other words (no private item, no stopword) still there;
+  - MiniLM cosine between prompt and output, private items removed from both;
+  - prompts/s of the sanitization alone (detector and model loads excluded).
+Methods whose package is missing (presidio-analyzer, scrubadub, spaCy) are skipped with a note.
+
+    python bench/pii.py [-n 120] [--seed 7] [--json out.json] [--plot out.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+
+METHODS: dict[str, Callable[[], Callable[[list[str]], list[str]]]] = {}
+
+
+def method(name: str):
+    def register(fn):
+        METHODS[name] = fn
+        return fn
+
+    return register
+
+
+def _ppt(mech: str, eps: float | None, detect: tuple[str, ...], **params):
+    from ppt.rng import record_generator
+    from ppt.stages.sanitize_spec import SanitizeSpec
+
+    spec = SanitizeSpec(mech, eps=eps, protect="detected", detect=detect, params=params)
+    m = spec.build_mechanism(quiet=True)
+    m.prepare()
+
+    def run(texts: list[str]) -> list[str]:
+        return [o.text for o in m.sanitize_batch(texts, [record_generator(None, i) for i in range(len(texts))])]
+
+    return run
+
+
+def detectors() -> tuple[str, ...]:
+    import importlib.util
+
+    found = ["categories"]
+    if importlib.util.find_spec("presidio_analyzer"):
+        found.insert(0, "patterns")
+    if importlib.util.find_spec("spacy"):
+        found.insert(-1, "ner")
+    return tuple(found)
+
+
+@method("ppt placeholder")
+def _placeholder():
+    return _ppt("placeholder", None, detectors())
+
+
+@method("ppt custext+ eps 6, detected only")
+def _custext_detected():
+    return _ppt("custext+", 6.0, detectors())
+
+
+@method("ppt tem eps 6, detected only")
+def _tem_detected():
+    return _ppt("tem", 6.0, detectors())
+
+
+@method("ppt custext+ eps 1 (all tokens)")
+def _custext_all():
+    from ppt.mechanisms import get_mechanism
+    from ppt.rng import record_generator
+
+    m = get_mechanism("custext+", 1.0, quiet=True).prepare()
+    return lambda texts: [
+        o.text for o in m.sanitize_batch(texts, [record_generator(None, i) for i in range(len(texts))])
+    ]
+
+
+@method("presidio analyzer, <TYPE> placeholders")
+def _presidio():
+    from presidio_analyzer import AnalyzerEngine
+    from presidio_analyzer.nlp_engine import NlpEngineProvider
+
+    from ppt.models.resolve import resolve
+
+    path = resolve("en_core_web_sm").require_installed()
+    conf = {"nlp_engine_name": "spacy", "models": [{"lang_code": "en", "model_name": str(path)}]}
+    engine = AnalyzerEngine(nlp_engine=NlpEngineProvider(nlp_configuration=conf).create_engine())
+
+    def run(texts: list[str]) -> list[str]:
+        out = []
+        for t in texts:
+            res = sorted(engine.analyze(t, language="en"), key=lambda r: r.start, reverse=True)
+            for r in res:
+                t = t[: r.start] + f"<{r.entity_type}>" + t[r.end :]
+            out.append(t)
+        return out
+
+    return run
+
+
+@method("scrubadub")
+def _scrubadub():
+    import scrubadub
+
+    scrubber = scrubadub.Scrubber()
+    return lambda texts: [scrubber.clean(t) for t in texts]
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    from ppt.attacks.summary import wilson as w
+
+    return w(k, n)
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+
+
+def content_kept(original: str, output: str, items: list[str], stop: set[str]) -> tuple[int, int]:
+    private = {w.lower() for it in items for w in _WORD.findall(it)}
+    words = [w.lower() for w in _WORD.findall(original)]
+    content = [w for w in words if w not in private and w not in stop]
+    have = Counter(w.lower() for w in _WORD.findall(output))
+    kept = 0
+    for w in content:
+        if have[w] > 0:
+            have[w] -= 1
+            kept += 1
+    return kept, len(content)
+
+
+def without(text: str, items: list[str]) -> str:
+    for it in sorted(set(items), key=len, reverse=True):
+        text = re.sub(re.escape(it), " ", text, flags=re.IGNORECASE)
+    return text
+
+
+def evaluate(name: str, run, recs: list[dict], encoder, stop: set[str]) -> dict:
+    from ppt.metrics.phr import phr
+    from ppt.metrics.similarity import paired_cosine
+
+    texts = [r["text"] for r in recs]
+    t0 = time.perf_counter()
+    outs = []
+    for s in range(0, len(texts), 32):
+        outs += run(texts[s : s + 32])
+    seconds = time.perf_counter() - t0
+    by_kind: dict[str, list[int]] = {}
+    absent = total = 0
+    kept = content = 0
+    for r, o in zip(recs, outs):
+        for item, kind in zip(r["private_items"], r["private_types"]):
+            gone = phr([item], o)["absent"]
+            by_kind.setdefault(kind, [0, 0])
+            by_kind[kind][0] += gone
+            by_kind[kind][1] += 1
+            absent += gone
+            total += 1
+        k, c = content_kept(r["text"], o, r["private_items"], stop)
+        kept, content = kept + k, content + c
+    cos = paired_cosine(
+        encoder,
+        [without(r["text"], r["private_items"]) for r in recs],
+        [without(o, r["private_items"]) for r, o in zip(recs, outs)],
+    )
+    lo, hi = wilson(absent, total)
+    return {
+        "method": name,
+        "phr": absent / total,
+        "phr_ci95": [lo, hi],
+        "phr_by_kind": {k: a / n for k, (a, n) in sorted(by_kind.items())},
+        "content_kept": kept / max(content, 1),
+        "cosine": sum(cos) / len(cos),
+        "prompts_per_s": len(recs) / seconds,
+        "example": outs[0],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("-n", type=int, default=120)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--only", action="append", help="run only methods whose name contains this (repeatable)")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--plot", help="write a PHR-vs-content-kept plot here (matplotlib)")
+    args = ap.parse_args()
+
+    from ppt.experiments.pii import make_pii
+    from ppt.mechanisms.policy import stopwords_en
+    from ppt.models import load_sentence_encoder
+
+    recs = make_pii(args.n, args.seed)
+    encoder = load_sentence_encoder("minilm", device="cpu")
+    stop = set(stopwords_en())
+    print(f"{len(recs)} prompts (make-pii seed {args.seed}); detectors: {', '.join(detectors())}", file=sys.stderr)
+    rows = []
+    for name, build in METHODS.items():
+        if args.only and not any(o in name for o in args.only):
+            continue
+        try:
+            run = build()
+        except ImportError as e:
+            print(f"skip {name}: {e}", file=sys.stderr)
+            continue
+        rows.append(evaluate(name, run, recs, encoder, stop))
+        print(f"done {name}", file=sys.stderr)
+    kinds = sorted({k for r in rows for k in r["phr_by_kind"]})
+    print("| method | PHR [95% CI] | " + " | ".join(kinds) + " | content kept | cosine | prompts/s |")
+    print("|---" * (len(kinds) + 5) + "|")
+    for r in rows:
+        lo, hi = r["phr_ci95"]
+        cells = [f"{r['phr_by_kind'].get(k, float('nan')):.2f}" for k in kinds]
+        print(
+            f"| {r['method']} | {r['phr']:.2f} [{lo:.2f}, {hi:.2f}] | "
+            + " | ".join(cells)
+            + f" | {r['content_kept']:.2f} | {r['cosine']:.2f} | {r['prompts_per_s']:.1f} |"
+        )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"n": len(recs), "seed": args.seed, "detectors": detectors(), "rows": rows}, f, indent=1)
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for r in rows:
+            ax.scatter(r["content_kept"], r["phr"])
+            ax.annotate(r["method"], (r["content_kept"], r["phr"]), fontsize=7)
+        ax.set_xlabel("content words kept")
+        ax.set_ylabel("PHR (share of private items hidden)")
+        ax.set_xlim(0, 1.05)
+        ax.set_ylim(0, 1.05)
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=120)
+
+
+if __name__ == "__main__":
+    main()
