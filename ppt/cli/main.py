@@ -1,7 +1,8 @@
 """Entry point: builds the typer app from one module per subcommand.
 
-Each module in ``SUBCOMMANDS`` defines ``register(app)``. Heavy imports (torch, transformers) happen
-inside command bodies so that ``ppt --help`` stays fast.
+``SUBCOMMANDS`` maps each subcommand's name to the module that defines it; every such module has one
+``register(app)`` that adds its command or group (and nothing registers at import). Heavy imports (torch,
+transformers) happen inside command bodies so that ``ppt --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -16,24 +17,25 @@ from typer.core import TyperGroup
 
 from ppt import __version__
 
-SUBCOMMANDS = [
-    "precompute",
-    "sanitize",
-    "mechs",
-    "query",
-    "serve",
-    "extract",
-    "restore",
-    "attack",
-    "eval",
-    "cache",
-    "models",
-    "env",
-    "audit",
-    "snd",
-    "dpopt",
-    "prosan",
-]
+# subcommand name -> its module in ppt.cli (in the order `ppt --help` lists them)
+SUBCOMMANDS = {
+    "precompute": "precompute_cmd",
+    "sanitize": "sanitize_cmd",
+    "mechs": "mechs_cmd",
+    "query": "query_cmd",
+    "serve": "serve_cmd",
+    "extract": "extract_cmd",
+    "restore": "restore_cmd",
+    "attack": "attack_cmd",
+    "eval": "eval_cmd",
+    "cache": "cache_cmd",
+    "models": "models_cmd",
+    "env": "env_cmd",
+    "audit": "audit_cmd",
+    "snd": "snd_cmd",
+    "dp-opt": "dpopt_cmd",
+    "prosan": "prosan_cmd",
+}
 
 
 def repeated_option(group, args: list[str]) -> str | None:
@@ -122,7 +124,7 @@ def build_app(only: str | None = None) -> typer.Typer:
     """Register every subcommand, or only ``only`` (start-up: a run of one subcommand does not import
     the other fourteen modules)."""
     for name in SUBCOMMANDS if only is None else [only]:
-        modname = f"ppt.cli.{name.replace('-', '_')}_cmd"
+        modname = f"ppt.cli.{SUBCOMMANDS[name]}"
         if importlib.util.find_spec(modname) is None:
             continue
         importlib.import_module(modname).register(app)

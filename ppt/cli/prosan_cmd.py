@@ -9,8 +9,6 @@ import typer
 
 from ppt.cli.common import DeviceOpt, QuietOpt, handle_errors
 
-prosan_app = typer.Typer(help="ProSan's lightweight mode: distil ProSan into a small model.", no_args_is_help=True)
-
 DISTILL_HELP = """Fine-tune a small causal LM on (original, anonymized) pairs that ProSan produced, with a progress
 bar (stderr) and checkpoints (DIR/checkpoint-STEP); the final model and prosan_lite.json go to DIR. A JSON
 summary (steps, pairs, first/last loss) is printed on stdout.
@@ -22,7 +20,6 @@ summary (steps, pairs, first/last loss) is printed on stdout.
 """
 
 
-@prosan_app.command("distill", help=DISTILL_HELP, short_help="Fine-tune a small causal LM on ProSan's pairs.")
 def distill_cmd(
     pairs: Annotated[str, typer.Option("--pairs", help="JSONL of ProSan's output with the raw prompt kept.")],
     out_dir: Annotated[str, typer.Option("--output", "-o", help="Directory for the model and checkpoints.")],
@@ -82,8 +79,12 @@ def distill_cmd(
 
 
 def register(app: typer.Typer) -> None:
+    group = typer.Typer(help="ProSan's lightweight mode: distil ProSan into a small model.", no_args_is_help=True)
+    group.command("distill", help=DISTILL_HELP, short_help="Fine-tune a small causal LM on ProSan's pairs.")(
+        distill_cmd
+    )
     app.add_typer(
-        prosan_app,
+        group,
         name="prosan",
         help="ProSan's lightweight mode: distil ProSan into a small model (`distill`).",
         short_help="Distil ProSan into a small causal LM for --mech prosan-lite.",

@@ -25,9 +25,10 @@ pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash
 
 
 def test_values_of_choice_options_and_known_names():
-    assert complete("sanitize", "--mech", "") == sorted(
-        ["cape", "custext", "custext+", "prosan", "prosan-lite", "rantext", "santext", "santext+", "tem"]
-    )
+    from ppt.mechanisms.registry import MECHANISMS
+
+    assert complete("sanitize", "--mech", "") == sorted(MECHANISMS)  # the registry's names
+    assert {"cape", "custext+", "rantext", "santext+", "tem"} <= set(MECHANISMS)
     assert complete("sanitize", "--mech", "cus") == ["custext", "custext+"]
     assert complete("sanitize", "--on-error", "") == ["fail", "skip", "record"]
     assert complete("sanitize", "--numbers", "d") == ["drop"]

@@ -126,3 +126,42 @@ def test_mistakes_fail_when_the_command_is_defined():
         @stream_command()
         def twice(quiet: bool = False, stream: StreamArgs = STREAM) -> None:
             pass
+
+
+def test_the_documented_stream_subcommand_runs():
+    """docs/ARCHITECTURE.md's walkthrough (c), copied from the doc, with a stand-in for its stage."""
+    import re
+    from pathlib import Path
+
+    from ppt.io import run_stream
+    from ppt.stages.base import Stage
+
+    class RedactStage(Stage):
+        def __init__(self, text_field, keep_years):
+            self.text_field = text_field
+
+        def __call__(self, records):
+            return [{**r.data, self.text_field: re.sub(r"\d", "0", r.text)} for r in records]
+
+        def signature(self):
+            return {"stage": "redact"}
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "ARCHITECTURE.md"
+    text = doc.read_text()
+    code = re.search(r"```python\n(.*?)```", text[text.index("**(c) A stream subcommand**") :], re.S).group(1)
+    ns = {"Annotated": Annotated, "typer": typer, "StreamArgs": StreamArgs, "STREAM": STREAM}
+    ns.update(stream_command=stream_command, run_stream=run_stream, RedactStage=RedactStage)
+    exec(compile(code, str(doc), "exec"), ns)  # noqa: S102 - the doc's own example
+    app = typer.Typer()
+    ns["register"](app)
+
+    @app.callback()
+    def root() -> None:
+        pass
+
+    r = runner.invoke(
+        app, ["redact-numbers", "--text-field", "body", "-q"], input='{"id": 1, "body": "call 555 0134"}\n'
+    )
+    assert r.exit_code == 0, r.output
+    assert '"body":"call 000 0000"' in r.stdout
+    assert runner.invoke(app, ["redact-numbers", "--on-error", "ignore"]).exit_code == 2
