@@ -13,7 +13,6 @@ from pathlib import Path
 
 from ppt.detect.categories import MAX_WORDS, ROOTS, WORD
 
-
 NOUN_ONLY = ("health", "finances", "occupation")
 
 
