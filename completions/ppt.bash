@@ -336,6 +336,7 @@ _ppt() {
         "restore|--id-field") vals=""; takes=1 ;;
         "restore|--on-error") vals="fail skip record"; takes=1 ;;
         "restore|--batch-size") vals=""; takes=1 ;;
+        "sanitize|--preset") vals="readable"; takes=1 ;;
         "sanitize|--mech"|"sanitize|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
         "sanitize|--eps"|"sanitize|-e") vals=""; takes=1 ;;
         "sanitize|--space") vals="cl100k-minilm glove-6b-50d minilm smollm2"; takes=1 ;;
@@ -471,7 +472,7 @@ _ppt() {
         "prosan distill") opts="--any-teacher --base-model --batch-size --checkpoint-every --device --epochs --help --keep --lr --max-steps --max-tokens --output --pairs --quiet --seed --source-field --target-field --weight-decay -o -q" ;;
         "query") opts="--allow-raw --api-key-env --backend --base-url --batch-size --concurrency --device --dry-run --dtype --endpoint --extra-body --help --id-field --input --max-retries --max-tokens --model --on-error --output --output-field --quiet --resume --retry-backoff --seed --stop --system --temperature --template --text-field --timeout --top-p -c -i -m -o -q" ;;
         "restore") opts="--batch-size --field --help --id-field --input --mapping-field --on-error --output --output-field --quiet -i -o -q" ;;
-        "sanitize") opts="--actors --allow --batch-size --case --deny --detect --device --diagnostics --emit-alignment --engine --eps --help --id-field --input --keep-original --mapping --mech --min-kept --model --numbers --on-error --oov --output --param --protect --punct --quiet --ray-address --seed --space --stamp --stopwords --text-field --workers -e -i -m -o -p -q" ;;
+        "sanitize") opts="--actors --allow --batch-size --case --deny --detect --device --diagnostics --emit-alignment --engine --eps --help --id-field --input --keep-original --mapping --mech --min-kept --model --numbers --on-error --oov --output --param --preset --protect --punct --quiet --ray-address --seed --space --stamp --stopwords --text-field --workers -e -i -m -o -p -q" ;;
         "serve") opts="--allow-remote --api-key-env --batch-wait-ms --device --dtype --help --host --max-batch --max-connections --max-tokens-limit --model --port --port-file --quiet --runtime --served-name --timeout --verbose -m -p -q -v" ;;
         "snd") opts="embed serve train-denoiser --help" ;;
         "snd embed") opts="--api-key-env --batch-size --denoiser --device --emit --eta --field-prefix --format --help --id-field --input --max-length --model --on-error --output --quiet --seed --server --text-field --vectors -i -m -o -q" ;;

@@ -58,9 +58,25 @@ BatchSizeOpt = Annotated[
 
 @stream_command(batch_size=custom(BatchSizeOpt, None))
 def sanitize(
+    preset: Annotated[
+        Literal["readable"] | None,
+        typer.Option(
+            "--preset",
+            help="readable: private and readable prompts: detected spans (e-mails, phones, names, places, dates, "
+            "health, religion, ... and --deny) become typed placeholders (<PERSON_1>), the rest is kept; add "
+            "--mapping FIELD and `ppt restore` puts the values back into the answer. Explicit flags win.",
+            rich_help_panel=MECH_PANEL,
+        ),
+    ] = None,
     mech: Annotated[
-        str, typer.Option("--mech", "-m", help="Mechanism (see `ppt mechs`).", rich_help_panel=MECH_PANEL)
-    ] = "rantext",
+        str | None,
+        typer.Option(
+            "--mech",
+            "-m",
+            help="Mechanism (see `ppt mechs`; default: rantext, placeholder under --preset readable).",
+            rich_help_panel=MECH_PANEL,
+        ),
+    ] = None,
     eps: Annotated[
         float | None,
         typer.Option(
@@ -110,7 +126,7 @@ def sanitize(
         ),
     ] = None,
     protect: Annotated[
-        Literal["all", "detected"],
+        Literal["all", "detected"] | None,
         typer.Option(
             "--protect",
             help="all: perturb the whole text (default). detected: replace only the spans a detector marks "
@@ -118,14 +134,15 @@ def sanitize(
             "raw (the stamp says so).",
             rich_help_panel=POLICY_PANEL,
         ),
-    ] = "all",
+    ] = None,
     detect: Annotated[
         str | None,
         typer.Option(
             "--detect",
             help="Detectors for --protect detected, comma-separated: patterns (presidio-analyzer: e-mails, "
-            "phones, cards, IBANs, IPs, URLs, dates; pip install 'ppt\\[detect]'), ner (spaCy on en_core_web_sm). "
-            "Default: patterns,ner, or none when --deny is given.",
+            "phones, cards, IBANs, IPs, URLs, dates; pip install 'ppt\\[detect]'), ner (spaCy on en_core_web_sm: "
+            "names, places, dates), categories (health, sexual orientation, religion, political opinion, ethnicity, "
+            "finances, occupation). Default: patterns,ner,categories, or none when --deny is given.",
             rich_help_panel=POLICY_PANEL,
         ),
     ] = None,
@@ -206,7 +223,9 @@ def sanitize(
     from ppt.io import ExitCode, PptError, stdout_guard
     from ppt.rng import warn_if_seeded
     from ppt.stages.sanitize import SanitizeStage
+    from ppt.stages.sanitize_spec import with_preset
 
+    mech, protect = with_preset(preset, mech=mech, protect=protect)
     params = parse_params(param)
     policy = {"oov": oov, "numbers": numbers, "punct": punct, "stopwords": stopwords, "case": case}
     check_engine(engine, ray_address, actors)

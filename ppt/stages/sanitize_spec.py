@@ -25,6 +25,20 @@ WEAK_EPS = 10.0
 STAMP_MODES = ("compact", "full")
 PROTECT_MODES = ("all", "detected")
 DEFAULT_DETECTORS = ("patterns", "ner", "categories")
+# named bundles of sanitize settings; what the user gives explicitly wins over the preset
+PRESETS: dict[str, dict[str, str]] = {
+    # private and readable: detected spans (patterns, names and places, the special categories, --deny) become
+    # typed placeholders, the rest is kept; --mapping + `ppt restore` put the values back into the answer
+    "readable": {"mech": "placeholder", "protect": "detected"},
+}
+
+
+def with_preset(preset: str | None, *, mech: str | None, protect: str | None) -> tuple[str, str]:
+    """(mech, protect) after ``preset``: an explicit value wins; without either, rantext over all tokens."""
+    base = PRESETS.get(preset or "", {})
+    if preset and not base:
+        raise PptError(f"unknown preset {preset!r}", exit_code=ExitCode.USAGE, hint=f"choose from {', '.join(PRESETS)}")
+    return mech or base.get("mech", "rantext"), protect or base.get("protect", "all")
 
 
 @dataclass(frozen=True)

@@ -60,3 +60,37 @@ def test_needs_protect_detected_and_takes_no_eps():
     m = spec.build_mechanism(quiet=True)
     [out] = m.sanitize_batch(["He has asthma."], [record_generator(None, 0)])
     assert out.text == "He has <HEALTH_1>." and json.dumps(out.mapping)
+
+
+def test_readable_preset_from_the_cli_restores_through_ppt_restore(tmp_path):
+    """`ppt sanitize --preset readable --deny ... --mapping map | (answer) | ppt restore`: the real values come
+    back; explicit flags win over the preset."""
+    from ppt.stages.sanitize_spec import with_preset
+    from tests.helpers import ppt
+
+    assert with_preset("readable", mech=None, protect=None) == ("placeholder", "detected")
+    assert with_preset("readable", mech="custext+", protect=None) == ("custext+", "detected")
+    assert with_preset(None, mech=None, protect=None) == ("rantext", "all")
+    deny = tmp_path / "deny.txt"
+    deny.write_text("Maria Lopez\nLyon\n")
+    rec = {"id": 1, "text": "Maria Lopez lives in Lyon and has asthma."}
+    r = ppt(
+        "sanitize",
+        "--preset",
+        "readable",
+        "--deny",
+        str(deny),
+        "--detect",
+        "categories",
+        "--mapping",
+        "map",
+        "-q",
+        stdin=json.dumps(rec) + "\n",
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["text"] == "<DENY_1> lives in <DENY_2> and has <HEALTH_1>."
+    out["generation"] = "Dear <DENY_1>, people in <DENY_2> with <HEALTH_1> should see a doctor."
+    back = ppt("restore", "-q", stdin=json.dumps(out) + "\n")
+    assert back.returncode == 0, back.stderr
+    assert json.loads(back.stdout)["restored"] == "Dear Maria Lopez, people in Lyon with asthma should see a doctor."
