@@ -132,6 +132,7 @@ _ppt() {
         "audit|--samples") vals=""; takes=1 ;;
         "audit|--e2e-samples") vals=""; takes=1 ;;
         "audit|--top") vals=""; takes=1 ;;
+        "audit|--context") vals=""; takes=1 ;;
         "audit|--alpha") vals=""; takes=1 ;;
         "audit|--seed") vals=""; takes=1 ;;
         "audit|--device") vals=""; takes=1 ;;
@@ -442,7 +443,7 @@ _ppt() {
         "attack mti") opts="--alignment-field --batch-size --device --help --id-field --input --mask-length --max-copies --model --on-error --original-field --output --quiet --result-field --space --stopwords --summary --summary-only --text-field -i -o -q" ;;
         "attack ngram") opts="--batch-size --help --id-field --input --n --on-error --original-field --output --quiet --result-field --summary --summary-only --text-field -i -n -o -q" ;;
         "attack snd-inversion") opts="--batch-size --ci --device --eta --help --id-field --input --max-length --model --on-error --output --quiet --result-field --seed --summary --summary-only --text-field -i -k -m -o -q" ;;
-        "audit") opts="--alpha --device --e2e-samples --eps --fail-on-violation --help --mech --model --pairs --param --quiet --samples --seed --space --top -e -m -p -q" ;;
+        "audit") opts="--alpha --context --device --e2e-samples --eps --fail-on-violation --help --mech --model --pairs --param --quiet --samples --seed --space --top -e -m -p -q" ;;
         "cache") opts="ls rm verify --help" ;;
         "cache ls") opts="--help --json" ;;
         "cache rm") opts="--help --yes -y" ;;

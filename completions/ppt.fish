@@ -131,6 +131,7 @@ complete -c ppt -n '__fish_seen_subcommand_from audit' -l pairs -d 'Input tokens
 complete -c ppt -n '__fish_seen_subcommand_from audit' -l samples -d 'RANTEXT: radii drawn to certify P(y|x) over the random list.'
 complete -c ppt -n '__fish_seen_subcommand_from audit' -l e2e-samples -d 'End-to-end runs of each attaining one-token prompt (0: skip)'
 complete -c ppt -n '__fish_seen_subcommand_from audit' -l top -d 'Attaining pairs reported and run end to end.'
+complete -c ppt -n '__fish_seen_subcommand_from audit' -l context -d 'Cape: audit the position after this text (words the policy k'
 complete -c ppt -n '__fish_seen_subcommand_from audit' -l alpha -d 'Failure probability of each certified bound.'
 complete -c ppt -n '__fish_seen_subcommand_from audit' -l seed -d 'Seed of the search and the end-to-end runs (default 0; the a'
 complete -c ppt -n '__fish_seen_subcommand_from audit' -l fail-on-violation -d 'Exit 1 when any claim is violated.'

@@ -58,7 +58,7 @@ _ppt() {
     "attack mti") words_=('--alignment-field' '--batch-size' '--device' '--help' '--id-field' '--input' '--mask-length' '--max-copies' '--model' '--on-error' '--original-field' '--output' '--quiet' '--result-field' '--space' '--stopwords' '--summary' '--summary-only' '--text-field' '-i' '-o' '-q') ;;
     "attack ngram") words_=('--batch-size' '--help' '--id-field' '--input' '--n' '--on-error' '--original-field' '--output' '--quiet' '--result-field' '--summary' '--summary-only' '--text-field' '-i' '-n' '-o' '-q') ;;
     "attack snd-inversion") words_=('--batch-size' '--ci' '--device' '--eta' '--help' '--id-field' '--input' '--max-length' '--model' '--on-error' '--output' '--quiet' '--result-field' '--seed' '--summary' '--summary-only' '--text-field' '-i' '-k' '-m' '-o' '-q') ;;
-    "audit") words_=('--alpha' '--device' '--e2e-samples' '--eps' '--fail-on-violation' '--help' '--mech' '--model' '--pairs' '--param' '--quiet' '--samples' '--seed' '--space' '--top' '-e' '-m' '-p' '-q') ;;
+    "audit") words_=('--alpha' '--context' '--device' '--e2e-samples' '--eps' '--fail-on-violation' '--help' '--mech' '--model' '--pairs' '--param' '--quiet' '--samples' '--seed' '--space' '--top' '-e' '-m' '-p' '-q') ;;
     "cache") words_=('ls:List artifacts: kind, key, size, state.' 'rm:Remove artifacts by kind, kind/key, stale build...' 'verify:Check every artifacts files against the full sha256 in...' '--help') ;;
     "cache ls") words_=('--help' '--json') ;;
     "cache rm") words_=('--help' '--yes' '-y') ;;

@@ -89,6 +89,15 @@ def audit(
         int,
         typer.Option("--top", min=1, help="Attaining pairs reported and run end to end.", rich_help_panel=AUDIT_PANEL),
     ] = 3,
+    context: Annotated[
+        str,
+        typer.Option(
+            "--context",
+            help="Cape: audit the position after this text (words the policy keeps, e.g. 'in the '), not a "
+            "one-token prompt.",
+            rich_help_panel=AUDIT_PANEL,
+        ),
+    ] = "",
     alpha: Annotated[
         float, typer.Option("--alpha", help="Failure probability of each certified bound.", rich_help_panel=AUDIT_PANEL)
     ] = 1e-6,
@@ -135,6 +144,7 @@ def audit(
                         top=top,
                         device=device,
                         quiet=quiet,
+                        context=context,
                     )
                 typer.echo(orjson.dumps(jsonable(res)).decode())
                 results.append(res)

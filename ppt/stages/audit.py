@@ -98,6 +98,11 @@ def run_audit(
     """One JSON-ready audit record for (mechanism, eps)."""
     if not (0.0 < alpha < 1.0):
         raise PptError(f"--alpha must be in (0, 1) (got {alpha})", exit_code=ExitCode.USAGE)
+    if context:
+        from ppt.mechanisms import mechanism_class
+
+        if not getattr(mechanism_class(name), "rows_in_model_space", False):
+            raise PptError(f"--context applies to Cape (a context model), not {name}", exit_code=ExitCode.USAGE)
     mech = build_mechanism(name, eps, space=space, model=model, params=params, device=device, quiet=quiet)
     prepare_mechanism(mech)
     claim, acc = stamped_claim(mech, seed)

@@ -204,3 +204,10 @@ def test_cape_audited_at_a_longer_context(space, tiny_lm, monkeypatch):
     assert audit(mech, claim, **{**FAST, **SIZES["cape"]}, context="in the ")["status"] == "violated"
     with pytest.raises(ValueError, match="context"):
         audit(build(space, tiny_lm, "tem", 1.0), claim, **FAST, context="in the ")
+
+
+def test_cli_context_is_for_cape_only():
+    from tests.helpers import ppt
+
+    r = ppt("audit", "-m", "tem", "-e", "1", "--context", "in the ", "-q")
+    assert r.returncode == 2 and "--context applies to Cape" in r.stderr and "Traceback" not in r.stderr
