@@ -9,9 +9,21 @@ import time
 
 from tqdm import tqdm
 
+_RUN_QUIET = False  # this run's --quiet (set by the CLI for every invocation): no library bars either
+
+
+def set_run_quiet(quiet: bool) -> None:
+    """Record this run's --quiet, so code that never sees the flag (model loads) keeps quiet too."""
+    global _RUN_QUIET
+    _RUN_QUIET = bool(quiet)
+
+
+def run_quiet() -> bool:
+    return _RUN_QUIET or bool(os.environ.get("PPT_QUIET"))
+
 
 def progress_enabled(quiet: bool = False) -> bool:
-    if quiet or os.environ.get("PPT_QUIET"):
+    if quiet or run_quiet():
         return False
     return sys.stderr.isatty() or bool(os.environ.get("PPT_PROGRESS"))
 
@@ -23,7 +35,7 @@ def progress_bar(total: int | None, desc: str, quiet: bool = False, unit: str = 
 def stage_enabled(quiet: bool = False) -> bool:
     """Stage lines: on unless ``--quiet`` (or PPT_QUIET), TTY or not (a first run's minutes of building
     must not look like a hang in a CI log or a pipeline)."""
-    return not (quiet or os.environ.get("PPT_QUIET"))
+    return not (quiet or run_quiet())
 
 
 def _disk_size(path) -> int:

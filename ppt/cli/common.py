@@ -151,6 +151,9 @@ def stream_args(
     private: bool = False,
 ) -> StreamArgs:
     """Bundle the shared flags into the one StreamArgs that run_stream and the stages take."""
+    from ppt.progress import set_run_quiet
+
+    set_run_quiet(quiet)  # what never sees the flag (model loads: transformers' bar) keeps quiet too
     return StreamArgs(
         input=input,
         output=output,

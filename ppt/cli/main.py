@@ -106,6 +106,9 @@ def _root(
 ) -> None:
     """Keep private text out of prompts sent to black-box LLMs."""
     _install_log_handlers()
+    from ppt.progress import set_run_quiet
+
+    set_run_quiet(False)  # every invocation starts loud (in-process runs too); the stream options set it
 
 
 def _install_log_handlers() -> None:

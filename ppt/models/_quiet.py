@@ -19,6 +19,10 @@ def quiet_loading(progress: bool | None = None):
     """Redirect stdout to stderr, set transformers' logging to errors only, and, when stderr is not
     a terminal (or ``progress`` is False), hold back progress bars: what libraries write to stderr is
     buffered and replayed only if loading fails."""
+    from ppt.progress import run_quiet
+
+    if run_quiet():  # --quiet: no "Loading weights" bar, even on a terminal
+        progress = False
     try:
         import transformers
 
