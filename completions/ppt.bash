@@ -276,6 +276,7 @@ _ppt() {
         "extract|--stop") vals=""; takes=1 ;;
         "extract|--dtype") vals=""; takes=1 ;;
         "extract|--runtime") vals="transformers vllm"; takes=1 ;;
+        "extract|--resume") vals=""; takes=1 ;;
         "extract|--seed") vals=""; takes=1 ;;
         "extract|--input"|"extract|-i") vals=""; takes=1 ;;
         "extract|--output"|"extract|-o") vals=""; takes=1 ;;
@@ -462,7 +463,7 @@ _ppt() {
         "eval phr") opts="--batch-size --help --id-field --input --items-field --on-error --per-record --quiet --seed --text-field --types-field -i -q" ;;
         "eval pipeline") opts="--api-key-env --batch-size --control --corpus --device --endpoint --eps --extra --extract-model --first --help --journal-dir --mauve --max-new-tokens --mech --n-docs --no-control --no-mauve --out-dir --prefix-tokens --quiet --remote --remote-model --report-only --resume --seed --temperature --text-field -e -m -q" ;;
         "eval sweep") opts="--corpus --device --eps --help --mech --mti-model --n-docs --out-dir --prefix-tokens --probe-draws --probe-tokens --seed --text-field -e -m" ;;
-        "extract") opts="--batch-size --device --dtype --generation-field --help --id-field --input --max-new-tokens --model --no-chat --on-error --output --output-field --quiet --raw-field --runtime --seed --stop --temperature --template --top-p -i -m -o -q" ;;
+        "extract") opts="--batch-size --device --dtype --generation-field --help --id-field --input --max-new-tokens --model --no-chat --on-error --output --output-field --quiet --raw-field --resume --runtime --seed --stop --temperature --template --top-p -i -m -o -q" ;;
         "mechs") opts="--describe --help --json" ;;
         "models") opts="install list ls verify --help" ;;
         "models install") opts="--all --dry-run --force --help -n" ;;

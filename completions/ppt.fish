@@ -338,6 +338,7 @@ complete -c ppt -n '__fish_seen_subcommand_from extract' -l top-p -d 'Nucleus ma
 complete -c ppt -n '__fish_seen_subcommand_from extract' -l stop -d 'Stop sequence (repeatable).'
 complete -c ppt -n '__fish_seen_subcommand_from extract' -l dtype -d 'auto, float32, float16, bfloat16 (default: bfloat16 on CUDA,'
 complete -c ppt -n '__fish_seen_subcommand_from extract' -l runtime -xa 'transformers vllm' -d 'transformers (ppts batched decode loop) or vllm (when instal'
+complete -c ppt -n '__fish_seen_subcommand_from extract' -l resume -d 'Journal FILE: each extraction is appended as it is made; rec'
 complete -c ppt -n '__fish_seen_subcommand_from extract' -l seed -d 'Derive per-record noise from (seed, id) for reproducibility;'
 complete -c ppt -n '__fish_seen_subcommand_from extract' -l input -d 'Input JSONL file; - reads stdin.'
 complete -c ppt -n '__fish_seen_subcommand_from extract' -s i -d 'Input JSONL file; - reads stdin.'

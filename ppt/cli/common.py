@@ -281,3 +281,23 @@ def handle_errors(func: F | None = None) -> Any:
             return func(*args, **kwargs)
 
     return wrapper
+
+
+def check_resume_target(resume: str, output: str) -> None:
+    """The journal must not also be where the output goes: `> FILE` truncates it before ppt starts, and
+    appending the same records twice would duplicate them."""
+    import os
+    import sys
+
+    from ppt.io import ExitCode, PptError
+
+    hint = "keep the journal separate: --resume journal.jsonl -o out.jsonl (or > out.jsonl)"
+    if output != "-" and os.path.abspath(output) == os.path.abspath(resume):
+        raise PptError("--resume and --output name the same file", ExitCode.USAGE, hint=hint)
+    if output == "-" and os.path.exists(resume):
+        try:
+            out_stat, journal_stat = os.fstat(sys.stdout.fileno()), os.stat(resume)
+        except (OSError, ValueError, AttributeError):
+            return
+        if (out_stat.st_dev, out_stat.st_ino) == (journal_stat.st_dev, journal_stat.st_ino):
+            raise PptError("stdout is redirected to the --resume journal itself", ExitCode.USAGE, hint=hint)

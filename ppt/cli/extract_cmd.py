@@ -120,9 +120,19 @@ def extract(
             rich_help_panel=GEN_PANEL,
         ),
     ] = "transformers",
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            help="Journal FILE: each extraction is appended as it is made; records already extracted there from "
+            "the same prompt and settings are not generated again (their saved records are emitted in place).",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = None,
     seed: SeedOpt = None,
     stream: StreamArgs = STREAM,
 ) -> None:
+    from ppt.cli.common import check_resume_target
     from ppt.io import ExitCode, PptError, run_stream, stdout_guard
     from ppt.lm.base import SamplingParams
     from ppt.lm.door import get_lm
@@ -141,8 +151,15 @@ def extract(
         )
     except ValueError as e:
         raise PptError(str(e), ExitCode.USAGE) from None
+    if resume is not None:
+        check_resume_target(resume, stream.output)
     with stdout_guard():
         gen = get_lm(model, runtime=runtime, device=stream.device, dtype=dtype, batch_size=stream.batch_size)
+    journal = None
+    if resume is not None:
+        from ppt.remote.journal import Journal
+
+        journal = Journal(resume, stream.id_field, output_field)
     extractor = Extractor(
         gen,
         raw_field=raw_field,
@@ -152,9 +169,20 @@ def extract(
         params=params,
         seed=seed,
         chat=not no_chat,
+        journal=journal,
+        id_field=stream.id_field,
     )
     args = dataclasses.replace(stream, text_field=raw_field, batch_size=stream.batch_size or gen.batch_size or 256)
-    raise typer.Exit(run_stream(args, extractor, desc="extract"))
+    try:
+        code = run_stream(args, extractor, desc="extract")
+    finally:
+        if journal is not None:
+            journal.close()
+    if extractor.resumed and not stream.quiet:
+        import sys
+
+        print(f"ppt: extract: {extractor.resumed} resumed from the journal", file=sys.stderr)
+    raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from ppt.cli.common import Endpoint, SeedOpt, warn
+from ppt.cli.common import Endpoint, SeedOpt, check_resume_target, warn
 from ppt.cli.kit import STREAM, StreamArgs, stream_command
 
 ENDPOINT_PANEL = "Endpoint"
@@ -217,7 +217,7 @@ def query(
     if allow_raw:
         warn("--allow-raw: records are sent without requiring a ppt.sanitize stamp")
     if resume is not None:
-        _check_resume_target(resume, stream.output)
+        check_resume_target(resume, stream.output)
 
     if backend == "local":
         if base_url is not None or api_key_env is not None:
@@ -301,26 +301,6 @@ def _parse_extra_body(value: str | None, protected: tuple[str, ...]) -> dict:
             f"--extra-body may not set {', '.join(bad)} (the prompt comes from --template only)", ExitCode.USAGE
         )
     return obj
-
-
-def _check_resume_target(resume: str, output: str) -> None:
-    """The journal must not also be where the output goes: `> FILE` truncates it before ppt starts, and
-    appending the same records twice would duplicate them."""
-    import os
-    import sys
-
-    from ppt.io import ExitCode, PptError
-
-    hint = "keep the journal separate: --resume journal.jsonl -o out.jsonl (or > out.jsonl)"
-    if output != "-" and os.path.abspath(output) == os.path.abspath(resume):
-        raise PptError("--resume and --output name the same file", ExitCode.USAGE, hint=hint)
-    if output == "-" and os.path.exists(resume):
-        try:
-            out_stat, journal_stat = os.fstat(sys.stdout.fileno()), os.stat(resume)
-        except (OSError, ValueError, AttributeError):
-            return
-        if (out_stat.st_dev, out_stat.st_ino) == (journal_stat.st_dev, journal_stat.st_ino):
-            raise PptError("stdout is redirected to the --resume journal itself", ExitCode.USAGE, hint=hint)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,9 +12,13 @@ left-padded batches (``ppt.lm.generate``).
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
-from ppt.io import Record, RecordError, stamp
+import orjson
+
+from ppt.io import ExitCode, PptError, Record, RecordError, stamp, stamp_block
+from ppt.io.stream import UNPROCESSED
 from ppt.lm.base import Completion, SamplingParams
 from ppt.lm.generate import LocalGenerator
 from ppt.lm.templates import EXTRACT_TEMPLATE, Template, load_template
@@ -35,6 +39,8 @@ class Extractor(Stage):
         params: SamplingParams | None = None,
         seed: int | None = None,
         chat: bool = True,
+        journal: Any = None,
+        id_field: str = "id",
     ) -> None:
         self.generator = generator
         self.raw_field, self.generation_field, self.output_field = raw_field, generation_field, output_field
@@ -46,6 +52,9 @@ class Extractor(Stage):
             )
         self.params = params or SamplingParams()
         self.seed, self.chat = seed, chat
+        self.journal, self.id_field = journal, id_field  # --resume: ppt.remote.journal.Journal
+        self.resumed = 0
+        self.stop_error: PptError | None = None  # the journal failed: what is in hand is written, exit 74
         from ppt.rng import seeded
 
         self._block = {
@@ -80,7 +89,14 @@ class Extractor(Stage):
                 )
                 continue
             try:
-                todo.append((i, rec, self.prompt(rec.data)))
+                prompt = self.prompt(rec.data)
+                if self.journal is not None:
+                    saved = self._journaled(rec, prompt)
+                    if saved is not None:  # extracted by an earlier run from the same prompt and settings
+                        results[i] = saved
+                        self.resumed += 1
+                        continue
+                todo.append((i, rec, prompt))
             except RecordError as e:
                 if e.type == "missing_field" and self.raw_field in e.message:
                     e = RecordError(
@@ -90,12 +106,46 @@ class Extractor(Stage):
         if todo:
             gens = [record_torch_generator(self.seed, rec.id, "extract") for _, rec, _ in todo]
             outs = self.generator.generate([p for _, _, p in todo], self.params, gens)
-            for (i, rec, _), res in zip(todo, outs):
-                results[i] = res if isinstance(res, RecordError) else self._output(rec, res)
+            for (i, rec, prompt), res in zip(todo, outs):
+                if self.stop_error is not None:  # the journal failed: nothing more is this run's output
+                    results[i] = UNPROCESSED
+                    continue
+                results[i] = res if isinstance(res, RecordError) else self._output(rec, res, prompt)
         return results
 
-    def _output(self, rec: Record, res: Completion) -> dict:
+    def _digest(self, prompt: Any) -> str:
+        """sha256 of the prompt and every setting that shapes the output: what --resume compares."""
+        blob = orjson.dumps({"prompt": prompt, "stage": self._block}, option=orjson.OPT_SORT_KEYS)
+        return hashlib.sha256(blob).hexdigest()
+
+    def _key(self, rec: Record) -> bytes:
+        from ppt.remote.journal import record_key
+
+        return record_key(rec.data, self.id_field, rec.line_no)
+
+    def _journaled(self, rec: Record, prompt: Any) -> dict | None:
+        key = self._key(rec)
+        if key not in self.journal:
+            return None
+        saved = self.journal.get(key)
+        same = (stamp_block(saved, "extract") or {}).get("prompt_sha256") == self._digest(prompt)
+        return saved if same else None  # another prompt (input, template, model or settings changed): redo
+
+    def _output(self, rec: Record, res: Completion, prompt: Any = None) -> dict:
         data = dict(rec.data)
         data[self.output_field] = res.text.strip()
         block = {**self._block, "usage": res.usage, "finish_reason": res.finish_reason}
-        return stamp(data, "extract", block)
+        if self.journal is not None:
+            block["prompt_sha256"] = self._digest(prompt)
+        out = stamp(data, "extract", block)
+        if self.journal is not None:
+            try:
+                self.journal.append(self._key(rec), out, replace=True)
+            except OSError as e:  # this one is written; the run stops after its batch (exit 74)
+                why = e.strerror or type(e).__name__
+                self.stop_error = PptError(
+                    f"could not write the --resume journal ({why}): stopped; the extractions done are in the output",
+                    ExitCode.IOERR,
+                    hint="free space or choose another --resume file, then rerun with --resume",
+                )
+        return out

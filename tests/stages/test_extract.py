@@ -169,3 +169,37 @@ def test_example_pipeline_script(tmp_path):
     for o in out:
         assert set(o["ppt"]) >= {"sanitize", "query", "extract"}
         assert o["extracted"].strip() and o["generation"].strip() and o["raw"] != o["text"]
+
+
+def test_resume_skips_what_was_extracted_from_the_same_prompt(gen, tmp_path):
+    """issue 26: `ppt extract --resume FILE`: a rerun emits the journaled extractions (no generation) for the
+    records whose prompt and settings are unchanged, and generates again for a record whose input changed."""
+    from ppt.remote.journal import Journal
+    from ppt.stages.extract import Extractor
+
+    path = str(tmp_path / "j.jsonl")
+    recs = [rec(i) for i in range(3)]
+    j = Journal(path, "id", "extracted")
+    first = Extractor(gen, params=SamplingParams(max_new_tokens=4), journal=j)(recs)
+    j.close()
+    calls = []
+    real = gen.generate
+    gen.generate = lambda prompts, *a, **k: calls.append(len(prompts)) or real(prompts, *a, **k)
+    try:
+        changed = [recs[0], recs[1], Record(line_no=3, id="d2", data={**recs[2].data, "raw": "another doc"}, text="x")]
+        j = Journal(path, "id", "extracted")
+        ex = Extractor(gen, params=SamplingParams(max_new_tokens=4), journal=j)
+        again = ex(changed)
+        j.close()
+    finally:
+        gen.generate = real
+    assert again[:2] == first[:2] and ex.resumed == 2 and calls == [1]  # only the changed record is generated
+    assert again[2]["raw"] == "another doc"
+
+
+def test_cli_resume_refuses_the_output_file_as_journal(tiny_lm, tmp_path):
+    from tests.helpers import ppt
+
+    j = tmp_path / "j.jsonl"
+    r = ppt("extract", "--model", str(tiny_lm), "--resume", str(j), "-o", str(j), stdin="")
+    assert r.returncode == 2 and "same file" in r.stderr
