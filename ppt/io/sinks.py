@@ -28,7 +28,7 @@ import sys
 import uuid
 from typing import IO, Any
 
-from ppt.io.errors import PptError
+from ppt.io.errors import PptError, Terminated
 from ppt.io.exitcodes import ExitCode
 from ppt.io.stdout import _Discard, real_stdout
 
@@ -53,6 +53,30 @@ class Sink:
         field): a new file is created 0600. The mode is applied at commit, so this may come late."""
 
 
+def write_whole_lines(fd: int, data: bytes) -> None:
+    """``data`` (whole JSONL lines) to ``fd``; a signal that stops the write mid-line (SIGTERM, Ctrl-C while a
+    slow reader holds the pipe back) first lets the line in hand finish, so the reader never sees a torn last
+    line. A second signal while finishing gives up at once."""
+    view, done = memoryview(data), 0
+    try:
+        while done < len(data):
+            done += os.write(fd, view[done:])
+    except (KeyboardInterrupt, Terminated):
+        end = data.find(b"\n", done)
+        if done and data[done - 1 : done] != b"\n" and end >= 0:
+            with contextlib.suppress(KeyboardInterrupt, Terminated, OSError):
+                while done <= end:
+                    done += os.write(fd, view[done : end + 1])
+        raise
+
+
+def _fileno(stream: Any) -> int | None:
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+
+
 class _StreamSink(Sink):
     def __init__(self, stream: Any, is_stdout: bool) -> None:
         if hasattr(stream, "buffer"):  # a text stream such as sys.stdout: write its bytes layer
@@ -62,9 +86,13 @@ class _StreamSink(Sink):
         else:  # a binary stream passed directly
             self.buffer, self.text = stream, None
         self.is_stdout = is_stdout
+        self.fd = _fileno(self.buffer) if self.buffer is not None else None
 
     def write(self, data: bytes) -> None:
-        if self.buffer is not None:
+        if self.fd is not None:  # a real descriptor: whole lines even when a signal interrupts the write
+            self.buffer.flush()
+            write_whole_lines(self.fd, data)
+        elif self.buffer is not None:
             self.buffer.write(data)
             self.buffer.flush()
         else:
@@ -96,10 +124,7 @@ class _FdSink(Sink):
         self.closed = False
 
     def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            n = os.write(self.fd, view)
-            view = view[n:]
+        write_whole_lines(self.fd, data)
 
     def _close(self) -> None:
         if not self.closed:
