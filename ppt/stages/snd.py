@@ -22,6 +22,22 @@ from ppt.stages.base import Stage
 EMITS = ("noisy", "denoised", "clean")  # clean: in-process, for evaluation (ppt eval mi) only
 
 
+def weak_noise(eta: float, dim: int, bound: float) -> bool:
+    """Warn (LeakWarning) when what goes to the server carries noise smaller than the tokens it hides: the noise's
+    mean norm d/eta below the clip radius C, where nearest-token inversion reads most tokens back (docs/snd: 18.7%
+    at eta 100, 100% at eta 500 on minilm, d 384, C 1.694). Returns whether it warned."""
+    from ppt.log import LeakWarning, warn
+
+    if math.isinf(eta) or dim / eta >= bound:
+        return False
+    warn(
+        f"eta = {eta:g}: the noise's mean norm d/eta = {dim / eta:.3g} is below the largest token norm "
+        f"C = {bound:.3g}; `ppt attack snd-inversion` reads most tokens back from what the server receives",
+        LeakWarning,
+    )
+    return True
+
+
 class SndEmbedStage(Stage):
     name = "snd"
     private_output = True  # embeddings of private text: the output file is created 0600
@@ -78,6 +94,7 @@ class SndEmbedStage(Stage):
         self.split = self.load_split()
         den_info = None
         if self.pool is not None:
+            weak_noise(self.eta, self.split.dim, self.split.bound)
             info = self.pool.info()
             if info.get("model_hash") != self.split.hash:
                 raise PptError(

@@ -30,3 +30,18 @@ def test_query_never_sends_a_local_only_field_even_with_allow_raw():
         assert err is not None and err.type == "local_field_in_template"
     # the covered field goes out under --allow-raw (it has no sanitize stamp)
     assert check_sanitized(rec, QuerySpec(model="m", template=Template.parse("{snd_noisy}"), allow_raw=True)) is None
+
+
+def test_weak_noise_is_warned_before_anything_is_sent():
+    """P-m6 (issue 29): `snd embed --server` refused eta = inf but sent eta 1e6 without a word, where inversion
+    reads back every token. Noise whose mean norm d/eta is below the clip radius is warned about now."""
+    import warnings
+
+    from ppt.log import LeakWarning
+    from ppt.stages.snd import weak_noise
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert weak_noise(1e6, 384, 1.694) and weak_noise(500.0, 384, 1.694)
+        assert not weak_noise(100.0, 384, 1.694) and not weak_noise(float("inf"), 384, 1.694)
+    assert sum(issubclass(w.category, LeakWarning) for w in caught) == 2
