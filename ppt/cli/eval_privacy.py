@@ -4,7 +4,7 @@ rate (and its PII-inserted prompt set), Split-N-Denoise's mutual information, a 
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -58,9 +58,35 @@ def phr_cmd(
 
     stage = PhrStage(items_field=items_field, types_field=types_field or None, seed=seed)
     args = dataclasses.replace(stream, output=per_record or "-")
-    code = run_stream(args, stage, desc="phr", _stdout=None if per_record else NullSink())
+    # without --per-record only the summary goes out; under --on-error record the error records go before it,
+    # so what stderr calls "recorded in output" is there
+    quiet_out = ErrorsOnly() if stream.on_error == "record" else NullSink()
+    code = run_stream(args, stage, desc="phr", _stdout=None if per_record else quiet_out)
+    if code and stream.on_error == "fail":  # stopped at a bad record: no PHR over the records read so far
+        raise typer.Exit(code)
     write_summary(stage.summary(), "stderr" if per_record == "-" else "stdout")
     raise typer.Exit(code)
+
+
+class ErrorsOnly:
+    """The stdout of a summary-only run under --on-error record: the error records pass, scored records do not."""
+
+    def __init__(self) -> None:
+        from ppt.io import real_stdout
+
+        self.out = real_stdout()
+
+    def write(self, data: Any) -> None:
+        import orjson
+
+        raw = data if isinstance(data, bytes) else data.encode()
+        keep = [line for line in raw.splitlines(keepends=True) if line.strip() and "error" in orjson.loads(line)]
+        if keep and self.out is not None:
+            (getattr(self.out, "buffer", None) or self.out).write(b"".join(keep))
+
+    def flush(self) -> None:
+        if self.out is not None:
+            self.out.flush()
 
 
 def make_pii_cmd(
@@ -80,12 +106,12 @@ def make_pii_cmd(
       ppt eval make-pii -n 20 --task question | ppt sanitize --mech prosan | ppt eval phr
     """
     with handle_errors():
-        from ppt.experiments.pii import make_pii
+        from ppt.experiments.pii import iter_pii
         from ppt.io import ExitCode, PptError, dumps_line
         from ppt.io.sinks import write_lines
 
         try:
-            records = make_pii(n, seed=seed, task=task)
+            records = iter_pii(n, seed=seed, task=task)  # one record at a time: -n 1e9 | head stays small
         except ValueError as e:
             raise PptError(str(e), ExitCode.USAGE) from None
         write_lines(output, (dumps_line(rec) for rec in records))

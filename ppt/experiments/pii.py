@@ -18,6 +18,7 @@ whatever ``n``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -130,14 +131,20 @@ def pii_record(
     return {"id": f"pii-{i}", "text": text, "private_items": items, "private_types": types, "source": src, "task": task}
 
 
-def make_pii(n: int = 200, seed: int = 0, task: str = "summarize") -> list[dict[str, Any]]:
-    """``n`` PII-inserted prompts (see the module docstring); deterministic for (n, seed, task)."""
+def iter_pii(n: int = 200, seed: int = 0, task: str = "summarize") -> Iterator[dict[str, Any]]:
+    """``n`` PII-inserted prompts one at a time (memory bounded by one record whatever ``n``); checked before
+    the first is made (ValueError)."""
     if task not in INSTRUCTIONS:
         raise ValueError(f"task must be one of {', '.join(INSTRUCTIONS)}")
     sources = bbc_sentences()
     if not sources:
         raise ValueError("no BBC sentences found")
-    return [pii_record(i, sources[i % len(sources)], seed, task) for i in range(n)]
+    return (pii_record(i, sources[i % len(sources)], seed, task) for i in range(n))
 
 
-__all__ = ["CONDITIONS", "INSTRUCTIONS", "TEMPLATES", "TYPES", "bbc_sentences", "make_pii", "pii_record"]
+def make_pii(n: int = 200, seed: int = 0, task: str = "summarize") -> list[dict[str, Any]]:
+    """``n`` PII-inserted prompts (see the module docstring); deterministic for (n, seed, task)."""
+    return list(iter_pii(n, seed, task))
+
+
+__all__ = ["CONDITIONS", "INSTRUCTIONS", "TEMPLATES", "TYPES", "bbc_sentences", "iter_pii", "make_pii", "pii_record"]

@@ -48,3 +48,38 @@ def test_cli_make_pii():
     recs = [json.loads(x) for x in r.stdout.splitlines()]
     assert len(recs) == 3 and recs[0]["task"] == "question" and recs[0]["id"] == "pii-0"
     assert ppt("eval", "make-pii", "--task", "poem").returncode == 2
+
+
+def test_make_pii_streams_records_one_at_a_time():
+    """P-m9 (issue 29): `ppt eval make-pii -n 1000000000 | head -c 300` built every record in memory (killed at
+    7.3 GB). Records are made one at a time: the pipe closes after the first few and the run ends at once."""
+    import subprocess
+    import types
+
+    from ppt.experiments.pii import iter_pii
+    from tests.helpers import shell_env
+
+    assert isinstance(iter_pii(10**9), types.GeneratorType)
+    r = subprocess.run(
+        ["bash", "-c", "set -o pipefail; ppt eval make-pii -n 1000000000 | head -c 300 | wc -c"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=shell_env(),
+    )
+    assert r.returncode == 0 and r.stdout.strip() == "300", r.stderr
+
+
+def test_phr_error_records_are_in_the_output_and_fail_mode_prints_no_partial_summary():
+    """P-m10 (issue 29): `ppt eval phr --on-error record` said "recorded in output" but stdout held the summary
+    alone; `--on-error fail` still printed a PHR over the records read so far."""
+    from tests.helpers import ppt
+
+    lines = (
+        '{"id":1,"text":"Maria is here","private_items":["Maria"]}\nbad\n{"id":3,"text":"x","private_items":["Bob"]}\n'
+    )
+    r = ppt("eval", "phr", "--on-error", "record", stdin=lines)
+    out = [json.loads(x) for x in r.stdout.splitlines()]
+    assert r.returncode == 1 and out[0]["error"]["line"] == 2 and out[-1]["metric"] == "phr" and len(out) == 2
+    r = ppt("eval", "phr", stdin=lines)
+    assert r.returncode == 65 and r.stdout == ""
