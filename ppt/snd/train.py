@@ -142,8 +142,15 @@ def train_denoiser(
     ckpt = Path(checkpoint_dir) / CKPT if checkpoint_dir is not None else None
     start_epoch, start_step, history, spent, resumed, state = 0, 0, [], 0.0, None, None
     if resume and ckpt is not None and ckpt.is_file():
-        state = torch.load(ckpt, map_location=dev, weights_only=True)
-        if state.get("tag") != tag:
+        try:
+            state = torch.load(ckpt, map_location=dev, weights_only=True)
+        except Exception as e:  # noqa: BLE001 - torch raises RuntimeError, pickle or EOF errors on a bad file
+            raise PptError(
+                f"{ckpt} is not a readable checkpoint ({type(e).__name__})",
+                ExitCode.DATAERR,
+                hint="drop --resume to start over, or remove the checkpoint directory",
+            ) from None
+        if not isinstance(state, dict) or state.get("tag") != tag:
             raise PptError(
                 f"{ckpt} was written for another model, eta, architecture or corpus",
                 ExitCode.CONFIG,

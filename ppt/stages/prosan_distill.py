@@ -61,6 +61,15 @@ def run_distill(
     from ppt.mechanisms.prosan.distill import DistillConfig, distill
     from ppt.progress import progress_bar
 
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():  # before any training: a file is in the way
+        raise PptError(
+            f"-o {out_dir} is a file, not a directory", ExitCode.USAGE, hint="name a new or existing directory"
+        )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise PptError(f"cannot create {out_dir}: {e.strerror or type(e).__name__}", ExitCode.IOERR) from None
     pairs, teacher = read_pairs(pairs_path, source_field, target_field, any_teacher)
     conf = DistillConfig(**{k: v for k, v in cfg.items() if v is not None})
     bar = progress_bar(None, "distill", quiet=quiet, unit="step")

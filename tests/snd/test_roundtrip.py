@@ -107,6 +107,31 @@ def test_resume_refuses_a_checkpoint_for_another_eta(tiny_encoder, tmp_path):
         )
 
 
+def test_resume_refuses_a_corrupt_checkpoint_with_an_exit_code(tiny_encoder, tmp_path):
+    """P-m8 (issue 29): a corrupt checkpoint.pt under --resume raised torch's RuntimeError (a traceback)."""
+    from ppt.io import ExitCode, PptError
+    from ppt.snd.train import CKPT
+
+    split = SplitModel.load(str(tiny_encoder), device="cpu")
+    (tmp_path / CKPT).write_bytes(b"not a checkpoint")
+    with pytest.raises(PptError, match="not a readable checkpoint") as e:
+        cfg = TrainConfig(eta=20.0, epochs=1, batch_size=10, seed=1, arch=ARCH)
+        train_denoiser(split, CORPUS[:10], cfg, checkpoint_dir=tmp_path, resume=True)
+    assert e.value.exit_code == ExitCode.DATAERR
+
+
+def test_prosan_distill_refuses_a_file_as_output_before_training(tmp_path):
+    """P-m8: `ppt prosan distill -o FILE` trained, then failed with FileExistsError."""
+    from tests.helpers import ppt
+
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"original": "Maria went home", "text": "Anna went home"}\n')
+    target = tmp_path / "file"
+    target.write_text("x")
+    r = ppt("prosan", "distill", "--pairs", str(pairs), "-o", str(target), "--any-teacher")
+    assert r.returncode == 2 and "is a file" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_stamp_claims():
     from ppt.snd.privacy import snd_privacy
 
