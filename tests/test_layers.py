@@ -193,3 +193,15 @@ def test_no_import_circle_between_modules():
     }
     assert cycles(graph) == []
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the check can fail
+
+
+MAX_MODULE_LINES = 450  # issue 23: one concept per module; split by concept past this
+
+
+def test_no_module_over_450_lines():
+    long = {
+        str(p.relative_to(ROOT.parent)): n
+        for p in ROOT.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concept): {long}"
