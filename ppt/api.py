@@ -35,9 +35,10 @@ class Sanitizer:
 
     def __init__(
         self,
-        mech: str = "rantext",
+        mech: str | None = None,
         eps: float | None = None,
         *,
+        preset: str | None = None,
         seed: int | None = None,
         text_field: str = "text",
         id_field: str = "id",
@@ -47,6 +48,10 @@ class Sanitizer:
     ) -> None:
         if on_error not in ON_ERROR:
             raise PptError(f"on_error must be one of {', '.join(ON_ERROR)} (got {on_error!r})", ExitCode.USAGE)
+        from ppt.stages.sanitize_spec import with_preset
+
+        # preset="readable": placeholders for detected spans, as `ppt sanitize --preset readable`
+        mech, spec["protect"] = with_preset(preset, mech=mech, protect=spec.get("protect"))
         self.spec = SanitizeSpec(mech, eps, seed=seed, text_field=text_field, **spec)
         self.stage: SanitizeStage = stage_from_spec(self.spec, quiet=True)
         self.stage.prepare()
@@ -97,7 +102,7 @@ class Sanitizer:
                 yield out
 
 
-def sanitize(items: Iterable[str | dict], mech: str = "rantext", eps: float | None = None, **kw: Any) -> list[dict]:
+def sanitize(items: Iterable[str | dict], mech: str | None = None, eps: float | None = None, **kw: Any) -> list[dict]:
     """Sanitize texts or records once (see :class:`Sanitizer` for the options; make one to reuse its tables)."""
     return Sanitizer(mech, eps, **kw)(items)
 

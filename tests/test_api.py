@@ -69,3 +69,10 @@ def test_import_ppt_loads_nothing_heavy():
         "False",
     ]
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0
+
+
+def test_readable_preset_in_python():
+    import ppt
+
+    [rec] = ppt.sanitize(["He has asthma."], preset="readable", detect=("categories",), mapping="map")
+    assert rec["text"] == "He has <HEALTH_1>." and rec["map"][0]["original"] == "asthma"
