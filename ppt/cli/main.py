@@ -26,6 +26,7 @@ SUBCOMMANDS = {
     "serve": "serve_cmd",
     "extract": "extract_cmd",
     "restore": "restore_cmd",
+    "report": "report_cmd",
     "attack": "attack_cmd",
     "eval": "eval_cmd",
     "cache": "cache_cmd",
@@ -79,6 +80,26 @@ class PptGroup(TyperGroup):
             raise UsageError(f"{again} is given more than once; it takes one value (the last would win)", ctx)
         return super().parse_args(ctx, args)
 
+
+def _flags_without_a_type_marker() -> None:
+    """Help shows a value's type (``<str>``, ``<int>``) and none for an on/off flag, which takes no value (typer
+    0.2x prints ``<bool>`` beside every flag, ``--help`` included)."""
+    try:
+        from typer.core import TyperOption
+    except ImportError:  # pragma: no cover - another typer layout: leave its help as it is
+        return
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "_ppt", False):
+        return
+
+    def display_type_rich(self, ctx):  # noqa: ANN001 - typer's signature
+        return None if getattr(self, "is_flag", False) and not getattr(self, "count", False) else shown(self, ctx)
+
+    display_type_rich._ppt = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich
+
+
+_flags_without_a_type_marker()
 
 app = typer.Typer(
     cls=PptGroup,
