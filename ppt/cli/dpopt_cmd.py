@@ -22,7 +22,7 @@ LabelFieldOpt = Annotated[
 
 
 # --on-error fail and the default batch: a tuning run needs every record
-@stream_command(omit={"on_error", "batch_size"})
+@stream_command(omit={"on_error", "batch_size", "report"})
 def tune(
     labels: Annotated[
         str,
@@ -149,7 +149,7 @@ def tune(
 
 
 # --on-error fail: the accuracy is over every record
-@stream_command(omit={"on_error"}, batch_size=16)
+@stream_command(omit={"on_error", "report"}, batch_size=16)
 def eval_(
     prompt: Annotated[
         str, typer.Option("--prompt", help="The JSON object written by `ppt dp-opt tune`.", rich_help_panel=PANEL)

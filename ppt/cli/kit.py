@@ -2,8 +2,9 @@
 
 ``@stream_command(...)`` adds ``--input``, ``--output``, ``--text-field``, ``--id-field``, ``--on-error``,
 ``--batch-size``, ``--device`` and ``--quiet`` to a command's typer signature, in that order, where the
-command has its ``stream`` parameter, and calls the command with one ready :class:`StreamArgs` in ``stream``
-(and inside :func:`handle_errors`). The command keeps only its own options::
+command has its ``stream`` parameter, then ``--report FILE`` (a JSON report of the run:
+:mod:`ppt.io.run_report`), and calls the command with one ready :class:`StreamArgs` in ``stream`` (inside
+:func:`handle_errors` and, under --report, the report's collector). The command keeps only its own options::
 
     @stream_command(batch_size=8, omit={"device"})
     def foo(k: Annotated[int, typer.Option("--k")] = 1, stream: StreamArgs = STREAM) -> None:
@@ -11,7 +12,8 @@ command has its ``stream`` parameter, and calls the command with one ready :clas
         raise typer.Exit(run_stream(stream, stage, desc="foo"))
 
 Per command: another default (``batch_size=8``), no such option (``omit={"device"}``: the StreamArgs
-field keeps the value given here, else its default), another declaration (``batch_size=custom(
+field keeps the value given here, else its default; ``omit={"report"}`` for a command that does not run
+``run_stream``), another declaration (``batch_size=custom(
 Annotated[int | None, typer.Option(...)], None)``), and the two StreamArgs fields that are not flags
 (``require_text``, ``private``). A value the command works out later (a model's batch size, a text field
 named by another flag) goes in with ``dataclasses.replace(stream, ...)``.
@@ -27,9 +29,12 @@ import inspect
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
+
+import typer
 
 from ppt.cli.common import (
+    RUN_PANEL,
     BatchSizeOpt,
     DeviceOpt,
     IdFieldOpt,
@@ -42,8 +47,9 @@ from ppt.cli.common import (
     stream_args,
 )
 from ppt.io.args import StreamArgs
+from ppt.io.run_report import collecting
 
-__all__ = ["SHARED", "STREAM", "SharedOption", "StreamArgs", "custom", "stream_command"]
+__all__ = ["REPORT", "SHARED", "STREAM", "SharedOption", "StreamArgs", "custom", "stream_command"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -78,6 +84,21 @@ SHARED: dict[str, SharedOption] = {
     "quiet": SharedOption(QuietOpt, False),
 }
 
+ReportOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--report",
+        metavar="FILE",
+        help="After the run, write a JSON report to FILE: counts by outcome and error type, elapsed time and "
+        "records/s, versions, the stage's signature and, for sanitize, the eps and token distributions read "
+        "from the stamps. No record text (but see sanitize's --report-sample). Render it with "
+        "`ppt report FILE -o report.html`.",
+        rich_help_panel=RUN_PANEL,
+    ),
+]
+# the kit's own option, listed after the shared ones: not a StreamArgs field (the run reports to a collector)
+REPORT = SharedOption(ReportOpt, None)
+
 
 def stream_command(
     *, omit: Iterable[str] = (), require_text: bool = True, private: bool = False, **defaults: Any
@@ -85,10 +106,10 @@ def stream_command(
     """Give a command the shared stream options and call it with ``stream=StreamArgs(...)``.
 
     ``defaults``: a shared option's default (``batch_size=32``), or its whole declaration (``custom(...)``);
-    for an omitted option, the value its StreamArgs field takes. ``omit``: shared options this command does
-    not offer. ``require_text``/``private``: the StreamArgs fields of the same names."""
+    for an omitted option, the value its StreamArgs field takes. ``omit``: shared options (or ``"report"``,
+    the kit's --report) this command does not offer. ``require_text``/``private``: the StreamArgs fields of the same names."""
     omit = frozenset(omit)
-    unknown = (set(defaults) | omit) - set(SHARED)
+    unknown = (set(defaults) | omit) - set(SHARED) - {"report"}
     if unknown:
         raise TypeError(f"not a shared stream option: {', '.join(sorted(unknown))} (known: {', '.join(SHARED)})")
     declared = {
@@ -98,7 +119,9 @@ def stream_command(
         for name, spec in SHARED.items()
         if name not in omit
     }
-    fixed = {name: value for name, value in defaults.items() if name in omit}
+    if "report" not in omit:
+        declared["report"] = defaults["report"] if isinstance(defaults.get("report"), SharedOption) else REPORT
+    fixed = {name: value for name, value in defaults.items() if name in omit and name != "report"}
 
     def decorate(func: F) -> F:
         # typer reads __signature__ as it is (no string evaluation) and __annotations__ through
@@ -122,13 +145,27 @@ def stream_command(
 
         @functools.wraps(func)
         def command(**kwargs: Any) -> Any:
-            shared = {name: kwargs.pop(name) for name in declared}
+            report = kwargs.pop("report", None)
+            shared = {name: kwargs.pop(name) for name in declared if name != "report"}
             stream = stream_args(**fixed, **shared, require_text=require_text, private=private)
-            with handle_errors():
-                return func(**kwargs, stream=stream)
+            with handle_errors(), collecting(report) as collector:
+                try:
+                    return func(**kwargs, stream=stream)
+                except typer.Exit as exc:
+                    if collector is not None and not collector.finished and exc.exit_code == 0:
+                        _no_report(collector.path)
+                    raise
 
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         command.__annotations__ = {p.name: p.annotation for p in params}
         return command  # type: ignore[return-value]
 
     return decorate
+
+
+def _no_report(path: str) -> None:
+    """A command that ended well without a stream run (e.g. --engine ray): say that no report was written."""
+    typer.echo(
+        f"ppt: warning: --report: no report written to {path} (this run did not go through the local stream runner)",
+        err=True,
+    )

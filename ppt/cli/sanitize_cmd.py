@@ -214,6 +214,19 @@ def sanitize(
         ),
     ] = None,
     stream: StreamArgs = STREAM,
+    report_sample: Annotated[
+        int,
+        typer.Option(
+            "--report-sample",
+            min=0,
+            metavar="N",
+            help="With --report and --keep-original FIELD: also put the raw and the sanitized text of the first N "
+            "records in the report (replaced tokens highlighted from --emit-alignment when given), for "
+            "`ppt report` to show side by side. The report is then local only (written 0600). Default 0: "
+            "no text in the report.",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = 0,
     seed: SeedOpt = None,
     engine: EngineOpt = "local",
     ray_address: RayAddressOpt = None,
@@ -225,6 +238,7 @@ def sanitize(
     from ppt.stages.sanitize import SanitizeStage
     from ppt.stages.sanitize_spec import with_preset
 
+    collector = _check_report(report_sample, keep_original, engine)
     mech, protect = with_preset(preset, mech=mech, protect=protect)
     params = parse_params(param)
     policy = {"oov": oov, "numbers": numbers, "punct": punct, "stopwords": stopwords, "case": case}
@@ -272,12 +286,46 @@ def sanitize(
     with stdout_guard():
         mechanism = spec.build_mechanism(quiet=stream.quiet)
     warn_if_seeded(seed)
+    if collector is not None and report_sample:
+        collector.keep_sample(report_sample, locate=_locator(mechanism))
     args = dataclasses.replace(stream, batch_size=stream.batch_size or mechanism.default_batch_size())
     stage = SanitizeStage(mechanism, spec)
     # workers (--workers) build their stage from the same spec; one batch runs here, no worker started
     raise typer.Exit(
         run_stage_in_workers(args, spec, workers=workers, stage=stage, desc="sanitize", build_hint=spec.build_hint())
     )
+
+
+def _check_report(report_sample: int, keep_original: str | None, engine: str):
+    """The run's --report collector (None without --report), after checking --report-sample's needs."""
+    from ppt.io import ExitCode, PptError
+    from ppt.io.run_report import active
+
+    collector = active()
+    if collector is not None and engine == "ray":
+        raise PptError("--report is for --engine local", ExitCode.USAGE, hint="the Ray driver prints its counts")
+    if report_sample and collector is None:
+        raise PptError("--report-sample needs --report FILE", ExitCode.USAGE, hint="add --report run.json")
+    if report_sample and not keep_original:
+        raise PptError(
+            "--report-sample needs --keep-original FIELD (the sample shows the raw text beside the private one)",
+            ExitCode.USAGE,
+            hint="add --keep-original raw (and --emit-alignment al to highlight the replaced tokens)",
+        )
+    return collector
+
+
+def _locator(mechanism):
+    """Where a mechanism's original tokens stand in a raw text (its space's tokens), for the report's
+    sample; None for a mechanism without a space (Cape)."""
+    space = getattr(mechanism, "space", None)
+    if space is None or not callable(getattr(space, "tokenize", None)):
+        return None
+    import numpy as np
+
+    from ppt.mechanisms.alignment import spans_by_rows
+
+    return lambda text, rows: spans_by_rows(space, text, np.asarray(rows, dtype=np.int64))
 
 
 def register(app: typer.Typer) -> None:

@@ -24,6 +24,7 @@ class RunReport:
         self.ok = 0
         self.failed: Counter[str] = Counter()
         self.failed_lines: list[int] = []
+        self.stopped: dict[str, Any] | None = None  # where --on-error fail stopped the run (--report)
         self.started = time.monotonic()
 
     def say(self, text: str) -> None:
@@ -37,6 +38,7 @@ class RunReport:
             self.failed_lines.append(line_no)
 
     def fatal(self, line_no: int, etype: str, message: str) -> None:
+        self.stopped = {"line": line_no, "type": etype}
         self.say(f"ppt: error: line {line_no}: {message}")
         self.say(HINT)
         if not self.opts.quiet:

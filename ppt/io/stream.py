@@ -21,6 +21,7 @@ from ppt.io.exitcodes import ExitCode
 from ppt.io.jsonl import dumps_line, is_interactive, iter_lines, iter_lines_interactive
 from ppt.io.records import ON_ERROR_MODES, BadLine, Record, parse_line
 from ppt.io.report import RunReport
+from ppt.io.run_report import active as active_report
 from ppt.io.sinks import Sink, open_output
 from ppt.io.stdout import error_stream, stdout_guard
 
@@ -110,6 +111,7 @@ class _Runner(RunReport):
         self.max_in_flight = int(getattr(process_batch, "max_in_flight", 0)) if callable(self.submit) else 0
         self.in_flight: deque[tuple[list[Record | BadLine], Any]] = deque()
         self.private_seen = False
+        self.collector = active_report()  # --report: sees each written record (ppt.io.run_report)
         self.bar = _progress(desc, total_hint, err, opts.quiet)
 
     # -- reporting (wording shared with the cluster driver: :class:`ppt.io.report.RunReport`)
@@ -223,6 +225,8 @@ class _Runner(RunReport):
                     continue
                 if not isinstance(res, RecordError):
                     out.append(dumps_line(res))
+                    if self.collector is not None:
+                        self.collector.observe(res)
                     if not self.private_seen and _reveals_raw(res):
                         self.private_seen = True
                         self.sink.mark_private()
@@ -365,6 +369,9 @@ def run_stream(
     written in input order with the same --on-error handling, at most ``max_in_flight`` held unwritten.
     """
     _validate(opts)
+    collector = active_report()
+    if collector is not None:  # --report: refuses a report path that is the input or the output
+        collector.begin(opts, desc)
     err = error_stream(_stderr)
     private = bool(opts.private or getattr(process_batch, "private_output", False))
     with _terminate_on_signals():
@@ -377,8 +384,11 @@ def run_stream(
                     with stdout_guard():
                         prepare()
                 lines = iter_lines_interactive(src) if is_interactive(src) else iter_lines(src)
-                code = _Runner(opts, process_batch, desc, total_hint, sink, err).run(lines)
+                runner = _Runner(opts, process_batch, desc, total_hint, sink, err)
+                code = runner.run(lines)
                 sink.commit()
+                if collector is not None:
+                    collector.finish(runner, code, process_batch)
             except BaseException:
                 sink.abort()
                 raise
