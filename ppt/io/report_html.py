@@ -219,7 +219,8 @@ def sample_section(sample: dict) -> str:
         "--keep-original). Do not share it; the file was written readable by you only (0600).</div>",
         '<p class="legend muted"><mark class="chg">word</mark> replaced by the mechanism '
         '<mark class="same">word</mark> perturbed, the same word drawn again '
-        "(spans from --emit-alignment)</p>",
+        "(spans from --emit-alignment). Unmarked words may differ too: the alignment pairs the tokens the "
+        "mechanism perturbed, not the policy's replacements (out-of-vocabulary words, digits).</p>",
     ]
     if not records:
         parts.append('<p class="muted">no record carried the --keep-original field</p>')
