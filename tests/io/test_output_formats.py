@@ -78,3 +78,18 @@ def test_an_aborted_run_leaves_no_file_and_an_unknown_format_is_refused(tmp_path
     bad = ppt(*RESTORE, "-o", str(tmp_path / "out.jsonl.zst"), stdin=STDIN)
     assert bad.returncode == 2 and "cannot write jsonl.zst" in bad.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["out.csv"]  # no temp file left
+
+
+def test_progress_total_is_known_for_plain_files_and_parquet(tmp_path):
+    """issue 26: the bar showed "2048rec" with no total or ETA; a file's record count is known cheaply."""
+    from ppt.io.stream import records_in
+
+    f = tmp_path / "in.jsonl"
+    f.write_text('{"text": "a"}\n{"text": "b"}\n{"text": "c"}')  # no final newline: still three
+    assert records_in(str(f)) == 3 and records_in("-") is None
+    assert records_in(str(tmp_path / "missing.jsonl")) is None
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    pq.write_table(pa.table({"text": ["a", "b"]}), tmp_path / "in.parquet")
+    assert records_in(str(tmp_path / "in.parquet")) == 2
