@@ -36,6 +36,7 @@ EXIT_STATUS = (
 ENVIRONMENT = (
     ("PPT_CACHE", "root of the artifact cache (spaces, tables, converted models); default: the user cache directory"),
     ("PPT_QUIET", "when set, no progress bars"),
+    ("PPT_CONFIG", "a TOML file of per-project defaults (instead of ./ppt.toml)"),
     ("PPT_PROGRESS", "when set, progress bars even when stderr is not a terminal"),
     ("HF_HUB_OFFLINE", "1 keeps model loading off the network (offline aliases and local paths only)"),
     ("OPENAI_API_KEY", "API key sent to the default OpenAI endpoint only (never to a custom --base-url)"),

@@ -31,6 +31,7 @@ def collect() -> dict:
 
     from ppt import __version__
     from ppt.cache import cache_dir
+    from ppt.cli.config import LOADED
     from ppt.models.device import describe_devices
     from ppt.models.install import status_rows
     from ppt.models.tiktoken_offline import tiktoken_cache_dir
@@ -54,6 +55,7 @@ def collect() -> dict:
         "tiktoken_cache_dir": str(tiktoken_cache_dir()),
         "environment": env,
         "models": status_rows(),
+        "config": dict(LOADED) or None,
     }
 
 
@@ -95,6 +97,13 @@ def env(
         for k, v in info["environment"].items():
             if v is not None and k != "PPT_CACHE":
                 vt.add_row(k, v)
+        cfg = info["config"]
+        vt.add_row(
+            "config",
+            f"{cfg['path']}: " + ", ".join(f"[{t}]" for t in cfg["tables"])
+            if cfg
+            else "[dim]none (ppt.toml, --config FILE or PPT_CONFIG)[/]",
+        )
         console.print(vt)
 
         mt = Table(title="offline models")

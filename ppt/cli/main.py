@@ -67,7 +67,27 @@ def repeated_option(group, args: list[str]) -> str | None:
 
 
 class PptGroup(TyperGroup):
-    """The root command: refuses an option repeated where only one value is kept (exit 2)."""
+    """The root command: refuses an option repeated where only one value is kept (exit 2); per-project
+    defaults from ``ppt.toml`` / ``--config FILE`` (ppt.cli.config) become the options' defaults."""
+
+    def make_context(self, info_name, args, parent=None, **extra):  # noqa: ANN001, ANN201 - click's signature
+        from ppt.cli import config
+
+        explicit, args = config.split_config_flag(list(args))
+        config.LOADED.clear()
+        path = config.config_path(explicit)
+        if path is not None and "default_map" not in extra:
+            from ppt.cli.common import report
+            from ppt.io import PptError
+
+            try:
+                tables = config.read_config(path)
+                extra["default_map"] = config.default_map(self, tables, path)
+            except PptError as err:
+                report(err)
+                raise SystemExit(int(err.exit_code)) from None
+            config.LOADED.update(path=os.path.abspath(path), tables=tables)
+        return super().make_context(info_name, args, parent=parent, **extra)
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:  # noqa: ANN001 - click's signature
         again = repeated_option(self, args)
@@ -104,7 +124,9 @@ _flags_without_a_type_marker()
 app = typer.Typer(
     cls=PptGroup,
     name="ppt",
-    help="Keep private text out of prompts sent to black-box LLMs. Reads and writes JSONL streams.",
+    help="Keep private text out of prompts sent to black-box LLMs. Reads and writes JSONL streams. "
+    "Per-project defaults: ppt.toml in the working directory (or --config FILE before the subcommand, or "
+    "$PPT_CONFIG), one table per subcommand, keys named like the flags; flags win.",
     no_args_is_help=True,
     rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},
