@@ -7,7 +7,16 @@ from typing import Annotated
 import typer
 
 from ppt.cli.common import DeviceOpt, QuietOpt, Runtime, handle_errors
-from ppt.cli.serving import bearer_token, bind, check_exposure, serve_until_stopped, write_port_file
+from ppt.cli.serving import (
+    CLIENT_CAP_HELP,
+    TIMEOUT_HELP,
+    bearer_token,
+    bind,
+    check_exposure,
+    client_cap,
+    serve_until_stopped,
+    write_port_file,
+)
 
 SERVER_PANEL = "Server"
 MODEL_PANEL = "Model"
@@ -22,8 +31,10 @@ served; other parameters the model cannot honour are refused with HTTP 400, neve
 
 It listens on loopback addresses only, unless --allow-remote, which also requires --api-key-env NAME:
 clients must then send "Authorization: Bearer $NAME" (the key is read from the environment, never from
-the command line). Connections time out after --timeout seconds of silence and at most
---max-connections are open at once (503 beyond). Runs until Ctrl-C or SIGTERM. Nothing is written to
+the command line). A request must arrive whole (headers and body) within --timeout seconds, or its
+connection is closed, slow clients like silent ones; the bearer token is checked before the body is
+read. At most --max-connections are open at once, and at most --max-client-connections from one client
+address (503 with Retry-After beyond). Runs until Ctrl-C or SIGTERM. Nothing is written to
 stdout; request bodies and keys are never logged.
 
 Served by uvicorn with starlette when they are installed (the serve extra of ppt), else by the
@@ -70,7 +81,7 @@ def serve(
         typer.Option(
             "--timeout",
             min=0.1,
-            help="Seconds a connection may stay silent (idle keep-alive, slow headers or body) before it is closed.",
+            help=TIMEOUT_HELP,
             rich_help_panel=SERVER_PANEL,
         ),
     ] = 30.0,
@@ -83,6 +94,16 @@ def serve(
             rich_help_panel=SERVER_PANEL,
         ),
     ] = 64,
+    max_client_connections: Annotated[
+        int | None,
+        typer.Option(
+            "--max-client-connections",
+            min=1,
+            help=CLIENT_CAP_HELP,
+            show_default=False,
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = None,
     port: Annotated[
         int,
         typer.Option(
@@ -190,6 +211,7 @@ def serve(
             api_key=api_key,
             socket_timeout_s=timeout,
             max_connections=max_connections,
+            max_client_connections=client_cap(host, max_connections, max_client_connections),
         )
         try:
             with stdout_guard():

@@ -52,6 +52,29 @@ def check_exposure(
     warn(f"serving on {host[:64]} over plain http: {exposed} unencrypted; put a TLS proxy in front")
 
 
+TIMEOUT_HELP = (
+    "Seconds a client has to send a whole request (request line, headers and body), counted from the moment its"
+    " connection is ready for one (accepted, or the previous answer sent); a client too slow or silent is"
+    " disconnected. Not counted while a request is answered."
+)
+CLIENT_CAP_HELP = (
+    "Most connections open at once from one client address (503 beyond), so one client cannot take every slot"
+    " [default: --max-connections on a loopback --host, where every client is this machine; a quarter of it"
+    " otherwise]."
+)
+
+
+def client_cap(host: str, max_connections: int, given: int | None) -> int:
+    """--max-client-connections, or its default for ``host`` (every slot on a loopback address, a quarter
+    of them on one other machines reach), never more than --max-connections."""
+    from ppt.remote.auth import is_loopback_host
+    from ppt.remote.limits import default_client_cap
+
+    if given is not None:
+        return max(1, min(given, max_connections))
+    return default_client_cap(max_connections, is_loopback_host(host))
+
+
 def bind(make_server: Callable[..., Any], host: str, port: int, **options: Any) -> Any:
     """The server bound to host:port with no service yet: a taken port fails at once (exit 69), before
     seconds of model loading."""

@@ -7,7 +7,16 @@ from typing import Annotated
 import typer
 
 from ppt.cli.common import DeviceOpt, QuietOpt, handle_errors
-from ppt.cli.serving import bearer_token, bind, check_exposure, serve_until_stopped, write_port_file
+from ppt.cli.serving import (
+    CLIENT_CAP_HELP,
+    TIMEOUT_HELP,
+    bearer_token,
+    bind,
+    check_exposure,
+    client_cap,
+    serve_until_stopped,
+    write_port_file,
+)
 from ppt.cli.snd_common import SERVER_PANEL, MaxLenOpt, ModelOpt
 
 SERVE_HELP = """Serve the server half of Split-N-Denoise: the model on privatized token rows, pooled.
@@ -15,8 +24,9 @@ SERVE_HELP = """Serve the server half of Split-N-Denoise: the model on privatize
 Endpoints: GET /health, GET /v1/snd/info (model id and hash, widths), POST /v1/snd/embed (base64 float32
 rows in, pooled embeddings out). It never sees text or token ids. Loopback addresses only, unless
 --allow-remote, which also requires --api-key-env NAME (clients send "Authorization: Bearer $NAME").
-Connections time out after --timeout seconds of silence; bodies are never logged. Runs until Ctrl-C or
-SIGTERM.
+A request must arrive whole within --timeout seconds (slow clients are cut like silent ones); at most
+--max-connections are open at once, --max-client-connections from one client address (503 beyond).
+Bodies are never logged. Runs until Ctrl-C or SIGTERM.
 
 [bold]Examples[/]
   ppt snd serve --model minilm --port 8100 &
@@ -68,7 +78,7 @@ def serve(
         typer.Option(
             "--timeout",
             min=0.1,
-            help="Seconds a connection may stay silent before it is closed.",
+            help=TIMEOUT_HELP,
             rich_help_panel=SERVER_PANEL,
         ),
     ] = 30.0,
@@ -78,6 +88,16 @@ def serve(
             "--max-connections", min=1, help="Most connections open at once (503 beyond).", rich_help_panel=SERVER_PANEL
         ),
     ] = 32,
+    max_client_connections: Annotated[
+        int | None,
+        typer.Option(
+            "--max-client-connections",
+            min=1,
+            help=CLIENT_CAP_HELP,
+            show_default=False,
+            rich_help_panel=SERVER_PANEL,
+        ),
+    ] = None,
     max_length: MaxLenOpt = 128,
     verbose: Annotated[
         bool,
@@ -106,6 +126,7 @@ def serve(
             api_key=api_key,
             socket_timeout_s=timeout,
             max_connections=max_connections,
+            max_client_connections=client_cap(host, max_connections, max_client_connections),
             verbose=verbose,
         )
         try:

@@ -16,12 +16,13 @@ from typing import Any
 import orjson
 
 from ppt.log import logger
+from ppt.remote.limits import refusal_response
 from ppt.remote.service import ClientGone, Service, ServiceError
 from ppt.remote.shapes import response, sse_events
 
 MAX_BODY_BYTES = 8 << 20
 MAX_HEADER_BYTES = 64 << 10  # request line and headers together
-SOCKET_TIMEOUT_S = 30.0  # idle keep-alive, slow headers, slow bodies
+SOCKET_TIMEOUT_S = 30.0  # the deadline for a whole request (idle keep-alive, headers and body); see limits.py
 MAX_CONNECTIONS = 64
 
 
@@ -114,6 +115,11 @@ def too_large(max_bytes: int = MAX_BODY_BYTES) -> ServiceError:
 SHORT_BODY = ServiceError(400, "body shorter than its Content-Length")
 LOADING = ServiceError(503, "the model is still loading", "server_error")  # bound before the model loads
 HEADERS_TOO_LARGE = ServiceError(431, f"request headers larger than {MAX_HEADER_BYTES} bytes")
+
+
+def over_capacity(why: str) -> bytes:
+    """The whole response to a connection over a cap (``ppt.remote.limits``): the same bytes on both transports."""
+    return refusal_response(orjson.dumps(ServiceError(503, why, "server_error").body()))
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """The standard-library transport of `ppt serve` (``http.server``), used when uvicorn and starlette are
-not installed. Hardened by hand: socket timeouts on every read and write, a connection cap answered 503
-before any thread is started, bodies shorter than their Content-Length refused, chunked bodies refused
-(411). Everything else (routes, auth, validation, reply bodies) comes from ``ppt.remote.api``.
+not installed. Hardened by hand: a deadline for each whole request (request line, headers and body)
+and a timeout on every write, connection caps (in total and per client address) answered 503 before
+any thread is started (both from ``ppt.remote.capped``), the bearer token checked before the body is
+read, bodies shorter than their Content-Length refused, chunked bodies refused (411). Everything else (routes, auth, validation, reply bodies) comes from ``ppt.remote.api``.
 """
 
 from __future__ import annotations
@@ -25,15 +26,16 @@ from ppt.remote.api import (
     answer,
     check_bearer,
     declared_length,
+    over_capacity,
     route,
     unrouted,
 )
-from ppt.remote.capped import CappedThreadingServer
+from ppt.remote.capped import CappedThreadingServer, DeadlineRequestHandler
 from ppt.remote.service import ClientGone, Service, ServiceError
 from ppt.remote.shapes import models_body, sse_body
 
 
-class OpenAIHandler(BaseHTTPRequestHandler):
+class OpenAIHandler(DeadlineRequestHandler):
     """HTTP/1.1 keep-alive handler speaking the OpenAI JSON shapes. ``self.server`` is an OpenAIServer."""
 
     protocol_version = "HTTP/1.1"
@@ -42,10 +44,6 @@ class OpenAIHandler(BaseHTTPRequestHandler):
     server: OpenAIServer
 
     # -- plumbing
-    def setup(self) -> None:
-        self.timeout = self.server.socket_timeout_s  # every read and write on this connection
-        super().setup()
-
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature from the stdlib
         if self.server.verbose:  # request line and status only; bodies are never logged
             sys.stderr.write(f"ppt: serve: {self.address_string()} {format % args}\n")
@@ -90,7 +88,7 @@ class OpenAIHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.send_error_json(length)
             return None
-        raw = self.rfile.read(length)  # a stalled client times out (socket timeout)
+        raw = self.rfile.read(length)  # a slow or stalled client is cut at the request's deadline
         if len(raw) < length:  # the client closed its side early: never process a truncated body
             self.close_connection = True
             self.send_error_json(SHORT_BODY)
@@ -155,7 +153,8 @@ class OpenAIHandler(BaseHTTPRequestHandler):
 
 
 class OpenAIServer(CappedThreadingServer):
-    """One thread per connection, at most ``max_connections`` of them; a JSON 503 over the cap."""
+    """One thread per connection, at most ``max_connections`` of them and ``max_client_connections`` from
+    one client address; a JSON 503 over either cap."""
 
     transport = "stdlib"
     request_queue_size = 128
@@ -171,18 +170,15 @@ class OpenAIServer(CappedThreadingServer):
         api_key: str | None = None,
         socket_timeout_s: float = SOCKET_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
+        max_client_connections: int | None = None,
         max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
-        super().__init__(address, handler, max_connections)
+        super().__init__(address, handler, max_connections, max_client_connections)
         self.service, self.verbose, self.api_key = service, verbose, api_key
         self.socket_timeout_s, self.max_body_bytes = socket_timeout_s, max_body_bytes
 
-    def refusal(self) -> bytes:
-        body = orjson.dumps(ServiceError(503, "too many connections", "server_error").body())
-        return (
-            b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-            b"Retry-After: 1\r\nConnection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
-        )
+    def refusal(self, why: str) -> bytes:
+        return over_capacity(why)
 
     def report_error(self, exc_name: str) -> None:
         logger.warning(f"serve: error handling a request ({exc_name})")
@@ -197,7 +193,8 @@ def make_stdlib_server(
     **options: Any,
 ) -> OpenAIServer:
     """Bind (port 0 = an ephemeral port; read it from ``server.server_address``) without serving yet.
-    ``options``: api_key, socket_timeout_s, max_connections, max_body_bytes (see OpenAIServer)."""
+    ``options``: api_key, socket_timeout_s, max_connections, max_client_connections, max_body_bytes
+    (see OpenAIServer)."""
     cls = OpenAIServer
     if ":" in host:  # IPv6 literal
         cls = type("OpenAIServer6", (OpenAIServer,), {"address_family": socket.AF_INET6})

@@ -3,12 +3,16 @@ uvicorn's h11 protocol, which brings HTTP/1.1 parsing, keep-alive, pipelining an
 from a maintained server. Installed with ``pip install 'ppt[serve]'``; without it the stdlib transport
 runs instead.
 
-How `ppt serve`'s limits map onto uvicorn: ``--timeout`` is ``timeout_keep_alive`` plus a read timeout
-added here (uvicorn arms no timer before a request's first response, so a client that sends nothing,
-or headers or a body slowly, would hold a connection forever); ``--max-connections`` is
-``limit_concurrency`` (503 beyond it); headers are capped by ``h11_max_incomplete_event_size``; the body
-limit is the app's. The socket is bound by ``UvicornServer()`` itself, so a taken port fails before
-the model loads, as with the stdlib transport.
+How `ppt serve`'s limits map onto uvicorn (``ppt.remote.limits`` decides them for both transports):
+``--timeout`` is a deadline for each whole request, kept here by ``TimedH11Protocol`` (uvicorn arms no
+timer before a request's first response, and its keep-alive timer is re-armed by every byte, so a client
+that sends nothing, or trickles its headers or body, would hold a connection forever); it is also
+``timeout_keep_alive``. ``--max-connections`` and ``--max-client-connections`` are counted by the
+protocol as connections open, and one over either cap is answered the stdlib transport's JSON 503 at
+once (uvicorn's own ``limit_concurrency`` is not used: it answers text/plain, without Retry-After);
+headers are capped by ``h11_max_incomplete_event_size``; the body limit is the app's. The socket is
+bound by ``UvicornServer()`` itself, so a taken port fails before the model loads, as with the stdlib
+transport.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from ppt.remote.api import MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_HEADER_BYTES, SOCKET_TIMEOUT_S
+from ppt.remote.api import MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_HEADER_BYTES, SOCKET_TIMEOUT_S, over_capacity
 from ppt.remote.http_starlette import build_app
+from ppt.remote.limits import ConnectionLimits, client_key
 from ppt.remote.service import Service
 
 SHUTDOWN_GRACE_S = 5.0  # in-flight requests get this long to finish once a stop is asked for
@@ -33,23 +38,43 @@ CLOSE_KEY = "ppt.close_connection"  # in scope["state"]: closes this request's c
 
 
 class TimedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol plus a read timeout: ``timeout_keep_alive`` seconds of silence while a
-    request is incomplete (before its first byte, in its headers or its body) close the connection.
-    A request being answered is never timed out here (generation has its own limit)."""
+    """uvicorn's h11 protocol plus the request deadline and the connection caps of ``ppt.remote.limits``.
 
+    The deadline: ``timeout_keep_alive`` seconds after the connection is ready for a request (made, or
+    its previous response sent) the request must be in whole (its first byte, headers and body), or the
+    connection is closed. It is armed once per request, never re-armed by the bytes that arrive, and not
+    running while a request is answered (generation has its own limit). ``limits`` (set per server by
+    ``UvicornServer``) counts open connections; one over a cap gets ``over_capacity`` and is closed."""
+
+    limits: ConnectionLimits | None = None
     _read_timer: Any = None
+    _refused = False
+    _client_key = ""
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        if self.limits is not None:
+            self._client_key = client_key(transport.get_extra_info("peername"))
+            why = self.limits.admit(self._client_key)
+            if why is not None:  # over a cap: the 503 at once, before any of the request is read
+                self._refused = True
+                transport.write(over_capacity(why))
+                transport.close()
+                return
         super().connection_made(transport)
         self.app_state = {**self.app_state, CLOSE_KEY: self._close}
         self._arm()
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self._reading():
-            self._arm()
-        else:
+        if not self._reading():  # the request is in: the deadline stops while it is answered
             self._disarm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # may start a pipelined request already received
+        if self.transport.is_closing() or not self._reading():
+            self._disarm()
+        else:  # ready for the next request: its deadline starts now
+            self._arm()
 
     def eof_received(self) -> None:
         """The client closed its sending side. Mid-request, tell h11 so it refuses the incomplete
@@ -61,6 +86,10 @@ class TimedH11Protocol(H11Protocol):
             self.handle_events()  # h11 raises RemoteProtocolError: uvicorn answers 400 and closes
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._refused:
+            return
+        if self.limits is not None:
+            self.limits.release(self._client_key)
         self._disarm()
         super().connection_lost(exc)
 
@@ -155,12 +184,14 @@ class UvicornServer:
         api_key: str | None = None,
         socket_timeout_s: float = SOCKET_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
+        max_client_connections: int | None = None,
         max_body_bytes: int = MAX_BODY_BYTES,
         shutdown_grace_s: float = SHUTDOWN_GRACE_S,
         wrap_app: Callable[[Any, UvicornServer], Any] | None = None,
     ) -> None:
         self.service, self.verbose, self.api_key = service, verbose, api_key
-        self.max_connections, self.max_body_bytes = max(1, max_connections), max_body_bytes
+        self.limits = ConnectionLimits(max_connections, max_client_connections)
+        self.max_connections, self.max_body_bytes = self.limits.max_connections, max_body_bytes
         self.stopping = threading.Event()
         self.socket = bind(host, port)
         self.server_address = self.socket.getsockname()
@@ -169,7 +200,7 @@ class UvicornServer:
             app = wrap_app(app, self)
         config = uvicorn.Config(
             app,
-            http=TimedH11Protocol,
+            http=type("TimedH11Protocol", (TimedH11Protocol,), {"limits": self.limits}),
             ws="none",
             lifespan="off",
             loop="asyncio",
@@ -179,7 +210,6 @@ class UvicornServer:
             proxy_headers=False,
             server_header=False,
             timeout_keep_alive=socket_timeout_s,  # type: ignore[arg-type] - a float works (call_later)
-            limit_concurrency=self.max_connections + 1,  # uvicorn counts the connection asking: 503 at cap + 1
             h11_max_incomplete_event_size=MAX_HEADER_BYTES,
             timeout_graceful_shutdown=shutdown_grace_s,  # type: ignore[arg-type]
         )
@@ -207,6 +237,11 @@ class UvicornServer:
 
     def server_close(self) -> None:
         self.socket.close()
+
+    @property
+    def refused(self) -> int:
+        """Connections turned away at a cap."""
+        return self.limits.refused
 
     @property
     def base_url(self) -> str:

@@ -9,8 +9,9 @@ and returns pooled embeddings. The wire format is small JSON with base64 float32
                               -> {"embeddings": [{"shape": [out_dim], "data": b64 f32le}, ...], "model_hash"}
 
 The same rules as ``ppt serve``: loopback only unless the command allows otherwise with a bearer token
-(checked with a constant-time compare), socket timeouts, a cap on open connections and on body size,
-request bodies never logged. The stdlib server is enough here: one small request per client batch.
+(checked with a constant-time compare, before the body is read), a deadline for each whole request,
+caps on open connections (in total and per client address) and on body size, request bodies never
+logged. The stdlib server is enough here: one small request per client batch.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import hmac
 import sys
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ import torch
 
 from ppt.io import ExitCode, PptError
 from ppt.remote.auth import check_base_url, redact_url
-from ppt.remote.capped import CappedThreadingServer
+from ppt.remote.capped import CappedThreadingServer, DeadlineRequestHandler
 
 MAX_BODY_BYTES = 64 << 20
 MAX_RECORDS = 1024
@@ -104,14 +104,10 @@ class SndService:
         return {"embeddings": [encode(p) for p in pooled], "model_hash": self.split.hash}
 
 
-class SndHandler(BaseHTTPRequestHandler):
+class SndHandler(DeadlineRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "ppt-snd"
     server: SndServer
-
-    def setup(self) -> None:
-        self.timeout = self.server.socket_timeout_s
-        super().setup()
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.verbose:  # request line and status only, never bodies
@@ -170,7 +166,7 @@ class SndHandler(BaseHTTPRequestHandler):
         if not 0 <= length <= MAX_BODY_BYTES:
             self.error(413 if length > MAX_BODY_BYTES else 411, f"Content-Length must be in [0, {MAX_BODY_BYTES}]")
             return
-        raw = self.rfile.read(length)  # a stalled client times out
+        raw = self.rfile.read(length)  # a slow or stalled client is cut at the request's deadline
         if len(raw) < length:
             self.error(400, "body shorter than its Content-Length")
             return
@@ -183,7 +179,8 @@ class SndHandler(BaseHTTPRequestHandler):
 
 
 class SndServer(CappedThreadingServer):
-    """The SnD server half: at most ``max_connections`` threads, an empty 503 over the cap."""
+    """The SnD server half: at most ``max_connections`` threads and ``max_client_connections`` from one
+    client address, a 503 over either cap."""
 
     def __init__(
         self,
@@ -193,9 +190,10 @@ class SndServer(CappedThreadingServer):
         api_key: str | None = None,
         socket_timeout_s: float = 30.0,
         max_connections: int = 32,
+        max_client_connections: int | None = None,
         verbose: bool = False,
     ) -> None:
-        super().__init__(address, SndHandler, max_connections)
+        super().__init__(address, SndHandler, max_connections, max_client_connections)
         self.service, self.api_key, self.verbose = service, api_key, verbose
         self.socket_timeout_s = socket_timeout_s
 
