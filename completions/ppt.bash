@@ -391,6 +391,7 @@ _ppt() {
         "serve|--api-key-env") vals=""; takes=1 ;;
         "serve|--timeout") vals=""; takes=1 ;;
         "serve|--max-connections") vals=""; takes=1 ;;
+        "serve|--max-client-connections") vals=""; takes=1 ;;
         "serve|--port"|"serve|-p") vals=""; takes=1 ;;
         "serve|--port-file") vals=""; takes=1 ;;
         "serve|--served-name") vals=""; takes=1 ;;
@@ -426,6 +427,7 @@ _ppt() {
         "snd serve|--api-key-env") vals=""; takes=1 ;;
         "snd serve|--timeout") vals=""; takes=1 ;;
         "snd serve|--max-connections") vals=""; takes=1 ;;
+        "snd serve|--max-client-connections") vals=""; takes=1 ;;
         "snd serve|--max-length") vals=""; takes=1 ;;
         "snd serve|--device") vals=""; takes=1 ;;
         "snd train-denoiser|--corpus") vals=""; takes=1 ;;
@@ -492,10 +494,10 @@ _ppt() {
         "report") opts="--help --output -o" ;;
         "restore") opts="--batch-size --field --help --id-field --input --mapping-field --on-error --output --output-field --quiet --report -i -o -q" ;;
         "sanitize") opts="--actors --allow --batch-size --case --deny --detect --device --diagnostics --emit-alignment --engine --eps --help --id-field --input --keep-original --mapping --mech --min-kept --model --numbers --on-error --oov --output --param --preset --protect --punct --quiet --ray-address --report --report-sample --seed --space --stamp --stopwords --text-field --workers -e -i -m -o -p -q" ;;
-        "serve") opts="--allow-remote --api-key-env --batch-wait-ms --device --dtype --help --host --max-batch --max-connections --max-tokens-limit --model --port --port-file --quiet --runtime --served-name --timeout --verbose -m -p -q -v" ;;
+        "serve") opts="--allow-remote --api-key-env --batch-wait-ms --device --dtype --help --host --max-batch --max-client-connections --max-connections --max-tokens-limit --model --port --port-file --quiet --runtime --served-name --timeout --verbose -m -p -q -v" ;;
         "snd") opts="embed serve train-denoiser --help" ;;
         "snd embed") opts="--api-key-env --batch-size --denoiser --device --emit --eta --field-prefix --format --help --id-field --input --max-length --model --on-error --output --quiet --report --seed --server --text-field --vectors -i -m -o -q" ;;
-        "snd serve") opts="--allow-remote --api-key-env --device --help --host --max-connections --max-length --model --port --port-file --quiet --timeout --verbose -m -p -q -v" ;;
+        "snd serve") opts="--allow-remote --api-key-env --device --help --host --max-client-connections --max-connections --max-length --model --port --port-file --quiet --timeout --verbose -m -p -q -v" ;;
         "snd train-denoiser") opts="--batch-size --checkpoint-dir --checkpoint-every --corpus --device --epochs --eta --ff --heads --help --layers --limit --lr --max-length --model --output --quiet --resume --seed --text-field --width -m -o -q" ;;
     esac
     COMPREPLY=( $(compgen -W "$opts" -- "$cur") )

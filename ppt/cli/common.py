@@ -141,7 +141,7 @@ def stream_args(
     *,
     input: str = "-",  # noqa: A002 - mirrors the --input flag
     output: str = "-",
-    text_field: str = "text",
+    text_field: str | list[str] = "text",
     id_field: str = "id",
     on_error: str = "fail",
     batch_size: int = 64,
@@ -154,10 +154,15 @@ def stream_args(
     from ppt.progress import set_run_quiet
 
     set_run_quiet(quiet)  # what never sees the flag (model loads: transformers' bar) keeps quiet too
+    fields: tuple[str, ...] = ()
+    if isinstance(text_field, (list, tuple)):  # a command that takes several (--text-field a --text-field b)
+        fields = tuple(dict.fromkeys(text_field)) or ("text",)
+        text_field = fields[0]
     return StreamArgs(
         input=input,
         output=output,
         text_field=text_field,
+        text_fields=fields,
         id_field=id_field,
         on_error=getattr(on_error, "value", on_error),
         batch_size=batch_size,

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import typer
 
 from ppt.cli.common import (
+    IO_PANEL,
     RUN_PANEL,
     ActorsOpt,
     EngineOpt,
@@ -56,7 +57,19 @@ BatchSizeOpt = Annotated[
 ]
 
 
-@stream_command(batch_size=custom(BatchSizeOpt, None))
+TextFieldsOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--text-field",
+        help="Field holding the text of each record (a dotted path for nested objects: msg.body). Repeat it to "
+        "sanitize several fields in one pass (--text-field title --text-field body): each is perturbed with its "
+        "own randomness and the stamp's privacy block composes them all; --keep-original keeps the first.",
+        rich_help_panel=IO_PANEL,
+    ),
+]
+
+
+@stream_command(batch_size=custom(BatchSizeOpt, None), text_field=custom(TextFieldsOpt, ["text"]))
 def sanitize(
     preset: Annotated[
         Literal["readable"] | None,
@@ -258,6 +271,7 @@ def sanitize(
         policy=policy,
         device=stream.device,
         text_field=stream.text_field,
+        extra_text_fields=stream.text_fields[1:],
         seed=seed,
         keep_original=keep_original,
         emit_alignment=emit_alignment,

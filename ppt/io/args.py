@@ -18,3 +18,4 @@ class StreamArgs:
     require_text: bool = True  # not a flag: whether a record without a text field is a bad record
     device: str = "auto"
     private: bool = False  # the output holds raw text or what reveals it: a new -o file is created 0600
+    text_fields: tuple[str, ...] = ()  # a command that takes several text fields: all of them (the first is text_field)

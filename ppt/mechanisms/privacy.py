@@ -70,7 +70,7 @@ def counted_unprotected(acc: Accounting) -> list[UnprotectedEvent]:
 
 
 def privacy_block(
-    mech: Mechanism, acc: Accounting, *, diagnostics: bool = False, compact: bool = False
+    mech: Mechanism, acc: Accounting | list[Accounting], *, diagnostics: bool = False, compact: bool = False
 ) -> dict[str, Any]:
     """The stamp's ``privacy`` block for one record (see the module docstring).
 
@@ -80,10 +80,11 @@ def privacy_block(
     only the pass-through of raw words (what makes ``proven.eps`` infinite); the format pass-through
     (punctuation, number formats, case) follows from the signature's policy (``ppt mechs --describe``).
     """
-    events = list(mech.privacy_events(acc, diagnostics=diagnostics))
+    accs = acc if isinstance(acc, list) else [acc]  # several text fields of one record: their events compose
+    events = [e for a in accs for e in mech.privacy_events(a, diagnostics=diagnostics)]
     policy = getattr(mech, "policy", None)
     if diagnostics:
-        events += counted_unprotected(acc)
+        events += [e for a in accs for e in counted_unprotected(a)]
     block = render(events)
     passes = policy_passes(policy)
     if getattr(mech, "detector", None) is not None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ppt.io import PptError, Record, RecordError, stamp, stamp_block
-from ppt.io.fields import assign
+from ppt.io.fields import assign, lookup
 from ppt.log import logger
 from ppt.mechanisms import Mechanism
 from ppt.rng import record_generator
@@ -61,6 +61,7 @@ def sanitize_records(
     except Exception as e:  # fail closed: never emit the raw text of a batch we could not privatize
         err = RecordError("sanitize_failed", f"{mech.name} failed on this batch ({type(e).__name__})")
         return [err] * len(records)
+    more, failed = other_text_fields(mech, records, spec)
     extra_fields = [
         (f, opt)
         for f, opt in (
@@ -72,9 +73,12 @@ def sanitize_records(
         if f and f != text_field
     ]
     out: list[dict | RecordError] = []
-    for rec, res, al in zip(records, results, aligns):
+    for i, (rec, res, al) in enumerate(zip(records, results, aligns)):
         if isinstance(res, RecordError):  # a mechanism may fail one record alone (e.g. longer than its model's context)
             out.append(res)
+            continue
+        if i in failed:  # one of its other text fields is missing, or failed alone
+            out.append(failed[i])
             continue
         acc = res.accounting.to_dict()
         n_out = tokens_out(res.text, acc)
@@ -100,15 +104,17 @@ def sanitize_records(
             continue
         data = dict(rec.data)
         data = assign(data, text_field, res.text)  # a dotted path writes inside its nested object
+        for f, other in zip(spec.extra_text_fields, more[i]):
+            data = assign(data, f, other.text)
         if keep_original:
             data[keep_original] = rec.text
         if emit_alignment:
             data[emit_alignment] = al
         if diagnostics:
-            data[diagnostics] = stamper.diagnostics_value(res)
+            data[diagnostics] = stamper.diagnostics_value(res, more[i])
         if spec.mapping:  # surrogate -> original of every replaced span: local only, for `ppt restore`
             data[spec.mapping] = res.mapping or []
-        block = stamper.block(res)
+        block = stamper.block(res, more[i])
         prior = stamp_block(rec.data, "sanitize")
         if prior is not None:  # released before: keep that release in the ledger, and compose
             block = with_earlier_releases(block, prior)
@@ -126,6 +132,41 @@ def sanitize_records(
         except RecordError as e:  # a non-object `ppt` field (run_stream rejects it earlier): this record only
             out.append(e)
     return out
+
+
+def other_text_fields(
+    mech: Mechanism, records: list[Record], spec: SanitizeSpec
+) -> tuple[list[list[Any]], dict[int, RecordError]]:
+    """The records' other text fields (``spec.extra_text_fields``), each sanitized as one batch with its own
+    per-record generator (stream ``text_field:NAME``, so the first field's output is what a one-field run
+    gives): per record its results in field order, and the records that fail (a field missing or not a
+    string, or failed alone) with their error."""
+    more: list[list[Any]] = [[] for _ in records]
+    failed: dict[int, RecordError] = {}
+    for f in spec.extra_text_fields:
+        todo = []
+        for i, rec in enumerate(records):
+            found, value = lookup(rec.data, f)
+            if i in failed:
+                continue
+            if not found or not isinstance(value, str):
+                failed[i] = RecordError("missing_text_field", f"missing text field {f!r} (or not a string)")
+                continue
+            todo.append((i, value))
+        gens = [record_generator(spec.seed, records[i].id, f"text_field:{f}") for i, _ in todo]
+        try:
+            results = mech.sanitize_batch([t for _, t in todo], gens, reproducible=spec.seed is not None)
+        except PptError:
+            raise
+        except Exception as e:  # fail closed: the batch's records fail, never a raw field through
+            results = [RecordError("sanitize_failed", f"{mech.name} failed on field {f!r} ({type(e).__name__})")]
+            results *= len(todo)
+        for (i, _), res in zip(todo, results):
+            if isinstance(res, RecordError):
+                failed[i] = res
+            else:
+                more[i].append(res)
+    return more, failed
 
 
 def tokens_out(text: str, accounting: dict) -> int:

@@ -53,6 +53,7 @@ class SanitizeSpec:
     policy: Mapping[str, str | None] = field(default_factory=dict)
     device: str = "auto"
     text_field: str = "text"
+    extra_text_fields: tuple[str, ...] = ()  # more text fields, each sanitized, one stamp composing them all
     seed: int | None = None
     keep_original: str | None = None
     emit_alignment: str | None = None
@@ -73,8 +74,15 @@ class SanitizeSpec:
             ("--mapping", self.mapping),
         ]
         for opt, name in named:
-            if name is not None and name in ("", self.text_field, "ppt"):
-                raise PptError(f"{opt} must name a field other than the text field and 'ppt'", exit_code=ExitCode.USAGE)
+            if name is not None and name in ("", self.text_field, "ppt", *self.extra_text_fields):
+                raise PptError(
+                    f"{opt} must name a field other than the text fields and 'ppt'", exit_code=ExitCode.USAGE
+                )
+        if self.extra_text_fields and (self.emit_alignment or self.mapping):
+            raise PptError(
+                "--emit-alignment and --mapping take one --text-field (their entries point into one text)",
+                exit_code=ExitCode.USAGE,
+            )
         given = [(opt, name) for opt, name in named if name is not None]
         for i, (opt, name) in enumerate(given):
             for opt2, name2 in given[i + 1 :]:

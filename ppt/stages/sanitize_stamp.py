@@ -31,6 +31,8 @@ class RecordStamper:
         self.warned_earlier = False  # the "already stamped" warning is given once per run
         self._sig: str | None = None
         self._fields: dict[str, Any] = {"seeded": seeded(spec.seed), "text_field": spec.text_field}
+        if spec.extra_text_fields:  # every field sanitized; the privacy block composes them all
+            self._fields["text_fields"] = [spec.text_field, *spec.extra_text_fields]
         for key, value in (
             ("keep_original", spec.keep_original),
             ("alignment_field", spec.emit_alignment),
@@ -54,19 +56,23 @@ class RecordStamper:
             head["eps"] = self.mech.eps
         return {**head, **self._fields}
 
-    def block(self, res: Sanitized) -> dict[str, Any]:
+    def block(self, res: Sanitized, more: list[Sanitized] = ()) -> dict[str, Any]:
+        """The record's stamp; ``more``: the other text fields' results (their events compose with this one's)."""
         head: dict[str, Any] = {"signature": self.signature}
         if self.mode == "full":
             head.update(self.mech.stamp())
             head["eps"] = self.mech.eps
-        head["privacy"] = privacy_block(self.mech, res.accounting, compact=self.mode == "compact")
+        accs = [res.accounting, *(r.accounting for r in more)]
+        head["privacy"] = privacy_block(self.mech, accs if more else accs[0], compact=self.mode == "compact")
         return {**head, **self._fields}
 
-    def diagnostics_value(self, res: Sanitized) -> dict[str, Any]:
-        """The --diagnostics field: the record's full accounting and its exact privacy block."""
+    def diagnostics_value(self, res: Sanitized, more: list[Sanitized] = ()) -> dict[str, Any]:
+        """The --diagnostics field: the record's full accounting (each text field's, in order, when there are
+        several) and its exact privacy block."""
+        accs = [res.accounting, *(r.accounting for r in more)]
         return {
-            "accounting": res.accounting.to_dict(),
-            "privacy": privacy_block(self.mech, res.accounting, diagnostics=True),
+            "accounting": accs[0].to_dict() if not more else [a.to_dict() for a in accs],
+            "privacy": privacy_block(self.mech, accs if more else accs[0], diagnostics=True),
         }
 
 

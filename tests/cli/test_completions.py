@@ -66,7 +66,7 @@ def test_an_option_given_twice_that_keeps_one_value_is_a_usage_error():
     from tests.helpers import ppt
 
     for args in (
-        ["sanitize", "--text-field", "a", "--text-field", "b"],
+        ["query", "--text-field", "a", "--text-field", "b"],  # (sanitize takes several: it sanitizes each)
         ["sanitize", "-m", "tem", "--mech=cape"],
         ["attack", "knn", "--space", "x", "--space", "y"],
     ):
