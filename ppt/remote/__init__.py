@@ -10,7 +10,9 @@ the loopback server behind `ppt serve`.
     journal.py    the --resume journal
     server.py     `ppt serve`: OpenAI-compatible HTTP server, transport picked here (make_server)
     service.py    the Service contract;  batching.py  ModelService (dynamic batching);  logprobs.py
-    api.py        routes, bearer auth, body limits, answering a POST;  shapes.py  OpenAI JSON bodies
+    api.py        routes, bearer auth, answering a POST;  shapes.py  OpenAI JSON bodies
+    framing.py    what a request line and headers decide (framing, body size, auth, routes), for both transports
+    limits.py     connection caps (total, per client address) and the request deadline, for every server
     http_uvicorn.py, http_starlette.py   preferred transport (`pip install 'ppt[serve]'`)
     http_stdlib.py                       fallback transport (http.server)
 

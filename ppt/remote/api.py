@@ -1,7 +1,8 @@
 """The HTTP semantics of `ppt serve`, without HTTP: which route a request names, whether its bearer
-token lets it in, whether its declared body size is acceptable, and what to answer a POST. Both
-transports (``http_stdlib`` and ``http_starlette``) call these, so auth, limits, validation and reply
-bodies are decided once and proven identical on each.
+token lets it in, and what to answer a POST. Both transports (``http_stdlib`` and ``http_starlette``)
+call these, through ``framing.decide_head`` for everything decided before the body (framing, body
+size, auth, routes), so auth, limits, validation and reply bodies are decided once and proven
+identical on each.
 
 Request bodies and keys are never logged; errors name the problem, never the request's text.
 """
@@ -92,29 +93,7 @@ def unknown_model(service: Service, body: dict) -> ServiceError | None:
     )
 
 
-def declared_length(values: list[str], max_bytes: int = MAX_BODY_BYTES) -> int | ServiceError | None:
-    """The body size a request's Content-Length header(s) declare: an int in [0, max_bytes], a
-    ServiceError (400 unparseable or conflicting, 413 too large), or None when there is none."""
-    if not values:
-        return None
-    try:
-        length = int(values[0]) if len(set(values)) == 1 else -1
-    except ValueError:
-        length = -1
-    if length < 0 or length > max_bytes:
-        return ServiceError(
-            413 if length > max_bytes else 400, f"Content-Length must be one integer in [0, {max_bytes}]"
-        )
-    return length
-
-
-def too_large(max_bytes: int = MAX_BODY_BYTES) -> ServiceError:
-    return ServiceError(413, f"the request body is larger than {max_bytes} bytes")
-
-
-SHORT_BODY = ServiceError(400, "body shorter than its Content-Length")
 LOADING = ServiceError(503, "the model is still loading", "server_error")  # bound before the model loads
-HEADERS_TOO_LARGE = ServiceError(431, f"request headers larger than {MAX_HEADER_BYTES} bytes")
 
 
 def over_capacity(why: str) -> bytes:

@@ -1,11 +1,11 @@
 """The starlette application of `ppt serve`'s preferred transport (served by ``ppt.remote.http_uvicorn``).
 
-One catch-all route hands every request to ``ppt.remote.api``, so routes, auth, validation and reply
-bodies are the stdlib transport's. What is the app's own: the header size limit (h11 bounds only
-headers that arrive in pieces), the body size limit, enforced while the body streams in (Content-Length
-or chunked), and the blocking model call, run in a worker thread (never on the event loop) while a
-watcher task notices a client that disconnects, so its queued request is dropped instead of generated.
-Worker threads are capped at ``max_connections``.
+Every request, whatever its method or path, goes to one endpoint that asks ``ppt.remote.framing`` what its
+request line and headers decide (framing, routes, auth, body size) and ``ppt.remote.api`` what to answer
+its body, so statuses and reply bodies are the stdlib transport's. What is the app's own: reading the
+body, limited again as it streams in, and the blocking model call, run in a worker thread (never on the
+event loop) while a watcher task notices a client that disconnects, so its queued request is dropped
+instead of generated. Worker threads are capped at ``max_connections``.
 """
 
 from __future__ import annotations
@@ -16,29 +16,13 @@ from typing import Any, Protocol
 import anyio
 import anyio.to_thread
 import orjson
-from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.routing import Route
 
-from ppt.remote.api import (
-    HEADERS_TOO_LARGE,
-    LOADING,
-    MAX_HEADER_BYTES,
-    SHORT_BODY,
-    UNAUTHORIZED_HEADERS,
-    Reply,
-    answer,
-    check_bearer,
-    declared_length,
-    route,
-    too_large,
-    unrouted,
-)
+from ppt.remote.api import LOADING, Reply, answer
+from ppt.remote.framing import SHORT_BODY, decide_head, too_large
 from ppt.remote.service import ClientGone, Service, ServiceError
 from ppt.remote.shapes import models_body, sse_body
-
-METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
 class Host(Protocol):
@@ -61,16 +45,13 @@ def error_response(err: ServiceError, headers: dict[str, str] | None = None, *, 
 
 
 async def read_body(request: Request, max_bytes: int) -> bytes | ServiceError:
-    """The whole body, or the error to answer: a declared or streamed size over ``max_bytes`` (413),
-    a bad Content-Length (400), or a client that closed before the end (400; nobody reads it)."""
-    length = declared_length(request.headers.getlist("content-length"), max_bytes)
-    if isinstance(length, ServiceError):
-        return length
+    """The whole body, or the error to answer: more than ``max_bytes`` (413), or a client that closed
+    before the end (400; nobody reads it)."""
     chunks, size = [], 0
     try:
         async for chunk in request.stream():
             size += len(chunk)
-            if size > max_bytes:
+            if size > max_bytes:  # h11 holds the body to its Content-Length, which is at most this
                 return too_large(max_bytes)
             chunks.append(chunk)
     except ClientDisconnect:
@@ -102,36 +83,44 @@ async def run_answer(
             tg.cancel_scope.cancel()
 
 
-def build_app(host: Host) -> Starlette:
+def request_head(scope: dict) -> tuple[str, str, str, list[tuple[str, str]]]:
+    """Method, raw target (with its query), HTTP version and headers, as ``framing.decide_head`` takes them."""
+    target = scope["raw_path"].decode("latin-1")
+    if scope.get("query_string"):
+        target += "?" + scope["query_string"].decode("latin-1")
+    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+    return scope["method"], target, scope["http_version"], headers
+
+
+def build_app(host: Host) -> Any:
+    """The ASGI app: every method and path to one endpoint (no router, whose own 404/405 pages differ)."""
     limiter: list[anyio.CapacityLimiter] = []  # made on the event loop, at the first request
 
     async def endpoint(request: Request) -> Response:
-        # h11 bounds only headers that arrive in pieces; ones that arrive in one read are checked here
-        if sum(len(k) + len(v) + 4 for k, v in request.scope["headers"]) > MAX_HEADER_BYTES:
-            return error_response(HEADERS_TOO_LARGE, close=True)
-        method, what = request.method, route(request.method, request.url.path)
-        if what == "health":
+        method, target, version, headers = request_head(request.scope)
+        head = decide_head(
+            method,
+            target,
+            version,
+            headers,
+            api_key=host.api_key,
+            loading=host.service is None,
+            max_body_bytes=host.max_body_bytes,
+        )
+        if head.error is not None:
+            return error_response(head.error, head.headers, close=head.close)
+        if head.kind == "health":
             return json_response(200, {"status": "ok"})
-        err = check_bearer(host.api_key, request.headers.get("authorization"))
-        if err is not None:
-            return error_response(err, UNAUTHORIZED_HEADERS, close=True)
-        if host.service is None and what in ("models", "chat", "completions"):
-            return error_response(LOADING, {"Retry-After": "5"}, close=method == "POST")
-        if method in ("GET", "HEAD"):
-            if what == "models":
-                return json_response(200, models_body(host.service.name))
-            return error_response(*unrouted("GET", request.url.path))
-        if method != "POST":
-            err405, allow = unrouted(method, request.url.path)
-            return error_response(err405, allow or {"Allow": "GET, POST"}, close=True)
+        if head.kind == "models":
+            return json_response(200, models_body(host.service.name))
         raw = await read_body(request, host.max_body_bytes)
         if isinstance(raw, ServiceError):
             return error_response(raw, close=True)
-        if what is None:
-            return error_response(*unrouted("POST", request.url.path))
+        if host.service is None:  # set by now unless a request raced the model's load
+            return error_response(LOADING, {"Retry-After": "5"}, close=True)
         if not limiter:
             limiter.append(anyio.CapacityLimiter(max(1, host.max_connections)))
-        reply = await run_answer(host, request, what, raw, limiter[0])
+        reply = await run_answer(host, request, head.kind, raw, limiter[0])
         if reply is None:  # the client is gone (this is never delivered) or the server is stopping
             return error_response(ServiceError(503, "the server is shutting down", "server_error"), close=True)
         if reply.events is not None:
@@ -140,4 +129,10 @@ def build_app(host: Host) -> Starlette:
             )
         return json_response(reply.status, reply.body)
 
-    return Starlette(routes=[Route("/{path:path}", endpoint, methods=METHODS)])
+    async def app(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":  # lifespan is off and websockets are not served
+            return
+        response = await endpoint(Request(scope, receive))
+        await response(scope, receive, send)
+
+    return app

@@ -2,7 +2,10 @@
 not installed. Hardened by hand: a deadline for each whole request (request line, headers and body)
 and a timeout on every write, connection caps (in total and per client address) answered 503 before
 any thread is started (both from ``ppt.remote.capped``), the bearer token checked before the body is
-read, bodies shorter than their Content-Length refused, chunked bodies refused (411). Everything else (routes, auth, validation, reply bodies) comes from ``ppt.remote.api``.
+read, bodies shorter than their Content-Length refused. What the request line and headers decide
+(framing, routes, auth, body size) comes from ``ppt.remote.framing``, http.server's own parse errors
+are answered as ``framing.protocol_error`` says, and the answers to bodies come from ``ppt.remote.api``,
+so the uvicorn transport answers the same bytes the same way.
 """
 
 from __future__ import annotations
@@ -20,17 +23,14 @@ from ppt.remote.api import (
     LOADING,
     MAX_BODY_BYTES,
     MAX_CONNECTIONS,
-    SHORT_BODY,
     SOCKET_TIMEOUT_S,
-    UNAUTHORIZED_HEADERS,
     answer,
-    check_bearer,
-    declared_length,
     over_capacity,
     route,
     unrouted,
 )
 from ppt.remote.capped import CappedThreadingServer, DeadlineRequestHandler
+from ppt.remote.framing import SHORT_BODY, decide_head, protocol_error
 from ppt.remote.service import ClientGone, Service, ServiceError
 from ppt.remote.shapes import models_body, sse_body
 
@@ -57,7 +57,7 @@ class OpenAIHandler(DeadlineRequestHandler):
             self.send_header(k, v)
         if self.close_connection:
             self.send_header("Connection", "close")
-        self._headers_buffer.append(b"\r\n" + data)  # headers and body in one write
+        self._headers_buffer.append(b"\r\n" + (b"" if self.command == "HEAD" else data))  # one write
         self.flush_headers()
 
     def send_error_json(self, err: ServiceError, headers: dict[str, str] | None = None) -> None:
@@ -74,20 +74,42 @@ class OpenAIHandler(DeadlineRequestHandler):
         self.wfile.write(sse_body(events))
         self.wfile.flush()
 
-    def _read_body(self) -> bytes | None:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            self.close_connection = True
-            self.send_error_json(ServiceError(411, "send a Content-Length; chunked bodies are not supported"))
-            return None
-        length = declared_length(self.headers.get_all("Content-Length") or [], self.server.max_body_bytes)
-        if length is None:
-            self.close_connection = True
-            self.send_error_json(ServiceError(411, "a POST needs a Content-Length"))
-            return None
-        if isinstance(length, ServiceError):
-            self.close_connection = True
-            self.send_error_json(length)
-            return None
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:  # noqa: ARG002
+        """http.server's own error pages (HTML) for what it cannot parse, replaced by the JSON answer the
+        uvicorn transport gives the same bytes (``framing.protocol_error``)."""
+        if self.request_version == "HTTP/0.9":  # so the status line is written
+            self.request_version = self.protocol_version
+        self.close_connection = True
+        self.send_error_json(protocol_error(code))
+
+    def handle_expect_100(self) -> bool:
+        """``Expect: 100-continue`` is answered once the headers are accepted (``_read_body``), as uvicorn
+        does: a client refused (401, 413, ...) never sends its body."""
+        return True
+
+    def parse_request(self) -> bool:
+        """http.server's parse, then the request line and headers through ``framing.decide_head``."""
+        if not super().parse_request():
+            return False
+        words = self.requestline.split()
+        if self.request_version == "HTTP/0.9" or not self.raw_requestline.endswith(b"\n") or self.headers.defects:
+            self.send_error(400)  # HTTP/0.9, a request line cut short by the end of the stream, a bad header line
+            return False
+        self.raw_target = words[1]
+        self.head = decide_head(
+            self.command,
+            self.raw_target,
+            self.request_version.removeprefix("HTTP/"),
+            self.headers.items(),
+            api_key=self.server.api_key,
+            loading=self.server.service is None,
+            max_body_bytes=self.server.max_body_bytes,
+        )
+        return True
+
+    def _read_body(self, length: int) -> bytes | None:
+        if self.headers.get("Expect", "").lower() == "100-continue":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         raw = self.rfile.read(length)  # a slow or stalled client is cut at the request's deadline
         if len(raw) < length:  # the client closed its side early: never process a truncated body
             self.close_connection = True
@@ -103,35 +125,25 @@ class OpenAIHandler(DeadlineRequestHandler):
         except (OSError, ValueError):
             return True
 
-    def _authorized(self) -> bool:
-        err = check_bearer(self.server.api_key, self.headers.get("Authorization"))
-        if err is None:
-            return True
-        self.close_connection = True  # an unread body must not be parsed as the next request
-        self.send_error_json(err, UNAUTHORIZED_HEADERS)
-        return False
+    # -- every method: what the request line and headers decided, then the body
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("do_"):  # http.server looks up do_<METHOD>: all go to one place (no 501 pages)
+            return self._serve
+        raise AttributeError(name)
 
-    # -- routes
-    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        what = route("GET", self.path)
-        if what == "health":
+    def _serve(self) -> None:
+        head = self.head
+        if head.error is not None:
+            self.close_connection = self.close_connection or head.close
+            self.send_error_json(head.error, head.headers)
+        elif head.kind == "health":
             self.send_json(200, {"status": "ok"})
-        elif not self._authorized():
-            return
-        elif what == "models" and self.server.service is None:
-            self.send_error_json(LOADING, {"Retry-After": "5"})
-        elif what == "models":
+        elif head.kind == "models":
             self.send_json(200, models_body(self.server.service.name))
         else:
-            self.send_error_json(*unrouted("GET", self.path))
-
-    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
-        if not self._authorized():
-            return
-        raw = self._read_body()
-        if raw is None:
-            return
-        self.handle_post(self.path.split("?", 1)[0].rstrip("/"), raw)
+            raw = self._read_body(head.length)
+            if raw is not None:
+                self.handle_post(self.raw_target.split("?", 1)[0].rstrip("/"), raw)
 
     def handle_post(self, path: str, raw: bytes) -> None:
         kind = route("POST", path)

@@ -22,19 +22,29 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any
 
 import h11
+import orjson
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ppt.remote.api import MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_HEADER_BYTES, SOCKET_TIMEOUT_S, over_capacity
+from ppt.remote.framing import h11_error
 from ppt.remote.http_starlette import build_app
 from ppt.remote.limits import ConnectionLimits, client_key
 from ppt.remote.service import Service
 
 SHUTDOWN_GRACE_S = 5.0  # in-flight requests get this long to finish once a stop is asked for
 CLOSE_KEY = "ppt.close_connection"  # in scope["state"]: closes this request's connection without a reply
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
 
 
 class TimedH11Protocol(H11Protocol):
@@ -50,6 +60,7 @@ class TimedH11Protocol(H11Protocol):
     _read_timer: Any = None
     _refused = False
     _client_key = ""
+    _short_body = False
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
         if self.limits is not None:
@@ -82,8 +93,24 @@ class TimedH11Protocol(H11Protocol):
         conn = self.conn
         pending = conn.their_state is h11.SEND_BODY or (conn.their_state is h11.IDLE and bool(conn.trailing_data[0]))
         if pending and conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+            self._short_body = conn.their_state is h11.SEND_BODY
             conn.receive_data(b"")
-            self.handle_events()  # h11 raises RemoteProtocolError: uvicorn answers 400 and closes
+            self.handle_events()  # h11 raises RemoteProtocolError: send_400_response answers and closes
+
+    def send_400_response(self, msg: str) -> None:  # noqa: ARG002 - uvicorn's text is replaced
+        """uvicorn's answer to a request h11 cannot parse (a text/plain 400), replaced by the stdlib
+        transport's JSON answer to the same bytes (``framing.h11_error``). Called while the h11 error
+        is being handled, so it is at hand."""
+        exc = sys.exc_info()[1]
+        hint = getattr(exc, "error_status_hint", 400)
+        err = h11_error(hint, self.conn.trailing_data[0], self._short_body)
+        data = orjson.dumps(err.body())
+        head = (
+            f"HTTP/1.1 {err.status} {_reason(err.status)}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(data)}\r\nconnection: close\r\n\r\n"
+        )
+        self.transport.write(head.encode("latin-1") + data)
+        self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._refused:

@@ -6,7 +6,9 @@ What is served is decided without HTTP, once, in these modules:
     service.py         the Service contract (ServiceError, ClientGone)
     batching.py        ModelService: a local LM with dynamic batching (one worker thread owns the model)
     logprobs.py        per-token log-probabilities of a generated text
-    api.py             routes, bearer auth, body limits, answering a POST (validation, n, logprobs, stream)
+    api.py             routes, bearer auth, answering a POST (validation, n, logprobs, stream)
+    framing.py         what the request line and headers decide: framing, body size, auth, routes
+    limits.py          connection caps (in total and per client address) and the request deadline
     shapes.py          the OpenAI JSON bodies and streaming chunks
 
 and carried by a transport:
@@ -78,7 +80,8 @@ def make_server(
 ) -> Any:
     """Bind (port 0 = an ephemeral port; read it from ``server.server_address``) without serving yet.
 
-    ``options``: api_key, socket_timeout_s, max_connections, max_body_bytes; the stdlib transport takes ``handler``
+    ``options``: api_key, socket_timeout_s (the deadline for each whole request), max_connections,
+    max_client_connections, max_body_bytes; the stdlib transport takes ``handler``
     (a BaseHTTPRequestHandler subclass), the starlette one ``wrap_app`` and ``shutdown_grace_s``.
     Returns an object with ``service`` (settable until serving), ``server_address``, ``base_url``,
     ``transport``, ``serve_forever()``, ``shutdown()`` (from another thread) and ``server_close()``.
