@@ -104,3 +104,21 @@ def test_patterns_detector_finds_emails_and_phones_offline():
     [spans] = PatternDetector().detect([text])
     found = {s.kind: text[s.start : s.end] for s in spans}
     assert found.get("EMAIL_ADDRESS") == "alice.j@example.com" and "555-0199" in found.get("PHONE_NUMBER", "")
+
+
+def test_patterns_detector_loads_without_torch_or_transformers():
+    """issue 25's cold start: presidio imports transformers and torch for recognizers ppt never uses (5 s of a
+    one-record run); the patterns detector loads without them and still finds e-mails and phones."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("presidio_analyzer")
+    code = (
+        "import sys; from ppt.detect.patterns import PatternDetector; d = PatternDetector(); "
+        "spans = d.detect(['mail maria@example.com or call +1 415 555 0199'])[0]; "
+        "assert {s.kind for s in spans} >= {'EMAIL_ADDRESS', 'PHONE_NUMBER'}, spans; "
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules; "
+        "import torch; print('ok')"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
