@@ -205,3 +205,25 @@ def test_no_module_over_450_lines():
         if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
     }
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concept): {long}"
+
+
+MAX_DOCSTRING_LINES = 30  # issue 23 item 8: why the module exists, its concept, its contract; the rest goes to docs/
+# exempt for now: ppt/dpopt/ is being edited in other work, which is to cut this docstring (33 lines);
+# remove the exemption once it is under the limit
+DOCSTRING_EXEMPT = {"ppt/dpopt/accountant.py"}
+
+
+def docstring_lines(source: str) -> int:
+    doc = ast.get_docstring(ast.parse(source), clean=False)
+    return len(doc.splitlines()) if doc else 0
+
+
+def test_no_module_docstring_of_30_lines_or_more():
+    long = {
+        rel: n
+        for p in SOURCES
+        if (rel := p.relative_to(ROOT.parent).as_posix()) not in DOCSTRING_EXEMPT
+        and (n := docstring_lines(p.read_text())) >= MAX_DOCSTRING_LINES
+    }
+    assert not long, f"module docstrings of {MAX_DOCSTRING_LINES}+ lines (move the details to docs/): {long}"
+    assert docstring_lines('"""' + "line\n" * MAX_DOCSTRING_LINES + '"""\nx = 1\n') == MAX_DOCSTRING_LINES

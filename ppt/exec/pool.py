@@ -3,40 +3,18 @@
     with StagePool(SanitizeRecipe("rantext", 6.0, seed=1), workers=4) as pool:
         code = run_stream(args, pool, desc="sanitize")      # or run_stage_in_workers(args, recipe, workers=4)
 
-Why processes: a batch's Python work (tokenizing, planning, rebuilding text, stamping) holds the
-interpreter lock, so threads cannot use more than one core for it. Each worker builds the stage once,
-in its initializer, from the same picklable recipe (:mod:`ppt.exec.recipes`), with the cache read-only
-(:mod:`ppt.exec.readonly`: the driving process has built every table in ``prepare()``); the tables are
-``.npy`` files memory-mapped by every process, so the OS keeps one copy of their pages.
+Processes, not threads: a batch's Python work holds the interpreter lock. Each worker builds the stage
+once, from the same picklable recipe (:mod:`ppt.exec.recipes`), with the cache read-only.
 
-Why the output cannot change: ``run_stream`` reads, validates, batches and writes exactly as without
-workers; only ``stage(records)`` runs elsewhere. A seeded record's noise comes from (seed, id) alone
-(:func:`ppt.rng.record_generator`), so which process runs it, and in which batch, does not matter.
-Results come back in input order; log lines and warnings a worker emits on a batch are replayed in the
-driving process when that batch is written, and a stage's per-record side effects that are counted
-over the run (SanitizeStage's capped empty-output warnings) go through ``call_detached``/``absorb``.
+The contract: the output cannot change. ``run_stream`` reads, validates, batches and writes exactly as
+without workers; only ``stage(records)`` runs elsewhere, a seeded record's noise comes from (seed, id)
+alone, and results come back in input order. Fail closed: a worker that dies ends the run with PptError 75
+that names no record text. A script that uses the pool must guard its entry point with
+``if __name__ == "__main__":``.
 
-Bounded and lazy: at most ``per_worker`` (2) batches per worker are in flight. No worker starts for
-an input that fits in one batch: the first batch is held, and runs in this process if no second batch
-follows before its result is needed (end of input, a stalled pipe); the pool starts when a second
-batch arrives while the first is still waiting. Until a worker is ready (its stage built), this
-process runs the oldest batch itself whenever ``run_stream`` needs it, so a short input, or the first
-output line of a long one, does not wait for the workers' start-up.
-
-Why forkserver (spawn where there is none): forking this process, which has started torch's or BLAS's
-thread pools, can deadlock the child (locks held by threads that do not exist in it); the fork server
-is a fresh single-threaded process, started once per process, that imports ppt's modules once (its
-preload) and forks the workers from there (cheaper than spawn's fresh interpreter per worker). The
-workers are started from a thread, so this process never waits for the server's imports. Each worker runs its math on cores/N threads (1 when N =
-cores), so N workers do not oversubscribe the machine. As with any multiprocessing code, a script
-that uses the pool must guard its entry point with ``if __name__ == "__main__":``.
-
-Fail closed: a worker that dies (killed, out of memory) or fails outside the stage's own error
-handling ends the run with PptError 75 that names no record text; ``run_stream`` then removes a new
-``-o`` file's temp file. Workers ignore Ctrl-C (the driving process handles it), never write to stdout
-(fd 1 points at stderr in a worker) and exit when the driving process is gone.
-
-This module is the driving side; what runs inside a worker is :mod:`ppt.exec.pool_worker`.
+This module is the driving side; what runs inside a worker is :mod:`ppt.exec.pool_worker`. Bounded and
+lazy start-up, why forkserver, threads per worker, failing closed in full: docs/scale.md
+("Worker processes on one machine").
 """
 
 from __future__ import annotations

@@ -3,35 +3,15 @@
     ppt eval pipeline --out-dir docs/inferdpt --journal-dir runs/inferdpt --resume
 
 The utility the papers claim is about the *final* text, not the sanitized prompt (what ``docs/sweep``
-measures). For each cell (mechanism, eps), on the same documents (BBC prefixes, as the sweep):
-
-1. sanitize the raw prefix with per-record seeded noise (:func:`ppt.attacks.realign.sanitize_aligned`),
-   and score KNN privacy of the *sent* text exactly as the sweep does (mechanism's own token pairs);
-2. send the perturbed prefix to the remote model with InferDPT's continuation prompt
-   (:data:`ppt.lm.templates.QUERY_TEMPLATE`) through the query backends: an OpenAI-compatible endpoint
-   (:class:`ppt.remote.client.HttpBackend`) or, offline, a local model in-process
-   (:class:`ppt.remote.backends.LocalQueryBackend`, the same code ``ppt serve`` runs);
-3. extract with the local model (:class:`ppt.stages.extract.Extractor`, the paper's prompt), which sees
-   the raw prefix and the perturbed generation.
-
-Two references on the same documents come first (cell ``reference``): the remote model's continuation
-of the *raw* prefix (no privacy; the target every other output is compared with) and a second,
-independently seeded sample of it (the ceiling: how close two no-privacy continuations are to each
-other). Every mechanism cell yields two rows: the perturbed generation as received (no extraction)
-and the extracted text.
-
-Metrics per row, mean over documents with a 95% t-interval: coherence (MiniLM cosine with the raw
-prefix; InferDPT Table VII), diversity (SimCTG product of distinct-2/3/4), MiniLM cosine and Rouge-L F1
-to the no-privacy continuation; MAUVE against the no-privacy continuations (a corpus statistic, no
-interval; :mod:`ppt.metrics.mauve` with MiniLM features); the extracted row also carries the paired
-gain over the perturbed generation (extracted - perturbed, per document, with its 95% interval).
-
-Resumable: each cell appends every finished document to its own journal (``<journal-dir>/<cell>.jsonl``,
-:class:`ppt.remote.journal.Journal`); with ``resume`` journaled documents are skipped, so an interrupted
-run loses at most one chunk of generations. Tables are rewritten after every cell.
+measures). For each cell (mechanism, eps), on the same documents: sanitize the raw prefix, have the
+remote model continue it, extract with the local model; outputs are compared with the remote model's
+continuation of the raw prefix (cell ``reference``, run first). Resumable: each cell journals
+every finished document (``<journal-dir>/<cell>.jsonl``), so an interrupted run loses at most one chunk
+of generations.
 
 This module is the driver; the settings and cells are :mod:`.pipeline_cells`, the shared models
 :mod:`.pipeline_context`, the metrics :mod:`.pipeline_scores` and the tables and plot :mod:`.pipeline_report`.
+The steps, references, metrics and resumption in full: docs/experiments.md; a run's results: docs/inferdpt/.
 """
 
 from __future__ import annotations

@@ -4,31 +4,11 @@ How it is collected: the CLI kit opens a :class:`RunCollector` around a command 
 :func:`ppt.io.stream.run_stream` finds it (:func:`active`), shows it every record it writes
 (:meth:`RunCollector.observe`) and hands it the run's counts at the end (:meth:`RunCollector.finish`).
 The file is written when the collecting block ends, only when a run finished (an interrupted run writes
-nothing, as it writes no output). One format for every stream command::
-
-    {"ppt_report": 1, "command": "sanitize", "exit_code": 0, "local_only": false, "local_only_reasons": [],
-     "started": "2025-01-01T12:00:00Z", "records_per_s": 5000.0,
-     "elapsed_s": 1.2, "prepare_s": 0.4, "total_s": 3.4,   # the records (as the stderr line), opening and
-                                                          # stage.prepare(), the whole command (model loads too)
-     "versions": {"ppt": ..., "python": ..., "torch": ... | null},
-     "run": {"input": ..., "output": ..., "text_field": ..., "on_error": ..., "batch_size": ..., "workers": ...},
-     "signature": {"stage": "sanitize", ...},                        # the stage's signature(), when it has one
-     "counts": {"read": 12, "ok": 10, "failed": 2, "skipped": 0, "recorded": 2,
-                "by_error": {"malformed_json": 2}, "first_failed_lines": [4, 7], "stopped_at": null},
-     "stamps": {"sanitize": 10},                                    # records carrying each ppt.<stage> stamp
-     "sanitize": {"signatures": {SIG: 10}, "eps": {"proven": DIST, "conditional": {GIVEN: DIST},
-                  "all_releases": DIST?}, "tokens": DIST, "empty_output": 0, "unprotected_by_policy": {...}},
-     "diagnostics": {"field": "diag", "records": 10, "kept": {...}, "dropped": {...}, "totals": {...}},  # local
-     "sample": {"requested": 3, "records": [{"id", "line", "original", "sanitized", "spans": [...]}]}}   # local
-
-    DIST = {"n": 10, "none": 0, "inf": 0, "min": .., "median": .., "mean": .., "max": ..,
-            "histogram": {"edges": [e0, ..., ek], "counts": [c1, ..., ck]}}
+nothing, as it writes no output). One format for every stream command (``"ppt_report": 1``).
 
 Privacy, failing closed: the report holds counts, parameters and figures from the public stamps; never a
 record's text or id. Two parts depend on the raw text and make the report ``local_only`` (written 0600):
-``diagnostics`` (sums of the --diagnostics field, which stays local) and ``sample`` (the raw and the
-sanitized text of the first N records, asked for with ``ppt sanitize --report-sample N`` under
---keep-original; spans from the --emit-alignment field).
+``diagnostics`` and ``sample``. The format field by field, and those two parts: docs/reports.md.
 """
 
 from __future__ import annotations

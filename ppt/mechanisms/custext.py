@@ -1,33 +1,16 @@
 """CusText and CusText+ (Chen et al., 2023): eps-LDP sampling within fixed, disjoint groups of K words.
 
-Mapping. Walk the vocabulary in frequency order (``space.freq_rank``, ties by row). Each word not yet
-assigned becomes a group leader and takes its K most similar *unassigned* words, itself first, as one
-group; those words are then masked with -inf so that no later group can take them. Groups are
-therefore disjoint and cover the space's vocabulary: all have K members except possibly the last,
-which takes whatever is left (fewer than K words; a final group of one word always maps to itself,
-which is within-group LDP with a group of one: no protection, as in the original design).
-The reference code zeroed the embeddings of assigned words instead, which let later groups take
-them again (overlapping groups), so a word's output set no longer determined its input's group and
-the claimed guarantee did not hold.
-
-Similarity: cosine similarity of the embeddings. The reference's default path (counter-fitted vectors)
-L2-normalises the vectors and ranks by dot product, which is cosine similarity; we apply it to any
-space (GloVe by default) rather than switching to Euclidean distance for some embeddings.
-
-Sampling. For a member x of group G and y in G, with s(x, y) the cosine similarity,
-``s~_y = (s(x, y) - min_G s(x, .)) / (max_G s(x, .) - min_G s(x, .))`` (all 0 when max == min) and
-``P[y | x] = softmax_G(eps * s~_y / 2)``. As s~ is in [0, 1], for x, x' in the same group and any y,
-P[y|x] / P[y|x'] <= e^{eps/2} * e^{eps/2} = e^{eps}: eps-LDP among the members of a group (nothing is
-claimed across groups, whose output sets are disjoint).
-
-Artifacts. The groups do not depend on eps (cache kind ``custext-groups``: members in group order and
-group offsets); the per-eps probability table (kind ``custext-table``: [V, K] float64 cumulative rows
-over the word's group members, padded) is keyed by the groups' content hash and eps. Sampling a batch
-is a gather of cumulative rows plus one ``searchsorted`` with one uniform per position.
+Every word of the space belongs to exactly one group of up to K similar words (built once per space, in
+frequency order; the groups do not depend on eps). A word is replaced by a member y of its own group G,
+drawn with ``P[y | x] = softmax_G(eps * s~_y / 2)``, s~ the cosine similarity min-max normalised over
+the group: eps-LDP among the members of a group, nothing claimed across groups.
 
 Words outside the mapping (out of the space's vocabulary) follow the policy: by default replaced by a
 uniformly random vocabulary word, never passed through silently. CusText+ keeps NLTK's 179 English
 stopwords verbatim (reported in the accounting).
+
+The mapping (and why the groups must be disjoint, unlike the reference code's), similarity, the sampling
+rule and its bound, the cached artifacts: docs/mechanisms/custext.md.
 """
 
 from __future__ import annotations

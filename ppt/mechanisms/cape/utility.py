@@ -5,33 +5,10 @@ position, V candidates per row; there are no Python loops over rows or candidate
 keeps one torch sum per record, so each record's figures have the bits they have alone). The mechanism
 (:mod:`ppt.mechanisms.cape.mechanism`) feeds it row chunks, across records, so memory stays at ``chunk x V``.
 
-Utility (reconstruction, see ``shared/docs/MECHANISMS.md``)::
-
-    L~_r = (clip(l_r, -B, B) + B) / (2B)              in [0, 1]
-    D_r  = exp(-d_r / d_max),  d_max = max_r d_r      in [e^-1, 1]   (d_max per position / row)
-    product:  u_r = L~_r^lambda_L * D_r^lambda_D      in [0, 1],              Delta_u = 1
-    additive: u_r = lambda_L * L~_r + lambda_D * D_r  in [0, lambda_L+lambda_D], Delta_u = lambda_L + lambda_D
-
-Delta_u is the *range* of u over all inputs (not a neighbouring difference), so every position's
-mechanism is bounded against any change of the whole record.
-
-Bucketized EM per row: ``N_b`` equal-width buckets over ``[u_min, u_max]`` of the row; candidate r
-goes to ``k = floor((u_r - u_min) / (u_max - u_min) * N_b)`` clamped to ``N_b - 1`` (half-open
-buckets, the last one closed; all in bucket 0 when the row is constant). Each non-empty bucket gets
-``u_bar_k`` = mean utility of its members; a bucket is drawn with ``P(k) ∝ exp(eps * u_bar_k /
-(2 Delta_u))`` (empty buckets excluded) by inverse CDF with one uniform, then a member uniformly
-with a second uniform: ``P(r) = P(k(r)) / |b_k(r)|``.
-
-Privacy. The paper's Theorem 4.1 reports ``eps + eps'`` with ``eps' = ln(max|b| / min|b|)`` over the
-non-empty buckets of the row being perturbed: data dependent, and computed from one input only. What
-can be proved for two inputs x, x' (any, since Delta_u is the range) is::
-
-    P(r|x) / P(r|x') <= exp(eps + eps'(x) + eps'(x'))
-
-(:func:`pairwise_bound`: within one input, two tokens' probabilities differ by at most
-``e^{eps/2} max|b| / min|b|``, and both inputs put mass >= 1/|V| on some token). A bound that holds for
-every pair of inputs without looking at the data is :func:`worst_case_eps` (ln of sup P / inf P over all
-utility vectors): for |V| = 49k, N_b = 50 it is ~15 at eps = 1. The mechanism reports all three.
+Privacy: the paper's eps + eps' is data dependent and computed from one input only; what is proven for
+two inputs is :func:`pairwise_bound`, and for every pair without looking at the data :func:`worst_case_eps`.
+The mechanism reports all three. The utility and bucketized-EM formulas and the bounds' reasoning:
+docs/mechanisms/cape.md ("Kernels").
 """
 
 from __future__ import annotations

@@ -1,51 +1,21 @@
 """ProSan (papers/prosan.txt): protect the words that carry private information and matter least to the
 task, replacing them with masked-LM candidates weighted by importance, privacy and similarity.
 
-Per prompt (spec in ``shared/docs/MECHANISMS.md``; the formulas are in :mod:`.scores` and :mod:`.replace`):
-
-1. Words and POS tags from the tagger (spaCy ``en_core_web_sm`` by default; injectable).
-2. A local causal LM (``model``, SmolLM2 by default) gives each word its importance K_w (gradient norm of the
-   task loss w.r.t. the input embeddings, min-max normalised) and privacy O_w (self-information,
-   min-max normalised); the prompt's entropy H (mean self-information, nats) sets the protected share
-   gamma = min(1, lambda * sigmoid(H)).
-3. Among the words whose POS is in ``pos`` (NOUN, PROPN, NUM), the ceil(gamma * n) least important are
-   protected (MECHANISMS.md's reading; ties by position).
-4. A protected e-mail address (found by pattern, eligible whatever its POS tag: ``emails``, on by
-   default; :mod:`.formats`) keeps its format with fresh letters and digits. A protected word with a
-   digit keeps its format with fresh uniformly random digits (the token pipeline's random digits). Any other protected word is masked in the prompt; the masked LM (``mlm``,
-   splade-tiny by default, the only packaged one) proposes candidates up to cumulative probability ``tau``,
-   and one is drawn with P(c) ∝ exp((K_w - O_w) * scale * s_c), s_c = WordNet path similarity
-   (``similarity="wordnet"``) or, as the documented fallback when WordNet is absent, the cosine of the
-   masked LM's input embeddings clipped to [0, 1] (``"embedding"``; ``"auto"`` picks WordNet when its
-   files and NLTK are present, decided at construction and stamped).
-
-Candidates are the masked LM's whole-word alphabetic tokens of at least two letters (no special, ``##``
-or ``[unusedN]`` tokens); the original word itself is excluded by default (``exclude_original``: a
-"replacement" equal to the word would leave it in the output). Replacements take the output sentence's
-capitalisation (policy ``case``), never the original's.
+Per prompt: a local causal LM scores each word's importance K_w and privacy O_w, and the prompt's
+entropy sets the protected share gamma; the least important words whose POS is eligible (NOUN, PROPN,
+NUM) are protected. A protected e-mail address or word with a digit keeps its format with fresh
+characters; any other protected word is replaced by a masked-LM candidate drawn with
+P(c) ∝ exp((K_w - O_w) * scale * s_c).
 
 Privacy: **no differential-privacy guarantee.** Words not selected are released verbatim and the
 replacements depend on the raw text through scores that are not privatized; the stamp says so with an
-:class:`~ppt.accounting.UnprotectedEvent` over the record's words (proven eps "inf", notion "none"),
-never an eps. ``eps`` is not a parameter of ProSan; passing one is an error. Measure what stays out of the
-output with ``ppt eval phr``.
-
-Randomness: one uniform per replaced word from the record's generator, in text order, then the fresh
-characters of protected e-mail addresses, then random digits.
-``batching="record"`` (the default) scores and masks one record at a time, so seeded output never depends
-on batch size or order; ``"mixed"`` shares padded forward passes across records (faster on a GPU; float
-rounding then depends on the batch, which can move a word across the protected share's cut).
-
-Threads: ``threads="auto"`` runs the model passes on one intra-op thread while the CPU is busy (load
-average >= cores; :mod:`.threads`: 10-15x faster on a loaded 2-core machine); no output change measured.
-
-Cost: per batch, one greedy generation of ``response_tokens`` tokens, one forward + backward pass of the
-causal LM, and one masked-LM forward pass per replaced word (all batched); WordNet lookups are memoised.
-Models load in :meth:`prepare` (before input is read): a missing spaCy model, WordNet (when asked for) or LM
-is a configuration error (exit 78) naming the install command.
+:class:`~ppt.accounting.UnprotectedEvent` (proven eps "inf", notion "none"), never an eps; passing
+``eps`` is an error. Measure what stays out of the output with ``ppt eval phr``.
 
 This module wires ProSan into the token pipeline; the selection rule is :mod:`.plan`, and the candidate
-vocabulary, scoring and replacement passes of the models are :mod:`.model_passes`.
+vocabulary, scoring and replacement passes of the models are :mod:`.model_passes` (the formulas:
+:mod:`.scores`, :mod:`.replace`). The steps in full, candidates, randomness and batching, threads, cost:
+docs/mechanisms/prosan.md.
 """
 
 from __future__ import annotations

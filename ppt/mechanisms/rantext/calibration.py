@@ -1,45 +1,16 @@
 """RANTEXT noise calibration: Z fitted per space so the adjacency lists have a target size.
 
-Why calibrate: RANTEXT's Laplace scale is Delta_d / Z(eps), with Z fitted by the paper to ada-002's
-geometry. On other spaces the paper's Z makes the random adjacency list C_r either the whole
-vocabulary (eps < 2, Z = eps) or a few dozen tokens (eps >= 2) -- see docs/MECHANISMS.md. So ppt
-fits Z per space such that the **median** of |C_r| / |V|, over tokens and noise draws, follows a
-target curve (:data:`TARGET_POINTS`).
+RANTEXT's Laplace scale is Delta_d / Z(eps), with Z fitted by the paper to ada-002's geometry; on other
+spaces the paper's Z makes the random adjacency list C_r either the whole vocabulary or a few dozen
+tokens. So ppt fits Z per space such that the **median** of |C_r| / |V|, over tokens and noise draws,
+follows a target curve (:data:`TARGET_POINTS`) that never increases with eps, so the list never shrinks
+as eps falls (issue 16). ``target_fraction=`` overrides the curve with a fixed fraction; ``z='paper'``
+and a numeric ``z`` skip calibration (see :mod:`ppt.mechanisms.rantext.mechanism`).
 
-The target curve never increases with eps, so the list never shrinks as eps falls:
-
-* eps <= 1: a median list of the whole vocabulary (fraction 1): about half the draws cover all of V, the
-  tokens farthest from the rest far fewer (C_r stays random: the eps figure is conditional here too);
-* eps >= 2: 10.5% of V, the *monotone envelope* of the sizes the paper reports (about 1.5%, 9%, 10%,
-  10.5% of V at eps 2, 6, 10, 14, :data:`PAPER_POINTS`, a third-party reading of its appendix): at
-  each eps the largest size the paper uses at that eps or any larger one. The paper's own points grow
-  with eps, so no non-increasing curve can pass through all of them; the envelope is the smallest
-  non-increasing curve that is never below them, i.e. never less private than the paper's sizing at
-  any eps, and it loses the least utility among such curves (at eps 6-14 it is within 1.5 points of
-  the paper; at eps 2 the list is 7x the paper's 1.5%, at eps 3 about 4.5x);
-* in between, log-linear (log of the fraction linear in eps) from 1 at eps 1 to 10.5% at eps 2.
-
-Why monotone matters: with Z non-decreasing in eps (which a non-increasing target gives, the fit
-being monotone in the target), a smaller eps means a larger radius for the same Laplace draw, so a
-larger list, and flatter weights exp(eps/2 * u) over it; P(out = in | draw) then falls pointwise as eps
-falls. The previous default (the paper's points, clamped to 1.5% for every eps <= 2) shrank the list
-as eps fell below 6 and made eps 0.1 leak more to a nearest-neighbour attacker than eps 6 (issue 16).
-
-``target_fraction=`` overrides the curve with a fixed fraction; ``z='paper'`` and a numeric ``z`` skip
-calibration (see :mod:`ppt.mechanisms.rantext.mechanism`).
-
-The fit is exact rather than iterative. With standard-Laplace draws L (fixed across candidate Z),
-the radius is r = R / Z where R = ||Delta * L||_2, and |C_r(t)| >= k exactly when R / Z exceeds
-D_t(k), the k-th smallest distance from t (t itself is the first, at distance 0). So the median of
-|C_r| reaches k exactly when Z is below the median of q = R / D_t(k) over the sample: Z just below
-that median (the geometric midpoint of the two order statistics around it) is the solution of the
-monotone search (what bisection would converge to), found in one pass. For the whole vocabulary
-(k = |V|), D_t(k) is t's largest distance, and more than half the calibration draws cover all of V.
-
-Calibration randomness is not privacy noise: the token sample and the draws use a fixed seed, so the
-fitted Z is a deterministic function of (space, target) and is cached with the space
-(artifact kind ``rantext-calibration``, keyed by the target fraction, so a new curve needs no new
-cache version).
+The fit is exact (one pass, what bisection would converge to). Calibration randomness is not privacy
+noise: the fitted Z is a deterministic function of (space, target), cached with the space (artifact
+kind ``rantext-calibration``). The target curve, why monotone matters, the fit:
+docs/mechanisms/rantext.md ("Calibration").
 """
 
 from __future__ import annotations
