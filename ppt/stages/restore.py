@@ -33,15 +33,30 @@ def restore_text(text: str, mapping: list[dict[str, Any]]) -> tuple[str, int]:
         table.pop(key)
     if not table:
         return text, 0
-    pattern = phrase_pattern(list(table))
+    # a typed placeholder (<PERSON_1>) also as a model may write it back: without its brackets, or cut short
+    # by the answer's token limit (<PERSON_1)
+    cores = {m.group(1): orig for key, orig in table.items() if (m := _PLACEHOLDER.fullmatch(key))}
+    keys = list(table) + list(cores)
+    pattern = (
+        re.compile(
+            rf"<?(?<!\w)(?:{'|'.join(re.escape(k.strip('<>')) if k in cores else re.escape(k) for k in sorted(keys, key=len, reverse=True))})(?!\w)>?",
+            re.IGNORECASE,
+        )
+        if cores
+        else phrase_pattern(list(table))
+    )
     count = 0
 
     def put_back(m: re.Match) -> str:
         nonlocal count
         count += 1
-        return table[m.group(0).lower()]
+        found = m.group(0).lower()
+        return table.get(found) or cores.get(found.strip("<>")) or table.get(f"<{found.strip('<>')}>", m.group(0))
 
     return pattern.sub(put_back, text), count
+
+
+_PLACEHOLDER = re.compile(r"<([a-z][a-z_]*_\d+)>")  # keys are lower-cased
 
 
 def stamped_mapping_field(data: dict) -> str | None:
