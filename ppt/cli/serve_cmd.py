@@ -14,7 +14,9 @@ from ppt.cli.serving import (
     bind,
     check_exposure,
     client_cap,
+    serve_in_background,
     serve_until_stopped,
+    stop_serving,
     write_port_file,
 )
 
@@ -34,7 +36,9 @@ clients must then send "Authorization: Bearer $NAME" (the key is read from the e
 the command line). A request must arrive whole (headers and body) within --timeout seconds, or its
 connection is closed, slow clients like silent ones; the bearer token is checked before the body is
 read. At most --max-connections are open at once, and at most --max-client-connections from one client
-address (503 with Retry-After beyond). Runs until Ctrl-C or SIGTERM. Nothing is written to
+address (503 with Retry-After beyond). It answers as soon as it is bound: while the model loads, model
+routes get 503 with Retry-After and /health 200; --port-file is written once the model is in. Runs
+until Ctrl-C or SIGTERM. Nothing is written to
 stdout; request bodies and keys are never logged.
 
 Served by uvicorn with starlette when they are installed (the serve extra of ppt), else by the
@@ -213,11 +217,12 @@ def serve(
             max_connections=max_connections,
             max_client_connections=client_cap(host, max_connections, max_client_connections),
         )
+        thread = serve_in_background(server)  # 503 "loading" until the model is in, never a hang
         try:
             with stdout_guard():
                 gen = get_lm(model, runtime=runtime, device=device, dtype=dtype, batch_size=max_batch)
         except BaseException:
-            server.server_close()
+            stop_serving(server, thread)
             raise
         max_batch = max_batch or gen.batch_size or 256
         service = ModelService(
@@ -240,10 +245,10 @@ def serve(
                 file=sys.stderr,
                 flush=True,
             )
-        # the stdlib transport stops through the SIGTERM handler; uvicorn handles SIGINT/SIGTERM itself while it
-        # serves (graceful shutdown), then re-raises the signal, which lands there or as KeyboardInterrupt
+        # the server runs in its thread (uvicorn's graceful shutdown included); this thread waits for Ctrl-C or
+        # SIGTERM and stops it
         try:
-            serve_until_stopped(server)
+            serve_until_stopped(server, thread)
         finally:
             busy = service.close()
             if not quiet:

@@ -1,6 +1,6 @@
 """What the model servers (`ppt serve`, `ppt snd serve`) and their clients share on the command line: the
-bearer token read from the environment, the loopback-only rule, binding before the model loads, the port
-file, and serving until Ctrl-C or SIGTERM."""
+bearer token read from the environment, the loopback-only rule, binding and serving (503 "loading")
+before the model loads, the port file, the connection limits, and serving until Ctrl-C or SIGTERM."""
 
 from __future__ import annotations
 
@@ -98,18 +98,41 @@ def write_port_file(path: str | None, server: Any) -> None:
     os.replace(tmp, path)
 
 
-def serve_until_stopped(server: Any) -> None:
-    """Serve until Ctrl-C or SIGTERM (its handler shuts the server down from another thread), then close it."""
+def serve_in_background(server: Any) -> Any:
+    """Start answering at once, in a daemon thread, while the caller loads the model: until
+    ``server.service`` is set, model routes answer 503 "the model is still loading" with Retry-After
+    (a request never hangs on a socket that is not served yet) and /health answers 200. Returns the thread."""
+    import threading
+
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True, name="ppt-serve")
+    thread.start()
+    return thread
+
+
+def stop_serving(server: Any, thread: Any) -> None:
+    """Shut the server down (in-flight requests are answered or cut off), wait for its thread, close it."""
+    try:
+        server.shutdown()
+        thread.join(timeout=30)
+    finally:
+        server.server_close()
+
+
+def serve_until_stopped(server: Any, thread: Any) -> None:
+    """Wait while ``thread`` serves, until Ctrl-C or SIGTERM, then stop the server and close it."""
     import signal
     import threading
 
-    def stop(signum, frame):  # noqa: ARG001 - signal handler signature
-        threading.Thread(target=server.shutdown, daemon=True).start()
+    stop = threading.Event()
 
-    signal.signal(signal.SIGTERM, stop)
+    def on_sigterm(signum, frame):  # noqa: ARG001 - signal handler signature
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
-        server.serve_forever(poll_interval=0.2)
+        while not stop.is_set() and thread.is_alive():
+            stop.wait(0.2)
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
+        stop_serving(server, thread)

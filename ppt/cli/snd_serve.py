@@ -14,7 +14,9 @@ from ppt.cli.serving import (
     bind,
     check_exposure,
     client_cap,
+    serve_in_background,
     serve_until_stopped,
+    stop_serving,
     write_port_file,
 )
 from ppt.cli.snd_common import SERVER_PANEL, MaxLenOpt, ModelOpt
@@ -26,7 +28,8 @@ rows in, pooled embeddings out). It never sees text or token ids. Loopback addre
 --allow-remote, which also requires --api-key-env NAME (clients send "Authorization: Bearer $NAME").
 A request must arrive whole within --timeout seconds (slow clients are cut like silent ones); at most
 --max-connections are open at once, --max-client-connections from one client address (503 beyond).
-Bodies are never logged. Runs until Ctrl-C or SIGTERM.
+While the model loads, requests get 503 with Retry-After (--port-file is written once it is in). Bodies
+are never logged. Runs until Ctrl-C or SIGTERM.
 
 [bold]Examples[/]
   ppt snd serve --model minilm --port 8100 &
@@ -129,11 +132,12 @@ def serve(
             max_client_connections=client_cap(host, max_connections, max_client_connections),
             verbose=verbose,
         )
+        thread = serve_in_background(server)  # 503 "loading" until the model is in, never a hang
         try:
             with stdout_guard():
                 split = SplitModel.load(model, device=device, max_length=max_length)
         except BaseException:
-            server.server_close()
+            stop_serving(server, thread)
             raise
         server.service = SndService(split)
         write_port_file(port_file, server)
@@ -145,7 +149,7 @@ def serve(
                 flush=True,
             )
         try:
-            serve_until_stopped(server)
+            serve_until_stopped(server, thread)
         finally:
             if not quiet:
                 print("ppt: snd serve: stopped", file=sys.stderr, flush=True)

@@ -139,11 +139,20 @@ class SndHandler(DeadlineRequestHandler):
         self.error(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
         return False
 
+    def loading(self) -> bool:
+        """True (and 503 with Retry-After answered) while `ppt snd serve` is still loading its model."""
+        if self.server.service is not None:
+            return False
+        self.error(503, "the model is still loading", {"Retry-After": "5"})
+        return True
+
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         if path == "/health":
             self.send_json(200, {"status": "ok"})
         elif not self.authorized():
+            return
+        elif path == INFO and self.loading():
             return
         elif path == INFO:
             self.send_json(200, self.server.service.info())
@@ -155,6 +164,8 @@ class SndHandler(DeadlineRequestHandler):
             return
         if self.path.split("?", 1)[0].rstrip("/") != EMBED:
             self.error(404, "no such route")
+            return
+        if self.loading():
             return
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             self.error(411, "send a Content-Length")
