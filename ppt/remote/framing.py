@@ -167,6 +167,7 @@ def h11_error(hint: int, buffered: bytes, short_body: bool) -> ServiceError:
 
 
 __all__ = [
+    "without_query",
     "HEADERS_TOO_LARGE",
     "MALFORMED",
     "MAX_HEADERS",
@@ -183,3 +184,12 @@ __all__ = [
     "protocol_error",
     "too_large",
 ]
+
+
+_QUERY = re.compile(r"(/[^\s?\"]*)\?[^\s\"]*")
+
+
+def without_query(line: str) -> str:
+    """A log line with every request target's query string cut (``?api_key=...``: a client may send its key or
+    a prompt there); the path stays."""
+    return _QUERY.sub(r"\1?...", line)

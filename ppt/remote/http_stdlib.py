@@ -30,7 +30,7 @@ from ppt.remote.api import (
     unrouted,
 )
 from ppt.remote.capped import CappedThreadingServer, DeadlineRequestHandler
-from ppt.remote.framing import SHORT_BODY, decide_head, protocol_error
+from ppt.remote.framing import SHORT_BODY, decide_head, protocol_error, without_query
 from ppt.remote.service import ClientGone, Service, ServiceError
 from ppt.remote.shapes import models_body, sse_body
 
@@ -46,7 +46,7 @@ class OpenAIHandler(DeadlineRequestHandler):
     # -- plumbing
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature from the stdlib
         if self.server.verbose:  # request line and status only; bodies are never logged
-            sys.stderr.write(f"ppt: serve: {self.address_string()} {format % args}\n")
+            sys.stderr.write(f"ppt: serve: {self.address_string()} {without_query(format % args)}\n")
 
     def send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
         data = orjson.dumps(obj)

@@ -31,7 +31,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ppt.remote.api import MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_HEADER_BYTES, SOCKET_TIMEOUT_S, over_capacity
-from ppt.remote.framing import h11_error
+from ppt.remote.framing import h11_error, without_query
 from ppt.remote.http_starlette import build_app
 from ppt.remote.limits import ConnectionLimits, client_key
 from ppt.remote.service import Service
@@ -162,7 +162,7 @@ class _OneLine(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             kind = "warning: " if record.levelno >= logging.WARNING else ""
-            sys.stderr.write(f"ppt: {kind}serve: {record.getMessage()}\n")
+            sys.stderr.write(f"ppt: {kind}serve: {without_query(record.getMessage())}\n")
         except Exception:  # noqa: BLE001 - a closed stderr must not stop the server
             pass
 

@@ -140,6 +140,8 @@ def test_ppt_serve_process(tiny_lm, tmp_path, transport, stop_signal):
         assert typo.status_code == 404 and typo.json()["error"]["code"] == "model_not_found"
         wrong_method = httpx.get(url + "/chat/completions", timeout=60)
         assert wrong_method.status_code == 405 and wrong_method.headers["allow"] == "POST"
+        keyed = httpx.get(url + "/models?api_key=sk-SECRET-KEY", timeout=60)  # P-m3: never in the log
+        assert keyed.status_code == 200
         proc.send_signal(stop_signal)
         out, err = proc.communicate(timeout=30)
     finally:
@@ -151,6 +153,7 @@ def test_ppt_serve_process(tiny_lm, tmp_path, transport, stop_signal):
     assert out == ""  # nothing but JSONL on stdout, and a server writes none
     assert "The quick brown fox" not in err  # bodies are never logged
     assert '"POST /v1/chat/completions HTTP/1.1" 200' in err  # --verbose: request line and status only
+    assert "sk-SECRET-KEY" not in err and "/v1/models?..." in err  # the path, never the query string
     assert "serving" in err or "on http://127.0.0.1" in err
 
 
