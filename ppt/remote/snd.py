@@ -101,6 +101,8 @@ class SndService:
             self.on_request(rows)
         with self._lock:
             pooled = self.split.server_pool(rows)
+        if not all(bool(torch.isfinite(p).all()) for p in pooled):  # finite but huge rows (3e38) overflow the model
+            raise WireError("the rows are too large for the model: its output is not finite")
         return {"embeddings": [encode(p) for p in pooled], "model_hash": self.split.hash}
 
 

@@ -69,3 +69,16 @@ def test_bearer_token_and_malformed_requests(split):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_huge_finite_rows_get_400_not_nan(split):
+    """P-m7 (issue 29): finite but huge rows (3e38) made the model's output NaN, answered 200."""
+    from ppt.remote.snd import WireError, encode
+
+    service = SndService(split)
+    huge = torch.full((3, split.dim), 3e38)
+    body = __import__("orjson").dumps({"inputs": [encode(huge)]})
+    with pytest.raises(WireError, match="not finite"):
+        service.embed(body)
+    fine = torch.zeros(3, split.dim)
+    assert service.embed(__import__("orjson").dumps({"inputs": [encode(fine)]}))["embeddings"]
