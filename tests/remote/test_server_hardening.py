@@ -412,3 +412,22 @@ def test_requests_while_the_model_loads_get_503_not_a_crash(transport):
         assert httpx.post(server.base_url + "/chat/completions", json=CHAT, timeout=10).status_code == 200
     finally:
         stop(server, thread)
+
+
+def test_many_messages_or_a_huge_prompt_are_refused_before_the_model_thread():
+    """P-m5 (issue 29): one 8 MB request of ~289k empty chat messages tied up the model thread 5-50 s while it
+    was rendered and tokenized. The bounds are checked while the request is parsed, in milliseconds."""
+    import time
+
+    from ppt.remote.backends import MAX_MESSAGES, MAX_PROMPT_CHARS, parse_request
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="messages per request"):
+        parse_request({"model": "m", "messages": [{"role": "user", "content": ""}] * 289_000}, "chat")
+    with pytest.raises(ValueError, match="characters"):
+        parse_request({"model": "m", "messages": [{"role": "user", "content": "x" * (MAX_PROMPT_CHARS + 1)}]}, "chat")
+    with pytest.raises(ValueError, match="characters"):
+        parse_request({"model": "m", "prompt": "x" * (MAX_PROMPT_CHARS + 1)}, "completions")
+    assert time.perf_counter() - t0 < 1.0
+    ok = parse_request({"model": "m", "messages": [{"role": "user", "content": "hi"}] * MAX_MESSAGES}, "chat")
+    assert len(ok.prompt) == MAX_MESSAGES
