@@ -5,8 +5,10 @@ sampler, ``decoder="generate"``) batched, all in one run.
 Same model, same inputs (the bundled prompts as raw documents with a canned perturbed generation),
 same greedy decoding. Prints generated tokens/s of each, the ratios, and how many texts equal the
 reference's (greedy decoding is deterministic up to float rounding; bf16 on a GPU may flip a few).
-``--random-weights`` builds the model from the alias's config with random weights (for timing where the
-packaged weights are not at hand; it rarely emits EOS, so every record runs to --max-new-tokens).
+``--random-weights`` builds the model from the alias's config and tokenizer alone with seeded random
+weights (bench/random_lm.py: no weights are read, so it runs where the packaged weights are not at hand;
+it rarely emits EOS, so every record runs to --max-new-tokens); ``--layers`` cuts it to that many layers.
+``--batched-only`` times the batched decode loop alone and ``--json PATH`` writes the rates as JSON.
 
     python bench/extract.py                                   # smollm2 on CPU (or the GPU when present)
     python bench/extract.py --n 1024 --max-new-tokens 64 --device cuda --random-weights --compile
@@ -16,8 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ppt.io import Record
 from ppt.lm.generate import LocalGenerator, SamplingParams
@@ -51,20 +57,18 @@ def timed(extractor: Extractor, records: list[Record]) -> tuple[float, float, in
     return dt, cpu, tokens, [o["extracted"] for o in outs]
 
 
-def random_weights(name: str, device: str, dtype: str | None) -> LocalGenerator:
-    """The alias's architecture and tokenizer with seeded random weights."""
-    import torch
-    from transformers import AutoModelForCausalLM
+def random_weights(name: str, device: str, dtype: str | None, layers: int | None = None) -> LocalGenerator:
+    """The alias's architecture and tokenizer with seeded random weights, from its config alone."""
+    from random_lm import random_causal_lm
 
-    from ppt.models.device import resolve_device, resolve_dtype
+    from ppt.models.device import resolve_device
 
-    loaded = LocalGenerator.load(name, device="cpu")
     dev = resolve_device(device)
-    dt = resolve_dtype(dtype if dtype is not None or dev.type != "cuda" else "auto", dev)
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(loaded.model.config).to(dev, dtype=dt).eval()
-    model.generation_config = loaded.model.generation_config
-    return LocalGenerator(model, loaded.tokenizer, name=f"{name} (random weights)")
+    model, tok = random_causal_lm(
+        name, layers=layers, device=dev, dtype=dtype if dtype is not None or dev.type != "cuda" else "auto"
+    )
+    label = f"{name} (random weights{f', {layers} layers' if layers else ''})"
+    return LocalGenerator(model, tok, name=label)
 
 
 def main() -> None:
@@ -78,7 +82,10 @@ def main() -> None:
     ap.add_argument("--dtype", default=None, help="default: bfloat16 on CUDA, the model's own on CPU")
     ap.add_argument("--static-cache", choices=["auto", "on", "off"], default="auto", help="auto: on for CUDA")
     ap.add_argument("--compile", action="store_true", help="torch.compile the one-token step (CUDA + static cache)")
-    ap.add_argument("--random-weights", action="store_true")
+    ap.add_argument("--random-weights", action="store_true", help="the model's shape with random weights")
+    ap.add_argument("--layers", type=int, default=None, help="with --random-weights: this many layers")
+    ap.add_argument("--batched-only", action="store_true", help="time the batched decode loop alone")
+    ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     ap.add_argument(
         "--ignore-eos",
         action="store_true",
@@ -92,7 +99,7 @@ def main() -> None:
     from ppt.lm.generate import default_batch_size
 
     if args.random_weights:
-        base = random_weights(args.model, args.device, args.dtype)
+        base = random_weights(args.model, args.device, args.dtype, args.layers)
     else:
         base = LocalGenerator.load(args.model, device=args.device, dtype=args.dtype)
     if args.ignore_eos:
@@ -133,25 +140,45 @@ def main() -> None:
         f"records {args.n} ({len(few)} one at a time)  max_new_tokens {args.max_new_tokens}  batch size {bs}  "
         f"static cache {batched.static_cache}  compile {batched.compile}"
     )
-    for g in (batched, single, other_cache) + (() if args.skip_reference else (reference,)):  # warm-up, compile
+    if args.batched_only:
+        runs = [("batched", batched, records)]
+    else:
+        runs = [
+            ("one at a time", single, few),
+            ("batched", batched, records),
+            (f"batched, {'static' if other_cache.static_cache else 'dynamic'} cache", other_cache, records),
+        ]
+        if not args.skip_reference:
+            runs.append(("previous batched", reference, records))
+    for g in dict.fromkeys(g for _, g, _ in runs):  # warm-up, compile
         warm = g.batch_size if info["device"].startswith("cuda") else 2  # a full batch: the shapes compile sees
         Extractor(g, params=SamplingParams(max_new_tokens=4)).process(records[: min(len(records), warm)])
 
-    runs = [
-        ("one at a time", single, few),
-        ("batched", batched, records),
-        (f"batched, {'static' if other_cache.static_cache else 'dynamic'} cache", other_cache, records),
-    ]
-    if not args.skip_reference:
-        runs.append(("previous batched", reference, records))
-    rates, texts = {}, {}
+    rates, texts, result = {}, {}, {}
     for label, g, recs in runs:
         dt, cpu, n, out = timed(Extractor(g, params=params), recs)
         rates[label], texts[label] = n / dt, out
+        result[label] = {"seconds": dt, "cpu_seconds": cpu, "tokens": n, "tokens_per_s": n / dt}
         print(
             f"{label:<24} {dt:8.2f} s  {n:7d} tokens  {n / dt:9.1f} tokens/s   "
             f"(cpu {cpu:7.2f} s, {n / max(cpu, 1e-9):9.1f} tokens per cpu-s)"
         )
+    if args.json:
+        info = {
+            "model": base.name,
+            "device": info["device"],
+            "dtype": str(info["dtype"]),
+            "records": args.n,
+            "max_new_tokens": args.max_new_tokens,
+            "batch_size": bs,
+            "static_cache": batched.static_cache,
+            "compile": batched.compile,
+            "layers": base.model.config.num_hidden_layers,
+            "runs": result,
+        }
+        Path(args.json).write_text(json.dumps(info, indent=1))
+    if args.batched_only:
+        return
     print(f"ratio batched / one at a time: {rates['batched'] / rates['one at a time']:.2f}x")
     same_single = sum(a == b for a, b in zip(texts["one at a time"], texts["batched"]))
     print(f"identical texts batched vs one at a time: {same_single}/{len(few)}")

@@ -14,6 +14,10 @@ Three settings, side by side in one run:
     python bench/query.py                       # echo only, 200 requests, 50 ms latency
     python bench/query.py --model smollm2 --n-model 16 --max-tokens 16
     python bench/query.py --transport both      # the same runs on uvicorn+starlette and on stdlib
+    python bench/query.py --model smollm2 --random-weights --model-only --device cuda   # no weights needed
+
+``--random-weights`` serves a model of --model's shape built from its config and tokenizer alone, with
+seeded random weights (bench/random_lm.py; ``--layers N`` cuts it to N layers).
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ppt.testing import EchoService, loopback
 
@@ -99,6 +106,8 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--model-only", action="store_true", help="skip the echo settings")
+    ap.add_argument("--random-weights", action="store_true", help="--model's shape with random weights")
+    ap.add_argument("--layers", type=int, default=None, help="with --random-weights: this many layers")
     ap.add_argument(
         "--transport",
         default="auto",
@@ -120,7 +129,18 @@ def main() -> None:
         from ppt.lm.generate import LocalGenerator
         from ppt.remote.server import ModelService
 
-        gen = LocalGenerator.load(args.model, device=args.device, batch_size=max(levels))
+        if args.random_weights:
+            from random_lm import random_causal_lm
+
+            from ppt.models.device import resolve_device
+
+            dev = resolve_device(args.device)
+            model, tok = random_causal_lm(
+                args.model, layers=args.layers, device=dev, dtype="auto" if dev.type == "cuda" else None
+            )
+            gen = LocalGenerator(model, tok, name=model.config._name_or_path, batch_size=max(levels))
+        else:
+            gen = LocalGenerator.load(args.model, device=args.device, batch_size=max(levels))
         service = ModelService(gen, args.model, max_batch=max(levels), max_wait_s=0.01)
         service.complete({"messages": [{"role": "user", "content": "warm up"}], "max_tokens": 2}, "chat")
         settings.append(

