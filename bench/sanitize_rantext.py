@@ -89,9 +89,11 @@ def make_texts(space, n_records: int, seed: int = 0) -> list[str]:
     V = space.size
     p = 1.0 / np.arange(1, V + 1)
     p /= p.sum()
+    cdf = p.cumsum()  # rng.choice(V, size, p=p)'s own draw, without re-checking and re-summing p every record
+    cdf /= cdf[-1]
     names = ["Alice", "Okonkwo", "Springfield", "Zyrtec", "Kowalczyk", "Tuesday"]
     while len(texts) < n_records:
-        words = [space.vocab[i] for i in rng.choice(V, size=int(rng.integers(15, 35)), p=p)]
+        words = [space.vocab[i] for i in cdf.searchsorted(rng.random(int(rng.integers(15, 35))), side="right")]
         out = []
         for j, w in enumerate(words):
             if j == 0:
