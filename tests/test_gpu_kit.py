@@ -1,0 +1,77 @@
+"""The GPU kit (scripts/gpu_kit.sh, issue 28): packed from this environment, `run --device cpu --quick`
+measures every figure and writes them to results.json, so the kit cannot rot between GPU loans."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+KIT = ROOT / "scripts" / "gpu_kit.sh"
+FIGURES = {
+    "pytest_gpu",
+    "rantext_table_build_s",
+    "rantext_e2e_w1",
+    "rantext_mechanism",
+    "rantext_e2e_w2",
+    "rantext_scale_w2",
+    "santext_plus_tokens_per_s",
+    "custext_plus_tokens_per_s",
+    "tem_tokens_per_s",
+    "cape_fp32",
+    "cape_fp32_outside_forward",
+    "extract",
+}
+
+
+def test_help_names_both_commands_and_the_offline_pack():
+    r = subprocess.run(["bash", str(KIT), "--help"], capture_output=True, text=True, check=True)
+    for word in ("pack", "run", "--from-env", "--quick", "60 MiB"):
+        assert word in r.stdout
+
+
+@pytest.mark.slow
+def test_quick_cpu_run_of_a_kit_packed_from_this_environment(tmp_path):
+    from ppt.models import is_installed
+
+    missing = [a for a in ("minilm", "glove-6b-50d", "smollm2", "cl100k_base") if not is_installed(a)]
+    if missing:
+        pytest.skip(f"the kit is packed from the offline models: ppt models install {' '.join(missing)}")
+    env = {**os.environ, "PYTHON": sys.executable}
+    kit, out = tmp_path / "kit", tmp_path / "out"
+    r = subprocess.run(
+        ["bash", str(KIT), "pack", "--from-env", "--quick", "--out", str(kit)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    manifest = json.loads((kit / "MANIFEST.json").read_text())
+    assert manifest["total_bytes"] <= 60 << 20 and manifest["from_env"] and not manifest["wheels"]
+    packed = {f["path"] for f in manifest["files"]}
+    assert {"lm/smollm2/config.json", "lm/smollm2/tokenizer.json"} <= packed
+    assert not any(p.endswith((".safetensors", ".gguf", ".bin")) for p in packed)  # never weights
+
+    r = subprocess.run(
+        ["bash", str(KIT), "run", "--device", "cpu", "--quick", "--kit", str(kit), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:] + (out / "run.log").read_text()[-4000:]
+    result = json.loads((out / "results.json").read_text())
+    figures = {f["id"]: f for f in result["figures"]}
+    assert set(figures) >= FIGURES
+    assert all(figures[k]["value"] is not None for k in FIGURES), figures
+    assert figures["pytest_gpu"]["value"] == "skipped (cpu)"
+    assert figures["rantext_e2e_w1"]["goal"] == 1e6 and figures["extract"]["goal"] == 20000
+    assert {s["status"] for s in result["steps"].values()} <= {"ok", "skipped"}
+    assert result["device"]["device"] == "cpu" and result["device"]["name"]
+    assert "RANTEXT end to end, 1 worker" in r.stdout  # the table
