@@ -59,8 +59,8 @@ TIMEOUT_HELP = (
 )
 CLIENT_CAP_HELP = (
     "Most connections open at once from one client address (503 beyond), so one client cannot take every slot"
-    " [default: --max-connections on a loopback --host, where every client is this machine; a quarter of it"
-    " otherwise]."
+    " (default: --max-connections on a loopback --host, where every client is this machine; a quarter of it"
+    " otherwise)."
 )
 
 
