@@ -139,5 +139,5 @@ PRESETS: dict[str, dict[str, Any]] = {
 # needs the top vote count above LimitedDomain's margin 2 + 2 ln(2/delta0)/eps0 (+ Gumbel(2/eps0) noise), and
 # one query costs eps' = ln(1 + q (e^eps0 - 1)). The voters, q x ensemble, are what buys both: with 400
 # subsets (800 demonstrations: a 1,000-record set after its 10% validation split fills them) a rate of 0.25
-# gives ~100 voters against a ~40-vote margin, so a release passes when ~60% of them agree, and eps 8 covers
+# gives ~100 voters against a ~43-vote margin, so a release passes when ~60% of them agree, and eps 8 covers
 # ~47 queries at delta 1e-5 (tests/dpopt/test_presets.py pins both figures).
