@@ -68,6 +68,7 @@ def test_built_through_the_detector_list_and_merged_with_the_others(tmp_path):
     assert "categories-all" in det.signature
 
 
+@pytest.mark.slow  # seconds: the full suite (CI) runs it, the fast lane does not
 def test_shipped_lexicon_matches_its_generator():
     """The shipped file is what ``python -m ppt.detect.categories --build`` writes from WordNet (skipped where
     WordNet is not installed)."""

@@ -113,6 +113,7 @@ def agreeing(agreeing_lm):
     return (*load_causal_lm(str(path), device="cpu", dtype="float32"), chain)
 
 
+@pytest.mark.slow  # seconds: the full suite (CI) runs it, the fast lane does not
 @pytest.mark.parametrize("which", ["paper", "defaults"])
 def test_done_means_eps_8_on_1000_records_releases_an_instruction(agreeing, which):
     """Issue 27's done-means, with a tiny model whose votes agree: non-empty generated instructions."""
@@ -147,6 +148,7 @@ def test_a_candidate_ends_at_its_first_bottom_unless_retries(tiny_lm):
         assert g["queries"] == g["failures"] == 3 * (1 + retries) and g["retries"] == retries
 
 
+@pytest.mark.slow  # seconds: the full suite (CI) runs it, the fast lane does not
 def test_cli_preset_paper_on_1000_records(agreeing_lm, tmp_path):
     """`ppt dp-opt tune --preset paper` at eps 8 on 1,000 records: the budget's query count is printed before
     the model loads, the stamp carries the preset's settings, and an explicit flag wins over the preset."""

@@ -50,6 +50,7 @@ def test_cli_make_pii():
     assert ppt("eval", "make-pii", "--task", "poem").returncode == 2
 
 
+@pytest.mark.slow  # seconds: the full suite (CI) runs it, the fast lane does not
 def test_make_pii_streams_records_one_at_a_time():
     """P-m9 (issue 29): `ppt eval make-pii -n 1000000000 | head -c 300` built every record in memory (killed at
     7.3 GB). Records are made one at a time: the pipe closes after the first few and the run ends at once."""

@@ -106,6 +106,7 @@ def test_patterns_detector_finds_emails_and_phones_offline():
     assert found.get("EMAIL_ADDRESS") == "alice.j@example.com" and "555-0199" in found.get("PHONE_NUMBER", "")
 
 
+@pytest.mark.slow  # seconds: the full suite (CI) runs it, the fast lane does not
 def test_patterns_detector_loads_without_torch_or_transformers():
     """issue 25's cold start: presidio imports transformers and torch for recognizers ppt never uses (5 s of a
     one-record run); the patterns detector loads without them and still finds e-mails and phones."""
