@@ -8,8 +8,10 @@ import typer
 
 from ppt.cli.common import DeviceOpt, QuietOpt, Runtime, handle_errors
 from ppt.cli.serving import (
-    CLIENT_CAP_HELP,
-    TIMEOUT_HELP,
+    SERVER_PANEL,
+    AllowRemoteOpt,
+    ClientCapOpt,
+    TimeoutOpt,
     bearer_token,
     bind,
     check_exposure,
@@ -20,7 +22,6 @@ from ppt.cli.serving import (
     write_port_file,
 )
 
-SERVER_PANEL = "Server"
 MODEL_PANEL = "Model"
 
 HELP = """Serve a local causal LM behind an OpenAI-compatible API, so `ppt query` runs offline.
@@ -66,12 +67,7 @@ def serve(
             "--host", help="Address to bind: a loopback address unless --allow-remote.", rich_help_panel=SERVER_PANEL
         ),
     ] = "127.0.0.1",
-    allow_remote: Annotated[
-        bool,
-        typer.Option(
-            "--allow-remote", help="Allow a non-loopback --host (requires --api-key-env).", rich_help_panel=SERVER_PANEL
-        ),
-    ] = False,
+    allow_remote: AllowRemoteOpt = False,
     api_key_env: Annotated[
         str | None,
         typer.Option(
@@ -80,15 +76,7 @@ def serve(
             rich_help_panel=SERVER_PANEL,
         ),
     ] = None,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout",
-            min=0.1,
-            help=TIMEOUT_HELP,
-            rich_help_panel=SERVER_PANEL,
-        ),
-    ] = 30.0,
+    timeout: TimeoutOpt = 30.0,
     max_connections: Annotated[
         int,
         typer.Option(
@@ -98,16 +86,7 @@ def serve(
             rich_help_panel=SERVER_PANEL,
         ),
     ] = 64,
-    max_client_connections: Annotated[
-        int | None,
-        typer.Option(
-            "--max-client-connections",
-            min=1,
-            help=CLIENT_CAP_HELP,
-            show_default=False,
-            rich_help_panel=SERVER_PANEL,
-        ),
-    ] = None,
+    max_client_connections: ClientCapOpt = None,
     port: Annotated[
         int,
         typer.Option(

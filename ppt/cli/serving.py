@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from ppt.cli.common import warn
 from ppt.io.errors import PptError
@@ -62,6 +64,29 @@ CLIENT_CAP_HELP = (
     " (default: --max-connections on a loopback --host, where every client is this machine; a quarter of it"
     " otherwise)."
 )
+SERVER_PANEL = "Server"
+
+# the options ppt serve and ppt snd serve both take, with the same meaning and help
+AllowRemoteOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-remote", help="Allow a non-loopback --host (requires --api-key-env).", rich_help_panel=SERVER_PANEL
+    ),
+]
+TimeoutOpt = Annotated[
+    float,
+    typer.Option("--timeout", min=0.1, help=TIMEOUT_HELP, rich_help_panel=SERVER_PANEL),
+]
+ClientCapOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-client-connections",
+        min=1,
+        help=CLIENT_CAP_HELP,
+        show_default=False,
+        rich_help_panel=SERVER_PANEL,
+    ),
+]
 
 
 def client_cap(host: str, max_connections: int, given: int | None) -> int:

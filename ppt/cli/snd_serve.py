@@ -8,8 +8,9 @@ import typer
 
 from ppt.cli.common import DeviceOpt, QuietOpt, handle_errors
 from ppt.cli.serving import (
-    CLIENT_CAP_HELP,
-    TIMEOUT_HELP,
+    AllowRemoteOpt,
+    ClientCapOpt,
+    TimeoutOpt,
     bearer_token,
     bind,
     check_exposure,
@@ -62,12 +63,7 @@ def serve(
             "--port-file", help="Write the bound port to this file once listening.", rich_help_panel=SERVER_PANEL
         ),
     ] = None,
-    allow_remote: Annotated[
-        bool,
-        typer.Option(
-            "--allow-remote", help="Allow a non-loopback --host (requires --api-key-env).", rich_help_panel=SERVER_PANEL
-        ),
-    ] = False,
+    allow_remote: AllowRemoteOpt = False,
     api_key_env: Annotated[
         str | None,
         typer.Option(
@@ -76,31 +72,14 @@ def serve(
             rich_help_panel=SERVER_PANEL,
         ),
     ] = None,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout",
-            min=0.1,
-            help=TIMEOUT_HELP,
-            rich_help_panel=SERVER_PANEL,
-        ),
-    ] = 30.0,
+    timeout: TimeoutOpt = 30.0,
     max_connections: Annotated[
         int,
         typer.Option(
             "--max-connections", min=1, help="Most connections open at once (503 beyond).", rich_help_panel=SERVER_PANEL
         ),
     ] = 32,
-    max_client_connections: Annotated[
-        int | None,
-        typer.Option(
-            "--max-client-connections",
-            min=1,
-            help=CLIENT_CAP_HELP,
-            show_default=False,
-            rich_help_panel=SERVER_PANEL,
-        ),
-    ] = None,
+    max_client_connections: ClientCapOpt = None,
     max_length: MaxLenOpt = 128,
     verbose: Annotated[
         bool,
