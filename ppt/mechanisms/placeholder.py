@@ -39,8 +39,15 @@ class Placeholder(Mechanism):
         Param("numbered", True, "number distinct values per kind (<PERSON_1>, <PERSON_2>); false: <PERSON>", "bool"),
     )
 
-    def __init__(self, eps: float = 1.0, space: Any = None, policy: Any = None, device: str = "auto", **params: Any):
-        quiet = params.pop("quiet", False)  # noqa: F841 - nothing to load, nothing to report
+    def __init__(
+        self,
+        eps: float = 1.0,
+        space: Any = None,
+        policy: Any = None,
+        device: str = "auto",
+        quiet: bool = False,  # nothing to load, nothing to report
+        **params: Any,
+    ):
         p = self.check_params(params)
         super().__init__(eps)
         if self.eps != self.default_eps:

@@ -34,24 +34,19 @@ def restore_text(text: str, mapping: list[dict[str, Any]]) -> tuple[str, int]:
     if not table:
         return text, 0
     # a typed placeholder (<PERSON_1>) also as a model may write it back: without its brackets, or cut short
-    # by the answer's token limit (<PERSON_1)
+    # by the answer's token limit (<PERSON_1): its core is a key too, and brackets around a match go with it
     cores = {m.group(1): orig for key, orig in table.items() if (m := _PLACEHOLDER.fullmatch(key))}
-    keys = list(table) + list(cores)
-    pattern = (
-        re.compile(
-            rf"<?(?<!\w)(?:{'|'.join(re.escape(k.strip('<>')) if k in cores else re.escape(k) for k in sorted(keys, key=len, reverse=True))})(?!\w)>?",
-            re.IGNORECASE,
-        )
-        if cores
-        else phrase_pattern(list(table))
-    )
+    pattern = phrase_pattern([*table, *cores])
+    if cores:
+        pattern = re.compile(f"<?{pattern.pattern}>?", pattern.flags)
+    table.update((core, orig) for core, orig in cores.items() if core not in table)
     count = 0
 
     def put_back(m: re.Match) -> str:
         nonlocal count
         count += 1
         found = m.group(0).lower()
-        return table.get(found) or cores.get(found.strip("<>")) or table.get(f"<{found.strip('<>')}>", m.group(0))
+        return table.get(found) or table.get(found.strip("<>"), m.group(0))
 
     return pattern.sub(put_back, text), count
 

@@ -146,9 +146,9 @@ def other_text_fields(
     for f in spec.extra_text_fields:
         todo = []
         for i, rec in enumerate(records):
-            found, value = lookup(rec.data, f)
             if i in failed:
                 continue
+            found, value = lookup(rec.data, f)
             if not found or not isinstance(value, str):
                 failed[i] = RecordError("missing_text_field", f"missing text field {f!r} (or not a string)")
                 continue

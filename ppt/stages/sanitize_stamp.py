@@ -63,7 +63,7 @@ class RecordStamper:
             head.update(self.mech.stamp())
             head["eps"] = self.mech.eps
         accs = [res.accounting, *(r.accounting for r in more)]
-        head["privacy"] = privacy_block(self.mech, accs if more else accs[0], compact=self.mode == "compact")
+        head["privacy"] = privacy_block(self.mech, accs, compact=self.mode == "compact")
         return {**head, **self._fields}
 
     def diagnostics_value(self, res: Sanitized, more: list[Sanitized] = ()) -> dict[str, Any]:
@@ -72,7 +72,7 @@ class RecordStamper:
         accs = [res.accounting, *(r.accounting for r in more)]
         return {
             "accounting": accs[0].to_dict() if not more else [a.to_dict() for a in accs],
-            "privacy": privacy_block(self.mech, accs if more else accs[0], diagnostics=True),
+            "privacy": privacy_block(self.mech, accs, diagnostics=True),
         }
 
 
