@@ -33,6 +33,7 @@ MECHANISMS: dict[str, tuple[str, str]] = {
     "prosan": ("ppt.mechanisms.prosan", "ProSan"),
     "prosan-lite": ("ppt.mechanisms.prosan.lite", "ProSanLite"),
     "placeholder": ("ppt.mechanisms.placeholder", "Placeholder"),
+    "surrogate": ("ppt.mechanisms.surrogate", "Surrogate"),
 }
 
 

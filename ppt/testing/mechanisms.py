@@ -67,6 +67,7 @@ def _register_builtins() -> None:
     from ppt.mechanisms.placeholder import Placeholder
     from ppt.mechanisms.prosan import ProSan
     from ppt.mechanisms.prosan.lite import ProSanLite
+    from ppt.mechanisms.surrogate import Surrogate
 
     @test_factory(Placeholder)  # replaces what a detector marks: a deny-list of the space's words stands in
     def _with_a_detector(name: str, eps: float, inputs: TinyInputs, **params) -> Mechanism:
@@ -74,6 +75,14 @@ def _register_builtins() -> None:
 
         mech = get_mechanism(name, eps, quiet=True, **params)
         mech.detector = PhraseDetector(list(getattr(inputs.space, "vocab", []))[6:])
+        return mech
+
+    @test_factory(Surrogate)  # kinds with lists (names, towns, a category) and a format kind (numbers)
+    def _with_typed_spans(name: str, eps: float, inputs: TinyInputs, **params) -> Mechanism:
+        from ppt.testing.detect import KindDetector
+
+        mech = get_mechanism(name, eps, quiet=True, **params)
+        mech.detector = KindDetector(list(getattr(inputs.space, "vocab", []))[6:])
         return mech
 
     @test_factory(Cape, ProSanLite)  # a context model (ProSan-lite: any causal LM stands in for a distilled one)

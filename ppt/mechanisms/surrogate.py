@@ -1,0 +1,217 @@
+"""Surrogates of the same kind: each detected span becomes a value of its kind (a name by a name, a town by a
+town, a health condition by a health condition, a phone number by a phone number of the same format), the same
+value the same surrogate within the record; with ``--mapping`` and ``ppt restore`` the real values come back.
+
+Why beside the placeholders: an answer about "Elena Rossi from Agra who has asthma" reads like the user's own
+prompt, where ``<PERSON_1>`` makes some models refuse or echo the brackets. What it guarantees: each surrogate
+is drawn by the exponential mechanism with a constant utility over its kind's public list (uniform; a number's
+digits uniform), so, given the detection, the release does not depend on the replaced values: 0 per span,
+conditional on what the stamp names (the spans, their kinds, which are equal, the format of numbers and
+codes, each name's word count, and the undetected text the draws avoid). A draw may by chance give the
+original value back (1 in the list's size: it reveals nothing, since it did not depend on it). What the
+detector misses is released raw, and detection depends on the text: the stamp states both. Kinds without a
+list (organisations, nationalities, URLs, the user's deny-list) get a typed placeholder, as ``placeholder``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ppt.mechanisms.accounting import Accounting
+from ppt.mechanisms.base import Mechanism, Sanitized
+from ppt.mechanisms.params import Param
+from ppt.mechanisms.placeholder import Placeholder
+from ppt.mechanisms.surrogate_lists import (
+    CODE_KINDS,
+    EMAIL_DOMAINS,
+    EMAIL_KINDS,
+    FORMAT_KINDS,
+    NAME_KINDS,
+    PLACE_KINDS,
+    Candidates,
+    lists,
+    reshape,
+)
+
+_WORDS = re.compile(r"\S+")
+_TOKENS = re.compile(r"\w+")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*)$")
+CONDITION = (
+    "the detected spans, their kinds, which of them are equal, each name's number of words, the undetected "
+    "text (the draws avoid its words) and the format of numbers, dates and codes (every character but the "
+    "digits, a code's letters and month and day names); detection depends on the text"
+)
+CONDITION_NO_FORMATS = CONDITION.split(" and the format")[0] + "; detection depends on the text"
+MAX_TRIES = 64  # redraws of a candidate already in the released text or given to another span of the record
+
+
+class Surrogate(Placeholder):
+    """Each detected span -> a uniform draw from its kind's public list (numbers: their format, digits drawn)."""
+
+    name: ClassVar[str] = "surrogate"
+    notion: ClassVar[str] = (
+        "same-kind surrogates for detected spans, uniform over public lists (0 per span given the detection; "
+        "undetected text raw)"
+    )
+    summary: ClassVar[str] = (
+        "Same-kind surrogates for detected spans (a name by a name, a number in its format), restorable; "
+        "needs --protect detected"
+    )
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param(
+            "formats",
+            True,
+            "numbers, phones, dates and codes keep their format with uniform digits; false: typed placeholders",
+            "bool",
+        ),
+    )
+
+    def __init__(
+        self,
+        eps: float = 1.0,
+        space: Any = None,
+        policy: Any = None,
+        device: str = "auto",
+        quiet: bool = False,  # nothing to load, nothing to report
+        **params: Any,
+    ):
+        p = self.check_params(params)
+        Mechanism.__init__(self, eps)
+        if self.eps != self.default_eps:
+            raise ValueError(
+                "surrogate has no eps (its draws are uniform: 0 per span given the detection): leave --eps out"
+            )
+        if space is not None:
+            raise ValueError("surrogate uses no embedding space: leave --space out")
+        self.formats = p["formats"]
+        self.numbered = True
+        self.detector: Any = None  # set by the sanitize spec under --protect detected
+
+    def params(self) -> dict[str, Any]:
+        return {"formats": self.formats}
+
+    def signature_params(self) -> dict[str, Any]:
+        return {} if self.formats else {"formats": False}
+
+    def sanitize_batch(
+        self, texts: list[str], generators: list[np.random.Generator], *, reproducible: bool = True
+    ) -> list[Sanitized]:
+        if self.detector is None:
+            raise ValueError("surrogate replaces detected spans: add --protect detected")
+        return self.perturb(texts, self.detector.detect(texts), generators)
+
+    def perturb(self, texts: list[str], spans: list[list], generators: list | None = None) -> list[Sanitized]:
+        """Each text with its spans replaced by surrogates drawn with its record's generator."""
+        gens = generators or [np.random.default_rng() for _ in texts]
+        return [_Record(text, found, rng, self.formats).run() for text, found, rng in zip(texts, spans, gens)]
+
+    def privacy_events(self, acc: Accounting, *, diagnostics: bool = False) -> list:
+        """0 per replaced span given what CONDITION names (a conditional figure: the detection reads the text)."""
+        from ppt.accounting import ConditionalDpEvent, SelfComposedEvent
+
+        n = int(acc.n_perturbed)
+        condition = CONDITION if self.formats else CONDITION_NO_FORMATS
+        return [SelfComposedEvent(ConditionalDpEvent(0.0, condition), n)] if n else []
+
+
+class _Record:
+    """One record's replacement: the draws read the spans' kinds, their equality pattern, the formats and the
+    undetected text, never the replaced values."""
+
+    def __init__(self, text: str, spans: list, rng: np.random.Generator, formats: bool) -> None:
+        self.text, self.spans, self.rng, self.formats = text, spans, rng, formats
+        outside, at = [], 0
+        for sp in spans:
+            outside.append(text[at : sp.start])
+            at = sp.end
+        outside.append(text[at:])
+        self.released = {w.lower() for part in outside for w in _TOKENS.findall(part)}
+        self.used: set[str] = set()  # lower-case words of the surrogates given so far
+        self.by_value: dict[tuple[str, str], str] = {}
+        self.name_words: dict[str, str] = {}
+        self.numbers: dict[str, int] = {}
+
+    def draw(self, cands: Candidates) -> str | None:
+        """A uniform candidate whose words are neither in the released text nor given to another span."""
+        if not len(cands):
+            return None
+        for j in self.rng.integers(0, len(cands), size=MAX_TRIES).tolist():
+            words = cands.words[j]
+            if not words & self.released and not words & self.used:
+                self.used |= words
+                return cands.text[j]
+        return None
+
+    def placeholder(self, kind: str) -> str:
+        self.numbers[kind] = self.numbers.get(kind, 0) + 1
+        return f"<{kind}_{self.numbers[kind]}>"
+
+    def name(self, original: str, last_words: set[str]) -> str | None:
+        """A name word by word: a word that ends some multi-word name of the record gets a surname, any other a
+        given name; the same word the same surrogate (``Maria Lopez`` ... ``Lopez`` -> ``Elena Rossi`` ...
+        ``Rossi``)."""
+        out = []
+        for word in original.split():
+            key = word.lower()
+            if key not in self.name_words:
+                got = self.draw(lists()["last" if key in last_words else "first"])
+                if got is None:
+                    return None
+                self.name_words[key] = got
+            out.append(self.name_words[key])
+        return " ".join(out)
+
+    def new_value(self, sp, original: str, last_words: set[str]) -> str:
+        kind = sp.kind
+        got: str | None = None
+        if kind in NAME_KINDS:
+            got = self.name(original, last_words)
+        elif kind in PLACE_KINDS:
+            got = self.draw(lists()["city"])
+        elif kind in EMAIL_KINDS:
+            first, last = self.draw(lists()["first"]), self.draw(lists()["last"])
+            if first and last:
+                n, d = self.rng.integers(0, 100), self.rng.integers(0, len(EMAIL_DOMAINS))
+                got = f"{first.lower()}.{last.lower()}{n:02d}@{EMAIL_DOMAINS[d]}"
+        elif kind in lists():  # a special category: a phrase of the same category
+            got = self.draw(lists()[kind])
+            if got and _SENTENCE_START.search(self.text[: sp.start]):
+                got = got[0].upper() + got[1:]
+        elif self.formats and (kind in FORMAT_KINDS or kind in CODE_KINDS):
+            got = reshape(original, kind, self.rng)
+            if got is not None:
+                self.used |= set(got.lower().split())
+        return got if got is not None else self.placeholder(kind)
+
+    def run(self) -> Sanitized:
+        last_words = {
+            sp_text.split()[-1].lower()
+            for sp in self.spans
+            if sp.kind in NAME_KINDS and len((sp_text := self.text[sp.start : sp.end]).split()) > 1
+        }
+        parts, mapping, at, inside = [], [], 0, 0
+        for sp in self.spans:
+            original = self.text[sp.start : sp.end]
+            key = (sp.kind, " ".join(original.lower().split()))
+            if key not in self.by_value:
+                self.by_value[key] = self.new_value(sp, original, last_words)
+            surrogate = self.by_value[key]
+            parts += [self.text[at : sp.start], surrogate]
+            mapping.append({"surrogate": surrogate, "original": original, "kind": sp.kind})
+            words = original.split()
+            if sp.kind in NAME_KINDS and len(words) > 1 and all(w.lower() in self.name_words for w in words):
+                # "Rossi" alone in the answer comes back too
+                for word in words:
+                    mapping.append({"surrogate": self.name_words[word.lower()], "original": word, "kind": sp.kind})
+            inside += len(_WORDS.findall(original))
+            at = sp.end
+        parts.append(self.text[at:])
+        n_words = len(_WORDS.findall(self.text))
+        acc = Accounting(n_tokens=n_words, n_perturbed=len(self.spans), kept={"undetected": max(0, n_words - inside)})
+        return Sanitized("".join(parts), acc, None, mapping)
+
+
+__all__ = ["CONDITION", "Surrogate"]
