@@ -29,22 +29,33 @@ if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) == signal.SIG_I
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
-OPT_IN_MARKERS = ("integration", "ray")  # real models / a Ray cluster: only when -m names them
+OPT_IN_MARKERS = ("integration", "ray", "gpu")  # real models / a Ray cluster / CUDA: only when -m names them
 
 
 def pytest_collection_modifyitems(config, items):
-    """Deselect integration and ray tests unless the -m expression names them, so any lane (the whole
-    suite, ``-m "not slow"``) leaves them out and ``-m integration`` / ``-m ray`` runs them."""
+    """Deselect integration, ray and gpu tests unless the -m expression names them, so any lane (the whole
+    suite, ``-m "not slow"``) leaves them out and ``-m integration`` / ``-m ray`` / ``-m gpu`` runs them;
+    a selected gpu test skips, saying why, where torch sees no CUDA device."""
     expr = config.getoption("markexpr") or ""
     skip = [m for m in OPT_IN_MARKERS if m not in expr]
-    if not skip:
-        return
-    keep, drop = [], []
-    for item in items:
-        (drop if any(item.get_closest_marker(m) for m in skip) else keep).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+    if skip:
+        keep, drop = [], []
+        for item in items:
+            (drop if any(item.get_closest_marker(m) for m in skip) else keep).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu and not cuda_available():
+        reason = pytest.mark.skip(reason="gpu: torch sees no CUDA device (run on a GPU: scripts/gpu_kit.sh run)")
+        for item in gpu:
+            item.add_marker(reason)
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 @pytest.fixture
