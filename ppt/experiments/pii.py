@@ -23,28 +23,22 @@ from typing import Any
 
 import torch
 
-FIRST = (
-    "James Maria David Sofia Michael Aisha Daniel Elena Robert Priya Thomas Fatima Joseph Yuki Samuel Olga "
-    "Peter Amara Lucas Ingrid Omar Chloe Victor Hannah Mateo Leila Andrew Nadia George Zara"
-).split()
-LAST = (
-    "Miller Lopez Novak Okafor Schmidt Tanaka Rossi Kowalski Haddad Larsen Moreau Fischer Petrov Mensah Duarte "
-    "Brennan Sato Lindqvist Ortega Walsh Kaur Dubois Nakamura Castillo Jensen Ibrahim Murphy Varga Costa Weber"
-).split()
-CITIES = (
-    "Boston Denver Leeds Glasgow Lyon Porto Krakow Dublin Seattle Austin Bristol Toronto Melbourne Oslo "
-    "Valencia Munich Nairobi Osaka Cardiff Brighton Phoenix Tampa Utrecht Geneva Lisbon"
-).split()
-OCCUPATIONS = (
-    "teacher nurse farmer plumber accountant electrician pharmacist architect carpenter librarian "
-    "firefighter dentist journalist mechanic paramedic chef lawyer surveyor veterinarian baker "
-    "welder optician translator midwife cashier"
-).split()
-CONDITIONS = (
-    "diabetes asthma epilepsy depression schizophrenia hepatitis leukemia tuberculosis migraine arthritis "
-    "anorexia psoriasis glaucoma lupus HIV dementia insomnia bronchitis anemia hypertension"
-).split()
-DOMAINS = ("example.com", "mailbox.org", "post.net", "inbox.co.uk", "webmail.com")
+from ppt.experiments.pii_lists import (  # noqa: F401 - the lists are part of this module's API
+    CITIES,
+    CONDITIONS,
+    DOMAINS,
+    FIRST,
+    INSTRUCTIONS,
+    LAST,
+    OCCUPATIONS,
+)
+from ppt.experiments.pii_lists import (
+    digits as _digits,
+)
+from ppt.experiments.pii_lists import (
+    pick as _pick,
+)
+
 TYPES = ("name", "age", "city", "occupation", "email", "phone", "condition")
 TEMPLATES: dict[str, tuple[str, ...]] = {
     "name": ("My name is {first} {last}.", "This was sent by {first} {last}.", "I am {first} {last}."),
@@ -58,10 +52,6 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "I am being treated for {condition}.",
         "My doctor says I have {condition}.",
     ),
-}
-INSTRUCTIONS = {
-    "summarize": "Summarize the following text in one sentence.",
-    "question": "What is the main news in the following text?",
 }
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
 
@@ -81,14 +71,6 @@ def bbc_sentences(min_words: int = 8, max_words: int = 35) -> list[tuple[str, st
             if len(sents) >= 2:
                 out.append((f"{f.parent.name}/{f.stem}", sents[0], sents[1]))
     return out
-
-
-def _pick(g: torch.Generator, seq):
-    return seq[int(torch.randint(0, len(seq), (1,), generator=g))]
-
-
-def _digits(g: torch.Generator, n: int) -> str:
-    return "".join(str(int(d)) for d in torch.randint(0, 10, (n,), generator=g))
 
 
 def pii_record(
@@ -131,20 +113,40 @@ def pii_record(
     return {"id": f"pii-{i}", "text": text, "private_items": items, "private_types": types, "source": src, "task": task}
 
 
-def iter_pii(n: int = 200, seed: int = 0, task: str = "summarize") -> Iterator[dict[str, Any]]:
+STYLES = ("template", "free")
+
+
+def iter_pii(n: int = 200, seed: int = 0, task: str = "summarize", style: str = "template") -> Iterator[dict[str, Any]]:
     """``n`` PII-inserted prompts one at a time (memory bounded by one record whatever ``n``); checked before
-    the first is made (ValueError)."""
+    the first is made (ValueError). ``style`` "free": varied forms and every special category
+    (:mod:`ppt.experiments.pii_free`); "template" (the default) gives the same records as before it existed."""
     if task not in INSTRUCTIONS:
         raise ValueError(f"task must be one of {', '.join(INSTRUCTIONS)}")
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {', '.join(STYLES)}")
     sources = bbc_sentences()
     if not sources:
         raise ValueError("no BBC sentences found")
+    if style == "free":
+        from ppt.experiments.pii_free import free_record
+
+        return (free_record(i, sources[i % len(sources)], seed, task) for i in range(n))
     return (pii_record(i, sources[i % len(sources)], seed, task) for i in range(n))
 
 
-def make_pii(n: int = 200, seed: int = 0, task: str = "summarize") -> list[dict[str, Any]]:
-    """``n`` PII-inserted prompts (see the module docstring); deterministic for (n, seed, task)."""
-    return list(iter_pii(n, seed, task))
+def make_pii(n: int = 200, seed: int = 0, task: str = "summarize", style: str = "template") -> list[dict[str, Any]]:
+    """``n`` PII-inserted prompts (see the module docstring); deterministic for (n, seed, task, style)."""
+    return list(iter_pii(n, seed, task, style))
 
 
-__all__ = ["CONDITIONS", "INSTRUCTIONS", "TEMPLATES", "TYPES", "bbc_sentences", "iter_pii", "make_pii", "pii_record"]
+__all__ = [
+    "CONDITIONS",
+    "INSTRUCTIONS",
+    "STYLES",
+    "TEMPLATES",
+    "TYPES",
+    "bbc_sentences",
+    "iter_pii",
+    "make_pii",
+    "pii_record",
+]

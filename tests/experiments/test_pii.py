@@ -39,6 +39,39 @@ def test_every_item_is_in_its_prompt_and_types_are_listed():
     assert len({r["source"] for r in recs}) == 60
 
 
+def test_template_style_is_unchanged_by_the_free_style():
+    """The default set is byte-for-byte what it was before --style (docs/pii's seeds depend on it)."""
+    import hashlib
+
+    from ppt.experiments.pii import make_pii
+
+    recs = make_pii(40, seed=0)
+    assert recs == make_pii(40, seed=0, style="template")
+    assert hashlib.sha256(json.dumps(recs).encode()).hexdigest()[:16] == "d3a1c08307fb80c6"
+
+
+def test_free_style_is_deterministic_varied_and_lists_every_special_category():
+    from ppt.experiments.pii import make_pii
+    from ppt.experiments.pii_free import FORMS, FREE_TYPES
+
+    recs = make_pii(80, seed=5, style="free")
+    assert recs == make_pii(80, seed=5, style="free") and make_pii(7, seed=5, style="free") == recs[:7]
+    assert make_pii(7, seed=6, style="free") != recs[:7]
+    seen, openings = set(), set()
+    for r in recs:
+        assert len(r["private_items"]) == len(r["private_types"]) >= 3 and r["style"] == "free"
+        assert phr(r["private_items"], r["text"])["absent"] == 0
+        seen.update(r["private_types"])
+        if "name" in r["private_types"]:
+            assert r["private_types"].count("name") == 2
+        openings.add(("Dear editor" in r["text"], "From:" in r["text"], "\n- " in r["text"], "?" in r["text"]))
+    assert seen == set(FREE_TYPES)
+    assert len(openings) >= len(FORMS) - 1  # letters, e-mails, lists, questions and plain sentences all occur
+    assert any(" I " in r["text"] for r in recs) and any("This is about" in r["text"] for r in recs)
+    with pytest.raises(ValueError, match="style"):
+        make_pii(1, style="poem")
+
+
 @pytest.mark.slow
 def test_cli_make_pii():
     from tests.helpers import ppt
@@ -48,6 +81,8 @@ def test_cli_make_pii():
     recs = [json.loads(x) for x in r.stdout.splitlines()]
     assert len(recs) == 3 and recs[0]["task"] == "question" and recs[0]["id"] == "pii-0"
     assert ppt("eval", "make-pii", "--task", "poem").returncode == 2
+    r = ppt("eval", "make-pii", "-n", "2", "--style", "free")
+    assert r.returncode == 0 and json.loads(r.stdout.splitlines()[0])["id"] == "pii-free-0"
 
 
 @pytest.mark.slow  # seconds: the full suite (CI) runs it, the fast lane does not
