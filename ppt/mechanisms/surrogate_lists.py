@@ -51,7 +51,15 @@ DAYS = (
 )
 NAMED = {w: names for names in (*MONTHS, *DAYS) for w in names}
 _FORMAT_PIECE = re.compile(r"\d|[A-Za-z]+")
-MAX_PHRASE_WORDS = 2  # category candidates: phrases of one or two words (readable; "abasia trepidans" stays out)
+# category candidates: single words (a phrase such as "bad debt" would show "debt" whatever the value was)
+MAX_PHRASE_WORDS = 1
+# slurs and insults that WordNet lists under a category: never written into a user's prompt as a surrogate
+OFFENSIVE = frozenset(
+    """abo chinaman chink darkey darkie darky hymie injun jap jigaboo kike nigga nigger nigra pickaninny redskin
+    sheeny slant-eye squaw tom wog yid dike dyke fag faggot fagot fucker homo nance poof poove pouf shirtlifter
+    commie pinko bolshie bolshy cretin idiot imbecile moron retard spastic mongoloid mongol lunatic cripple
+    loony nutcase psycho whore hooker pimp bitch bastard slut tart""".split()
+)
 
 
 class Candidates:
@@ -75,7 +83,9 @@ def lists() -> dict[str, Candidates]:
     out = {key: Candidates(data[key]) for key in ("first", "last", "city")}
     lex = lexicon()
     for category in CATEGORIES:  # a phrase listed under two categories belongs to the one the detector gives it
-        phrases = [p for p, c in lex.items() if c == category and len(p.split()) <= MAX_PHRASE_WORDS]
+        phrases = [
+            p for p, c in lex.items() if c == category and len(p.split()) <= MAX_PHRASE_WORDS and p not in OFFENSIVE
+        ]
         out[category.upper()] = Candidates(sorted(phrases))
     return out
 

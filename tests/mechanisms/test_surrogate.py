@@ -214,3 +214,12 @@ def test_readable_preset_with_surrogates_restores_and_query_refuses_the_mapping(
     assert q.returncode == 1 and "raw_field_in_template" in q.stderr and not svc.bodies
     for entry in out["map"]:
         assert entry["original"] not in q.stderr
+
+
+def test_no_slur_is_ever_a_candidate_and_candidates_are_single_words():
+    from ppt.mechanisms.surrogate_lists import OFFENSIVE
+
+    for kind in ("SEXUAL_ORIENTATION", "ETHNICITY", "HEALTH", "OCCUPATION", "POLITICAL"):
+        cands = lists()[kind].text
+        assert cands and not set(cands) & OFFENSIVE and all(len(c.split()) == 1 for c in cands)
+    assert {"dyke", "nigger", "moron"} <= OFFENSIVE
