@@ -230,7 +230,7 @@ if __name__ == "__main__":
     r.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     r.add_argument("--quick", action="store_true")
     r.add_argument("--out", default=None, help="directory for results.json and run.log (default: the kit)")
-    r.add_argument("--budget", type=float, default=None, help="seconds for all steps (default 480; quick 150)")
+    r.add_argument("--budget", type=float, default=None, help="seconds for all steps (default 480; quick 240)")
     r.add_argument("--workers", default=None, help="RANTEXT worker counts, e.g. 1,2,4,8 (default: 1,2)")
     m = sub.add_parser("missing-wheels")
     m.add_argument("kit")

@@ -16,9 +16,11 @@
 #       (there, in the source tree with the kit beside it) installs the kit's wheels that this Python lacks
 #       into a temporary directory (pip --no-index --no-deps --target; PYTHONPATH), copies the kit's cache to
 #       a temporary PPT_CACHE, then runs each measurement bounded in time (the whole run within --budget,
-#       default 480 s, quick 150 s): pytest -m gpu (CUDA only), RANTEXT end to end at 1 and 2 workers (1, 2, 4
-#       and 8 on CUDA) with the table build and the mechanism alone, SanText+/CusText+/TEM tokens/s, Cape at
-#       50-token prompts (fp32; bf16 on CUDA) and extraction, both with a smollm2-shaped random-weights model.
+#       default 480 s, quick 240 s): pytest -m gpu tests/gpu and the CUDA-only tests (passed/failed/skipped;
+#       on a CPU they skip, saying why), RANTEXT end to end at 1 and 2 workers (1, 2, 4 and 8 on CUDA) with the
+#       table build and the mechanism alone, SanText+/CusText+/TEM tokens/s, Cape at 50-token prompts (fp32;
+#       bf16 on CUDA), extraction with and without --compile, and `ppt serve` tokens/s and requests/s (plain,
+#       compiled step, --runtime vllm when importable), all with a smollm2-shaped random-weights model.
 #       Prints one table (each figure beside its issue-28 goal, the device's name) and writes results.json
 #       and run.log to --out (default: the kit; $OUT when set). --quick: seconds-sized steps (CI on a CPU).
 #   PYTHON=... picks the interpreter (default python3). Details: docs/gpu.md.

@@ -26,6 +26,12 @@ FIGURES = {
     "cape_fp32",
     "cape_fp32_outside_forward",
     "extract",
+    "extract_compile",
+    "serve",
+    "serve_requests",
+    "serve_compile",
+    "serve_compile_requests",
+    "serve_vllm",
 }
 
 
@@ -70,7 +76,19 @@ def test_quick_cpu_run_of_a_kit_packed_from_this_environment(tmp_path):
     figures = {f["id"]: f for f in result["figures"]}
     assert set(figures) >= FIGURES
     assert all(figures[k]["value"] is not None for k in FIGURES), figures
-    assert figures["pytest_gpu"]["value"] == "skipped (cpu)"
+    # pytest -m gpu ran: tests/gpu's CUDA variants and the CUDA-only tests were collected and skipped, saying why
+    counts = figures["pytest_gpu"]["counts"]
+    assert counts["skipped"] >= 20 and counts["passed"] == counts["failed"] == counts["errors"] == 0, counts
+    assert any("no CUDA device" in r for r in figures["pytest_gpu"]["skip_reasons"])
+    assert result["steps"]["pytest_gpu"]["command"].endswith("-m gpu tests/gpu")
+    # serve: tokens/s and requests/s measured, beside extraction's goal; vLLM skipped with its reason here
+    assert (
+        figures["serve"]["value"] > 0 and figures["serve_requests"]["value"] > 0 and figures["serve"]["goal"] == 20000
+    )
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        assert figures["serve_vllm"]["value"] == "skipped: vllm is not importable"
     assert figures["rantext_e2e_w1"]["goal"] == 1e6 and figures["extract"]["goal"] == 20000
     assert {s["status"] for s in result["steps"].values()} <= {"ok", "skipped"}
     assert result["device"]["device"] == "cpu" and result["device"]["name"]
