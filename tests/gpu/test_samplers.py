@@ -150,14 +150,16 @@ def cape_kernel_p(spaces, device, factor=1.0, case=0) -> float:
 def cape_bf16_p(spaces, device, factor=1.0, case=0) -> float:
     """Cape with its context model in bf16 on ``device``: the mechanism's perturb path (head and distance
     products, utilities, chunked sampling) follows the bucketized closed form of one position's utilities
-    (the forward pass runs once; its features are repeated)."""
+    (the forward pass runs once; its features are repeated). Utilities are float32 (the products run in bf16)."""
     c = spaces["cape"](device, 3.0 * factor)
     toks = c.tokenizer.tokenize(cape_t.TEXTS[0])
     actions, _ = c.plan(toks)
     pos = np.flatnonzero(actions == cape_t.PERTURB)[case : case + 1]
     feats = c.lm.features([toks.ids], [pos])
     u = c.utilities(c.lm.candidate_logits(feats), torch.as_tensor(toks.ids[pos], device=c.device))
-    probs = cu.closed_form(u, 3.0, c.delta_u, c.buckets)[0].cpu().numpy()
+    # the CPU tests' closed form from the definition (numpy, float64) of the device's utilities, and the kernels'
+    probs, _ = cape_t.np_closed_form(u[0].double().cpu().numpy(), 3.0, c.delta_u, c.buckets)
+    assert np.allclose(cu.closed_form(u, 3.0, c.delta_u, c.buckets)[0].cpu().numpy(), probs, rtol=1e-6, atol=0)
     n = 20_000
     c.lm.features = lambda ids, positions, mix_records=False: feats.expand(len(ids), -1)
     g = torch.Generator().manual_seed(31)
