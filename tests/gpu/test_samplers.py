@@ -157,9 +157,10 @@ def cape_bf16_p(spaces, device, factor=1.0, case=0) -> float:
     pos = np.flatnonzero(actions == cape_t.PERTURB)[case : case + 1]
     feats = c.lm.features([toks.ids], [pos])
     u = c.utilities(c.lm.candidate_logits(feats), torch.as_tensor(toks.ids[pos], device=c.device))
-    # the CPU tests' closed form from the definition (numpy, float64) of the device's utilities, and the kernels'
+    # the CPU tests' closed form from the definition (numpy, float64) of the device's utilities; the kernels' (float32
+    # bucket sums, in another order on CUDA) agrees to float32 rounding
     probs, _ = cape_t.np_closed_form(u[0].double().cpu().numpy(), 3.0, c.delta_u, c.buckets)
-    assert np.allclose(cu.closed_form(u, 3.0, c.delta_u, c.buckets)[0].cpu().numpy(), probs, rtol=1e-6, atol=0)
+    assert np.allclose(cu.closed_form(u, 3.0, c.delta_u, c.buckets)[0].cpu().numpy(), probs, rtol=1e-4, atol=0)
     n = 20_000
     c.lm.features = lambda ids, positions, mix_records=False: feats.expand(len(ids), -1)
     g = torch.Generator().manual_seed(31)
