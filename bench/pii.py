@@ -2,9 +2,10 @@
 """The PII benchmark (issue 25): ppt's readable modes beside the tools a user would pick instead, on the same
 prompts, in one run. Prints a markdown table and writes JSON (and a PHR-vs-utility plot with --plot).
 
-Prompts: ``ppt eval make-pii`` records (names, ages, cities, occupations, e-mails, phones, health conditions
-inserted into BBC News sentences), seed 7 by default: a set kept apart from the seed-0 set the detectors were
-looked at on. Per method:
+Prompts: ``ppt eval make-pii`` records, -n per style: the templated set (names, ages, cities, occupations,
+e-mails, phones, health conditions in fixed sentences) and the free-form set (letters, lists, questions, first
+or third person, and every special category), inserted into BBC News sentences; seed 7 by default: a set kept
+apart from the seed-0 set the detectors were looked at on. Per method:
   - PHR (privacy hiding rate): the share of private items absent from the output, overall and per kind,
     with a 95% Wilson interval (ppt.metrics.phr; a name counts as first name and surname);
   - content words kept: the share of the prompt's other words (no private item, no stopword) still there;
@@ -12,7 +13,7 @@ looked at on. Per method:
   - prompts/s of the sanitization alone (detector and model loads excluded).
 Methods whose package is missing (presidio-analyzer, scrubadub, spaCy) are skipped with a note.
 
-    python bench/pii.py [-n 120] [--seed 7] [--json out.json] [--plot out.png]
+    python bench/pii.py [-n 120] [--seed 7] [--styles template,free] [--json out.json] [--plot out.png]
 """
 
 from __future__ import annotations
@@ -64,6 +65,11 @@ def detectors() -> tuple[str, ...]:
 @method("ppt placeholder")
 def _placeholder():
     return _ppt("placeholder", None, detectors())
+
+
+@method("ppt surrogate")
+def _surrogate():
+    return _ppt("surrogate", None, detectors())
 
 
 @method("ppt custext+ eps 6, detected only")
@@ -151,6 +157,7 @@ def evaluate(name: str, run, recs: list[dict], encoder, stop: set[str]) -> dict:
     from ppt.metrics.similarity import paired_cosine
 
     texts = [r["text"] for r in recs]
+    run(texts[:2])  # warm-up (lazy model loads, spaCy's first batch): not timed
     t0 = time.perf_counter()
     outs = []
     for s in range(0, len(texts), 32):
@@ -175,11 +182,19 @@ def evaluate(name: str, run, recs: list[dict], encoder, stop: set[str]) -> dict:
         [without(o, r["private_items"]) for r, o in zip(recs, outs)],
     )
     lo, hi = wilson(absent, total)
+    by_style: dict[str, list[int]] = {}
+    for r, o in zip(recs, outs):
+        tally = by_style.setdefault(r.get("style", "template"), [0, 0])
+        tally[0] += phr(r["private_items"], o)["absent"]
+        tally[1] += len(r["private_items"])
     return {
         "method": name,
         "phr": absent / total,
         "phr_ci95": [lo, hi],
         "phr_by_kind": {k: a / n for k, (a, n) in sorted(by_kind.items())},
+        "phr_by_kind_ci95": {k: list(wilson(a, n)) for k, (a, n) in sorted(by_kind.items())},
+        "items_by_kind": {k: n for k, (_, n) in sorted(by_kind.items())},
+        "phr_by_style": {k: a / n for k, (a, n) in sorted(by_style.items())},
         "content_kept": kept / max(content, 1),
         "cosine": sum(cos) / len(cos),
         "prompts_per_s": len(recs) / seconds,
@@ -187,9 +202,41 @@ def evaluate(name: str, run, recs: list[dict], encoder, stop: set[str]) -> dict:
     }
 
 
+def print_tables(rows: list[dict], styles: list[str]) -> None:
+    """Markdown: one row per method (overall PHR with its interval, per style, utility, speed), then PHR per kind
+    with 95% Wilson intervals (kinds as rows, methods as columns)."""
+    print(
+        "| method | PHR [95% CI] | " + " | ".join(f"PHR {s}" for s in styles) + " | content kept | cosine | prompts/s |"
+    )
+    print("|---" * (len(styles) + 5) + "|")
+    for r in rows:
+        lo, hi = r["phr_ci95"]
+        cells = [f"{r['phr_by_style'].get(s, float('nan')):.2f}" for s in styles]
+        print(
+            f"| {r['method']} | {r['phr']:.2f} [{lo:.2f}, {hi:.2f}] | "
+            + " | ".join(cells)
+            + f" | {r['content_kept']:.2f} | {r['cosine']:.2f} | {r['prompts_per_s']:.1f} |"
+        )
+    kinds = sorted({k for r in rows for k in r["phr_by_kind"]})
+    print()
+    print("| kind (items) | " + " | ".join(r["method"] for r in rows) + " |")
+    print("|---" * (len(rows) + 1) + "|")
+    for k in kinds:
+        n = max(r["items_by_kind"].get(k, 0) for r in rows)
+        cells = []
+        for r in rows:
+            if k not in r["phr_by_kind"]:
+                cells.append("")
+                continue
+            lo, hi = r["phr_by_kind_ci95"][k]
+            cells.append(f"{r['phr_by_kind'][k]:.2f} [{lo:.2f}, {hi:.2f}]")
+        print(f"| {k} ({n}) | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("-n", type=int, default=120)
+    ap.add_argument("-n", type=int, default=120, help="prompts per style")
+    ap.add_argument("--styles", default="template,free", help="make-pii styles, comma-separated (each -n prompts)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--only", action="append", help="run only methods whose name contains this (repeatable)")
     ap.add_argument("--json", help="write the results here")
@@ -200,10 +247,14 @@ def main() -> None:
     from ppt.mechanisms.policy import stopwords_en
     from ppt.models import load_sentence_encoder
 
-    recs = make_pii(args.n, args.seed)
+    styles = [x for x in args.styles.split(",") if x]
+    recs = [r for st in styles for r in make_pii(args.n, args.seed, style=st)]
     encoder = load_sentence_encoder("minilm", device="cpu")
     stop = set(stopwords_en())
-    print(f"{len(recs)} prompts (make-pii seed {args.seed}); detectors: {', '.join(detectors())}", file=sys.stderr)
+    print(
+        f"{len(recs)} prompts (make-pii seed {args.seed}, {'+'.join(styles)}); detectors: {', '.join(detectors())}",
+        file=sys.stderr,
+    )
     rows = []
     for name, build in METHODS.items():
         if args.only and not any(o in name for o in args.only):
@@ -215,20 +266,11 @@ def main() -> None:
             continue
         rows.append(evaluate(name, run, recs, encoder, stop))
         print(f"done {name}", file=sys.stderr)
-    kinds = sorted({k for r in rows for k in r["phr_by_kind"]})
-    print("| method | PHR [95% CI] | " + " | ".join(kinds) + " | content kept | cosine | prompts/s |")
-    print("|---" * (len(kinds) + 5) + "|")
-    for r in rows:
-        lo, hi = r["phr_ci95"]
-        cells = [f"{r['phr_by_kind'].get(k, float('nan')):.2f}" for k in kinds]
-        print(
-            f"| {r['method']} | {r['phr']:.2f} [{lo:.2f}, {hi:.2f}] | "
-            + " | ".join(cells)
-            + f" | {r['content_kept']:.2f} | {r['cosine']:.2f} | {r['prompts_per_s']:.1f} |"
-        )
+    print_tables(rows, styles)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"n": len(recs), "seed": args.seed, "detectors": detectors(), "rows": rows}, f, indent=1)
+            meta = {"n": len(recs), "seed": args.seed, "styles": styles, "detectors": detectors()}
+            json.dump({**meta, "rows": rows}, f, indent=1)
     if args.plot:
         import matplotlib
 
