@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -127,7 +128,10 @@ def prepare(
             hint=f"give at least ~{int(need / (1 - r.val_fraction)) + 1} records, or lower --ensemble",
         )
     if state is not None:
-        acct = Accountant.from_state(state["accountant"])
+        try:
+            acct = Accountant.from_state(state["accountant"])
+        except (KeyError, TypeError, ValueError):
+            raise ckpt.damaged(Path(checkpoint) / ckpt.NAME, "its accountant is not one") from None
     else:
         state = {
             "signature": signature,

@@ -98,11 +98,20 @@ def run_audit(
     """One JSON-ready audit record for (mechanism, eps)."""
     if not (0.0 < alpha < 1.0):
         raise PptError(f"--alpha must be in (0, 1) (got {alpha})", exit_code=ExitCode.USAGE)
-    if context:
-        from ppt.mechanisms import mechanism_class
+    from ppt.mechanisms import mechanism_class
 
-        if not getattr(mechanism_class(name), "rows_in_model_space", False):
-            raise PptError(f"--context applies to Cape (a context model), not {name}", exit_code=ExitCode.USAGE)
+    try:
+        cls = mechanism_class(name)
+    except (KeyError, ImportError):  # build_mechanism says why
+        cls = None
+    if not getattr(cls, "takes_eps", True):  # before building it (ProSan loads models)
+        raise PptError(
+            f"{name} has no eps to audit: it gives no differential-privacy guarantee",
+            exit_code=ExitCode.USAGE,
+            hint="measure what it hides with `ppt eval phr`",
+        )
+    if context and not getattr(cls, "rows_in_model_space", False):
+        raise PptError(f"--context applies to Cape (a context model), not {name}", exit_code=ExitCode.USAGE)
     mech = build_mechanism(name, eps, space=space, model=model, params=params, device=device, quiet=quiet)
     prepare_mechanism(mech)
     claim, acc = stamped_claim(mech, seed)

@@ -12,6 +12,7 @@ import pytest
 from ppt.audit import Claim, audit
 from ppt.audit.bounds import clopper_pearson, kl_bounds
 from ppt.cache import Cache
+from ppt.io import ExitCode, PptError
 from ppt.mechanisms import get_mechanism
 from ppt.spaces import space_from_arrays
 from ppt.stages.audit import stamped_claim
@@ -211,3 +212,18 @@ def test_cli_context_is_for_cape_only():
 
     r = ppt("audit", "-m", "tem", "-e", "1", "--context", "in the ", "-q")
     assert r.returncode == 2 and "--context applies to Cape" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("name", ["prosan", "prosan-lite", "placeholder"])
+def test_a_mechanism_without_eps_is_refused_before_it_is_built(name, monkeypatch):
+    """Reliability probe P-m8: `ppt audit -m prosan` / `-m prosan-lite` were AttributeErrors, then 78 after
+    building ProSan's models, or "needs --model" for prosan-lite: there is no eps to audit at all."""
+    import ppt.stages.audit as stage
+    from tests.helpers import ppt
+
+    monkeypatch.setattr(stage, "build_mechanism", lambda *a, **k: pytest.fail(f"{name} was built"))
+    with pytest.raises(PptError) as e:
+        stage.run_audit(name, None)
+    assert e.value.exit_code == ExitCode.USAGE and f"{name} has no eps to audit" in e.value.message
+    r = ppt("audit", "-m", name, "-q")
+    assert r.returncode == 2 and "no eps to audit" in r.stderr and "Traceback" not in r.stderr
