@@ -34,6 +34,7 @@ from ppt.parallel import available_cores
 from ppt.stages.base import Stage
 
 PER_WORKER = 2  # batches in flight per worker: one running, one queued behind it
+STOP_GRACE_S = 5.0  # an early stop waits at most this long at each step for workers and threads to end
 # what the fork server imports once, so that workers fork with it loaded (plus the stage's mechanism module)
 PRELOAD = ["ppt.exec._forkserver", "ppt.exec.pool", "ppt.stages.sanitize"]
 
@@ -283,10 +284,60 @@ class StagePool:
 
 
 def _stop(executor: Any, force: bool) -> None:
-    """Shut the pool down: killing its workers first when ``force`` (batches still running, an early stop)."""
-    if force:
-        _terminate(executor)
-    executor.shutdown(wait=True, cancel_futures=True)
+    """Shut the pool down: gracefully when no batch runs, else (an early stop, a signal) by killing its
+    workers, without waiting unbounded on the executor's threads (:func:`_force_stop`)."""
+    if not force:
+        executor.shutdown(wait=True, cancel_futures=True)
+        return
+    _force_stop(executor)
+
+
+def _force_stop(executor: Any, grace: float = STOP_GRACE_S) -> None:
+    """Kill the workers and unblock the executor's manager thread, each wait bounded by ``grace`` seconds.
+
+    A worker killed while it sends a result back leaves the manager thread in ``recv()`` waiting for the
+    rest of the message, and this process still holds the result pipe's write end, so no end of file
+    comes: ``shutdown(wait=True)`` (and the interpreter's exit, which joins that thread too) waited
+    forever (reliability probe P-D7). So: terminate the workers, kill those still alive after ``grace``,
+    then close this process's write end (every other one died with its worker): the manager thread reads
+    end of file, fails the pool as broken and ends. Python 3.10 then also waits for its queue feeder
+    thread, stuck writing to a call pipe no worker reads: closing this process's read end frees it."""
+    # taken first: Python 3.14's terminate_workers() drops the executor's references to them
+    manager = getattr(executor, "_executor_manager_thread", None)
+    procs = list((getattr(executor, "_processes", None) or {}).values())
+    results, calls = getattr(executor, "_result_queue", None), getattr(executor, "_call_queue", None)
+    _terminate(executor)
+    executor.shutdown(wait=False, cancel_futures=True)
+    alive = {p.sentinel: p for p in procs}
+    _await_ended(alive, grace)
+    for proc in alive.values():
+        with contextlib.suppress(Exception):
+            proc.kill()
+    _await_ended(alive, grace)
+    if results is not None:
+        with contextlib.suppress(OSError):
+            results._writer.close()
+    if manager is None:
+        return
+    manager.join(grace)
+    if manager.is_alive() and calls is not None:
+        with contextlib.suppress(OSError):
+            calls._reader.close()
+        manager.join(grace)
+    if manager.is_alive():
+        logging.getLogger("ppt").warning("the worker pool's manager thread did not stop; exiting may wait on it")
+
+
+def _await_ended(alive: dict[Any, Any], timeout: float) -> None:
+    """Wait until every process in ``alive`` (sentinel: process) has ended, at most ``timeout`` seconds;
+    the ended ones leave ``alive``."""
+    import time
+    from multiprocessing.connection import wait
+
+    deadline = time.monotonic() + timeout
+    while alive and (left := deadline - time.monotonic()) > 0:
+        for sentinel in wait(list(alive), timeout=left):
+            alive.pop(sentinel)
 
 
 def _terminate(executor: Any) -> None:

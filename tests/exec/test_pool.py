@@ -9,6 +9,7 @@ import dataclasses
 import io
 import json
 import logging
+import signal
 
 import pytest
 
@@ -232,3 +233,64 @@ def test_terminate_uses_the_public_call_where_python_has_it():
     procs = {i: SimpleNamespace(terminate=lambda i=i: calls.append(i)) for i in range(2)}
     _terminate(SimpleNamespace(_processes=procs))  # before Python 3.14: the process table
     assert calls == ["public", 0, 1]
+
+
+TORN_RUN = """
+import sys
+import typer
+from ppt.cli.common import handle_errors
+from ppt.exec.pool import StagePool
+from ppt.io import StreamArgs, run_stream
+from tests.exec.pool_helpers import TinyRecipe
+
+cache, marker, data, target = sys.argv[1:]
+recipe = TinyRecipe(cache, tear_on="r31", torn_marker=marker)
+try:
+    with handle_errors(), StagePool(recipe, 2, help_while_starting=False) as pool:
+        run_stream(StreamArgs(batch_size=3, input=data, output=target), pool, desc="sanitize")
+except typer.Exit as e:
+    sys.exit(e.exit_code)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
+def test_a_signal_while_a_worker_result_is_half_sent_still_ends_the_run(recipe, tmp_path, sig):
+    """Reliability probe P-D7: a worker killed while sending its result left the executor's thread waiting
+    for the rest of the message, and the pool's shutdown waited on that thread forever. The worker here
+    stops half-way through a result on purpose; the signal must still end the run, with 128 + signal, no
+    output file and no temp file, within a bound."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    data, target, marker = tmp_path / "in.jsonl", tmp_path / "out.jsonl", tmp_path / "torn"
+    data.write_bytes(make_input(90))
+    p = subprocess.Popen(
+        [sys.executable, "-c", TORN_RUN, recipe.cache_dir, str(marker), str(data), str(target)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group: the fork server and workers go with it on a hang
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not marker.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), p.stderr.read() if p.poll() is not None else "the worker never tore a result"
+        time.sleep(0.5)  # the driving process is now waiting for that batch, its executor thread in recv()
+        p.send_signal(sig)
+        start = time.monotonic()
+        try:
+            code = p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the run did not end within 60 s of the signal (hung in the pool's shutdown)")
+        took = time.monotonic() - start
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    err = p.stderr.read().decode()
+    assert code == 128 + sig, err
+    assert took < 30 and "Traceback" not in err  # ~1.5 s; each bounded step of the stop waits at most 5 s
+    assert sorted(f.name for f in tmp_path.iterdir()) == sorted(["in.jsonl", "torn", "cache"])
