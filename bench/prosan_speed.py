@@ -1,17 +1,18 @@
 """Benchmark: ProSan throughput (prompts/s) of this checkout against the reference design it replaced, on
 the same PII-inserted prompts in one run; outputs are checked identical record by record.
 
-    PYTHONPATH=$PWD python bench/prosan_speed.py --prompts 4
+    PYTHONPATH=$PWD nice -n 10 python bench/prosan_speed.py --prompts 8
 
-Reference design (the code before this change, rebuilt here): torch's intra-op thread count
-(``threads=N``, N = torch.get_num_threads() at start), WordNet similarity through NLTK's own
-``Synset.path_similarity`` (re-walks both hypernym closures and re-reads the data file's version line on
-every call) and a backward pass that also computes the LM weights' gradients. This checkout:
-``threads="auto"`` (one thread while the load average >= cores), memoised ancestor maps, frozen weights.
-Both run with ``emails=False`` so their outputs must be equal (the e-mail rule changes the plan); the
-prompts are ``make_pii(n, seed=0)``, seeded per record, one ``sanitize_batch`` call each, models loaded
-before the clock starts. The load average is printed: on a shared machine it decides the ratio.
-Nothing here is a test.
+Reference design (before issue 25's change, rebuilt here): per record, HF ``generate`` for the 8-token
+greedy response, then a second forward pass over prompt + response with the backward for the importance
+(``greedy_responses`` + ``score_batch``). This checkout (``respond_and_score``): one forward pass over the
+prompt with a KV cache, the greedy response decoded from that cache inside the same autograd graph, one
+backward. Printed: the reference, this checkout one record per pass (``batching="record"``, the default:
+seeded output independent of batch size) and this checkout with ``batching="mixed"`` (the records of a
+batch left-padded into one pass; values equal to float rounding). All three at ProSan's defaults otherwise,
+models loaded before the clock starts, WordNet's memo cold at each start, seeded per record (``make_pii(n, seed=0)``); "identical" compares
+each record's output text with the reference's. The load average is printed beside every figure: on the
+shared machine it decides the ratio. Nothing here is a test.
 """
 
 from __future__ import annotations
@@ -20,95 +21,62 @@ import argparse
 import os
 import sys
 import time
-from functools import lru_cache
 from pathlib import Path
-
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-class NltkSimilarity:
-    """The reference WordNet similarity: NLTK's path_similarity per synset pair (memoised per word pair)."""
-
-    source = "wordnet path similarity (NLTK reader)"
-
-    def __init__(self, wn):
-        self.wn = wn
-        self.pair = lru_cache(maxsize=1 << 18)(self._pair)
-
-    def _synsets(self, w):
-        n = self.wn.synsets(w, pos="n")
-        return n if n else self.wn.synsets(w)
-
-    def _pair(self, a, b):
-        if a == b:
-            return 1.0
-        return float(
-            max((x.path_similarity(y) or 0.0 for x in self._synsets(a) for y in self._synsets(b)), default=0.0)
-        )
-
-    def __call__(self, word, cands):
-        return [self.pair(word.lower(), c.lower()) for c in cands]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--prompts", type=int, default=4)
+    ap.add_argument("--prompts", type=int, default=8)
+    ap.add_argument("--batch-size", type=int, default=8, help="records per sanitize_batch call")
     args = ap.parse_args()
+    import warnings
+
     from ppt.experiments.pii import make_pii
+    from ppt.log import LeakWarning
     from ppt.mechanisms import get_mechanism
     from ppt.mechanisms.prosan import scores as sc
-    from ppt.mechanisms.prosan.wordnet import load_wordnet
+    from ppt.mechanisms.prosan.wordnet import WordNetSimilarity
     from ppt.rng import record_generator
 
+    warnings.simplefilter("ignore", LeakWarning)
     texts = [r["text"] for r in make_pii(args.prompts, seed=0)]
-    n_threads = torch.get_num_threads()
-    fb = sc._forward_backward
+    one_pass = sc.respond_and_score
 
-    def unfrozen(model, *a):  # the reference computes the weights' gradients too
-        for p in model.parameters():
-            p.requires_grad_(True)
-        try:
-            return fb(model, *a)
-        finally:
-            for p in model.parameters():
-                p.requires_grad_(False)
+    def two_passes(model, prompts, words, n_words, n_prefix, n_response, pad, eos):
+        resp = sc.greedy_responses(model, prompts, n_response, pad, eos)
+        return sc.score_batch(model, prompts, resp, words, n_words, n_prefix), resp
 
-    def run(mech, reference: bool) -> tuple[list[str], float]:
-        sc._forward_backward = unfrozen if reference else fb
+    def run(mech, reference: bool) -> tuple[list[str], float, tuple[float, float]]:
+        sc.respond_and_score = two_passes if reference else one_pass
+        mech.similarity_fn = WordNetSimilarity(mech.similarity_fn.wn)  # every run starts with a cold memo
         try:
+            load0 = os.getloadavg()[0]
             t0 = time.perf_counter()
-            out = [
-                mech.sanitize_batch([t], [record_generator(0, i)], reproducible=True)[0].text
-                for i, t in enumerate(texts)
-            ]
-            return out, time.perf_counter() - t0
+            out = []
+            for s in range(0, len(texts), args.batch_size):
+                part = list(range(s, min(s + args.batch_size, len(texts))))
+                gens = [record_generator(0, i) for i in part]
+                out += [r.text for r in mech.sanitize_batch([texts[i] for i in part], gens, reproducible=True)]
+            return out, time.perf_counter() - t0, (load0, os.getloadavg()[0])
         finally:
-            sc._forward_backward = fb
+            sc.respond_and_score = one_pass
 
-    ref = get_mechanism(
-        "prosan",
-        1.0,
-        quiet=True,
-        device="cpu",
-        emails=False,
-        threads=n_threads,
-        similarity=NltkSimilarity(load_wordnet()),
-    ).prepare()
-    new = get_mechanism("prosan", 1.0, quiet=True, device="cpu", emails=False).prepare()
-    load0 = os.getloadavg()
-    out_ref, t_ref = run(ref, True)
-    out_new, t_new = run(new, False)
-    load1 = os.getloadavg()
-    same = sum(a == b for a, b in zip(out_ref, out_new))
+    kw = {"quiet": True, "device": "cpu", "batch_size": args.batch_size}
+    record = get_mechanism("prosan", 1.0, **kw).prepare()
+    mixed = get_mechanism("prosan", 1.0, batching="mixed", **kw).prepare()
+    out_ref, t_ref, l_ref = run(record, True)
+    out_new, t_new, l_new = run(record, False)
+    out_mix, t_mix, l_mix = run(mixed, False)
     n = len(texts)
-    print(
-        f"prompts {n}, cpus {os.cpu_count()}, torch threads {n_threads}, load average {load0[0]:.1f} -> {load1[0]:.1f}"
-    )
-    print(f"reference: {t_ref:.1f} s ({n / t_ref:.4f} prompts/s)")
-    print(f"this:      {t_new:.1f} s ({n / t_new:.4f} prompts/s)")
-    print(f"speed-up {t_ref / t_new:.2f}x; identical outputs {same}/{n}")
+    print(f"prompts {n}, cpus {os.cpu_count()}, batch {args.batch_size}")
+    for name, t, ld in (("reference", t_ref, l_ref), ("record", t_new, l_new), ("mixed", t_mix, l_mix)):
+        print(f"{name:9s}: {t:7.1f} s ({n / t:.3f} prompts/s), load average {ld[0]:.1f} -> {ld[1]:.1f}")
+    same = sum(a == b for a, b in zip(out_ref, out_new))
+    same_mix = sum(a == b for a, b in zip(out_ref, out_mix))
+    print(f"speed-up record {t_ref / t_new:.2f}x (identical outputs {same}/{n}); ", end="")
+    print(f"mixed {t_ref / t_mix:.2f}x (identical outputs {same_mix}/{n})")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ def build(tiny_lm, tiny_mlm):
             "similarity": "embedding",
             "device": "cpu",
             "quiet": True,
+            "always": "none",  # the paper's share rule alone; the always-protected classes have their own tests
             **params,
         }
         return get_mechanism("prosan", 1.0, **kw)
@@ -120,6 +121,32 @@ def test_batched_scores_equal_one_record_at_a_time():
         np.testing.assert_allclose(together[i].self_info, alone.self_info, atol=1e-9)
 
 
+@pytest.mark.parametrize("first_is_eos", [False, True])
+def test_one_pass_respond_and_score_equals_generate_then_score(first_is_eos):
+    """respond_and_score (one left-padded pass with a KV cache, greedy decoding inside the autograd graph)
+    gives the same responses and scores as HF generate followed by score_batch, record by record and batched;
+    a record whose response is empty (EOS first) is scored on its own prompt."""
+    from ppt.testing import tiny_llama
+
+    model = tiny_llama(40, seed=7).double()
+    prompts = [[1, 5, 9, 14, 3], [1, 22, 8, 30, 2, 17, 4, 6], [1, 12, 13]]
+    words = [np.array([-1, 0, 1, 1, 2]), np.array([-1, 0, 1, 2, 2, 3, -1, 4]), np.array([-1, 0, 1])]
+    n_words = [3, 5, 2]
+    free = sc.greedy_responses(model, [prompts[0]], 4, 0, [])
+    eos = [free[0][0]] if first_is_eos else [39]
+    together, resp_t = sc.respond_and_score(model, prompts, words, n_words, 1, 4, 0, eos)
+    for i in range(3):
+        ref_resp = sc.greedy_responses(model, [prompts[i]], 4, 0, eos)
+        ref = sc.score_batch(model, [prompts[i]], ref_resp, [words[i]], [n_words[i]], 1)[0]
+        alone, resp_a = sc.respond_and_score(model, [prompts[i]], [words[i]], [n_words[i]], 1, 4, 0, eos)
+        assert resp_a[0] == resp_t[i] == ref_resp[0]
+        for got in (alone[0], together[i]):
+            np.testing.assert_allclose(got.importance, ref.importance, atol=1e-9)
+            np.testing.assert_allclose(got.self_info, ref.self_info, atol=1e-9)
+            assert got.entropy == pytest.approx(ref.entropy, abs=1e-9)
+    assert (resp_t[0] == []) is first_is_eos
+
+
 def test_token_to_word_map_uses_each_tokens_last_character():
     cmap, pieces = sc.char_word_map(["", " ", " "], ["Ann", "went", "home"], np.array([True, True, True]))
     assert pieces.tolist() == [0, 1, 2]
@@ -157,6 +184,43 @@ def test_mechanism_protects_ceil_gamma_share_of_eligible_words_lowest_importance
     rest = sorted(set(eligible) - set(chosen.tolist()))
     if len(chosen) and rest:
         assert tb.k[chosen].max() <= tb.k[rest].min()
+
+
+def test_always_classes_are_protected_whatever_their_importance(build):
+    """entities (the tagger's NER), numbers and special-category words are protected even when the gamma share
+    is tiny; without the rule (always=none) the same share leaves most of them."""
+    protected = ("Bob", "Paris", "London", "Carol", "Dave", "Erin", "12", "doctor", "farmer", "teacher")
+    tags = RuleTagger()([TEXT])[0]
+    at = {TEXT[a:b]: i for i, (a, b, _) in enumerate(tags)}
+    mech = build(**{"lambda": 0.1, "always": "entities,numbers,categories"})
+    tb = mech.tokenize_batch([TEXT], reproducible=True)
+    assert all(tb.actions[at[w]] != 1 for w in protected)  # KEEP = 1
+    assert tb.meta[0]["n_always"] >= len(protected) - tb.meta[0]["n_protected"]
+    [res] = mech.sanitize_batch([TEXT], [record_generator(4, 0)])
+    out = [res.text[a:b] for a, b, _ in RuleTagger()([res.text])[0]]
+    assert len(out) == len(tags)  # one word for one word
+    assert all(out[at[w]] != w for w in protected)
+    assert "met" in res.text.split() and "with" in res.text.split()  # the rest is still ProSan's to keep
+    assert mech.params()["always"] == "entities,numbers,categories" and "always" in mech.signature_params()
+    share_only = build(**{"lambda": 0.1}).tokenize_batch([TEXT], reproducible=True)
+    assert sum(share_only.actions[at[w]] == 1 for w in protected) > len(protected) // 2
+    only_numbers = build(**{"lambda": 0.1, "always": "numbers"}).tokenize_batch([TEXT], reproducible=True)
+    assert only_numbers.actions[at["12"]] == DIGITS
+
+
+def test_always_rejects_unknown_classes_and_a_tagger_without_entities(build):
+    with pytest.raises(ValueError, match="always"):
+        build(always="entities,zipcodes")
+
+    class NoNer:
+        name = "no-ner"
+
+        def __call__(self, texts):
+            return RuleTagger()(texts)
+
+    with pytest.raises(ValueError, match="entities"):
+        build(always="entities", tagger=NoNer()).prepare()
+    assert build(always="numbers", tagger=NoNer()).prepare().always == ("numbers",)
 
 
 def test_only_selected_pos_are_replaced(build):

@@ -31,7 +31,7 @@ from ppt.mechanisms.pipeline import TokenPipeline
 from ppt.mechanisms.policy import REASON_NAMES, Policy
 from ppt.mechanisms.prosan.formats import EMAIL_RULE, fresh_email
 from ppt.mechanisms.prosan.model_passes import ModelPasses
-from ppt.mechanisms.prosan.plan import ProsanBatch, ProsanTokens, plan_batch
+from ppt.mechanisms.prosan.plan import ALWAYS_RULE, ProsanBatch, ProsanTokens, parse_always, plan_batch
 from ppt.mechanisms.prosan.tagging import SpacyTagger
 from ppt.mechanisms.prosan.threads import parse_threads, torch_threads
 from ppt.spaces.tokens import TokenBatch, Tokens
@@ -98,6 +98,18 @@ class ProSan(ModelPasses, TokenPipeline):
         Param("batching", "record", "record | mixed", type="str", choices=("record", "mixed")),
         Param("emails", True, "replace e-mail addresses by fresh ones of the same shape", type="bool"),
         Param("threads", "auto", "torch threads (auto | N)", type="any"),
+        Param(
+            "always",
+            "entities,numbers,categories",
+            "words protected whatever their importance, besides the gamma share (comma-separated, or none): "
+            "entities = spaCy NER person/place/nationality spans (the names and e-mails the paper's PII "
+            "list starts with), numbers = words with a digit (ages, phones, IDs: fresh digits, format kept), "
+            "categories = special-category words (health, sexual orientation, religion, politics, ethnicity, "
+            "finances, occupation: the paper's non-entity private attributes) from ppt.detect's WordNet "
+            "lexicon. The paper lets users choose the word types of interest (Sec. 5.1); at its defaults "
+            "the least-important-first rule alone left a fifth of listed items (docs/prosan)",
+            type="any",
+        ),
     )
 
     def __init__(
@@ -117,6 +129,7 @@ class ProSan(ModelPasses, TokenPipeline):
         batching: str = "record",
         emails: bool = True,
         threads: Any = "auto",
+        always: Any = "entities,numbers,categories",
         policy: Policy | dict | None = None,
         device: str = "auto",
         quiet: bool = False,
@@ -144,6 +157,7 @@ class ProSan(ModelPasses, TokenPipeline):
             "batching": batching,
             "emails": emails,
             "threads": threads,
+            "always": always,
             **extra,
         }
         p = self.check_params(given)  # unknown names, types and ranges: the declaration above
@@ -167,6 +181,7 @@ class ProSan(ModelPasses, TokenPipeline):
             raise ValueError("pos must name at least one POS tag (e.g. NOUN,PROPN,NUM)")
         self.exclude_original, self.emails = exclude_original, emails
         self.threads = parse_threads(threads)
+        self.always = parse_always(p["always"])
         self.policy = _merge_policy(self.default_policy, policy)
         self.model_name, self.mlm_name = str(model), str(mlm)
         self.tagger_spec = tagger
@@ -216,6 +231,8 @@ class ProSan(ModelPasses, TokenPipeline):
             "batching": self.batching,
             "emails": self.emails,
             "threads": self.threads,
+            "always": ",".join(self.always) or "none",
+            "always_rule": ALWAYS_RULE if self.always else "off: only the gamma share of eligible words",
             "importance": "||mean over the word's tokens of dL/d(input embedding)||_2, min-max over the prompt's words; "
             "L = mean NLL of the LM's greedy response (the prompt's own LM loss when response_tokens=0)",
             "privacy": "self-information -ln p(token | prefix) summed over the word's tokens, min-max over the prompt's words",
@@ -240,6 +257,7 @@ class ProSan(ModelPasses, TokenPipeline):
             "resp": self.response_tokens,
             "pos": ".".join(self.pos),
             "email": self.emails,
+            "always": ".".join(self.always) or "none",
         }
 
     def privacy_events(self, acc, *, diagnostics: bool = False) -> list:
@@ -273,7 +291,16 @@ class ProSan(ModelPasses, TokenPipeline):
         from ppt.lm.base import bos_prefix, eos_ids, pad_id
         from ppt.models import load_causal_lm, load_masked_lm
 
-        self.tagger = SpacyTagger(self.tagger_spec) if isinstance(self.tagger_spec, str) else self.tagger_spec
+        ner = "entities" in self.always
+        self.tagger = SpacyTagger(self.tagger_spec, ner=ner) if isinstance(self.tagger_spec, str) else self.tagger_spec
+        if ner and not callable(getattr(self.tagger, "entities", None)):
+            raise ValueError(
+                "always=entities needs a tagger with entities(texts) (spaCy's NER): pass always=... without it"
+            )
+        if "categories" in self.always:
+            from ppt.detect.categories import CategoryDetector
+
+            self.category_detector = CategoryDetector()
         if self.similarity == "wordnet" and self.similarity_fn is None:
             from ppt.mechanisms.prosan.wordnet import WordNetSimilarity, load_wordnet
 

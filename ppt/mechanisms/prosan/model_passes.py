@@ -94,16 +94,15 @@ class ModelPasses:
                     out[i] = sc.WordScores(np.zeros(n_words[i]), np.zeros(n_words[i]), np.zeros(n_words[i]), 0.0)
             if not live:
                 continue
-            resp = sc.greedy_responses(
-                self.lm, [prompts[i] for i in live], self.response_tokens, self.lm_pad, self.lm_eos
-            )
-            res = sc.score_batch(
+            res, _ = sc.respond_and_score(
                 self.lm,
                 [prompts[i] for i in live],
-                resp,
                 [words[i] for i in live],
                 [n_words[i] for i in live],
                 len(self.prefix),
+                self.response_tokens,
+                self.lm_pad,
+                self.lm_eos,
             )
             for i, r in zip(live, res):
                 out[i] = r

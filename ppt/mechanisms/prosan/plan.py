@@ -33,6 +33,40 @@ from ppt.mechanisms.prosan.tagging import word_pieces
 from ppt.mechanisms.prosan.threads import torch_threads
 from ppt.spaces.tokens import PUNCT_CODE, SPACE_CODE, TokenBatch, Tokens, kind_codes, kind_of
 
+ALWAYS = ("entities", "numbers", "categories")
+ENTITY_LABELS = ("PERSON", "NORP", "FAC", "GPE", "LOC")  # spaCy (OntoNotes) labels that name or place a person
+ALWAYS_RULE = (
+    "besides the ceil(gamma * n) least important eligible words, every word in a chosen class is protected "
+    "whatever its POS and importance: entities (spaCy NER " + "/".join(ENTITY_LABELS) + "), numbers (a digit), "
+    "categories (ppt.detect's special-category lexicon)"
+)
+
+
+def parse_always(value: object) -> tuple[str, ...]:
+    """``"entities,numbers"`` (or a list; ``"none"`` or empty for none) -> the classes, in ALWAYS's order."""
+    parts = value.split(",") if isinstance(value, str) else list(value or ())
+    names = {str(x).strip().lower() for x in parts if str(x).strip()} - {"none"}
+    unknown = sorted(names - set(ALWAYS))
+    if unknown:
+        raise ValueError(f"always: unknown class {', '.join(unknown)} (known: {', '.join(ALWAYS)}, or none)")
+    return tuple(a for a in ALWAYS if a in names)
+
+
+def _always_mask(mech: Any, texts: list[str], starts: np.ndarray, ends: np.ndarray, bounds: np.ndarray, has_digit):
+    """Pieces in a class of ``mech.always``: inside an entity or category span, or (numbers) with a digit."""
+    out = has_digit.copy() if "numbers" in mech.always else np.zeros(len(starts), bool)
+    spans: list[list[tuple[int, int]]] = [[] for _ in texts]
+    if "entities" in mech.always:
+        for r, ents in enumerate(mech.tagger.entities(list(texts))):
+            spans[r] += [(a, b) for a, b, label in ents if label in ENTITY_LABELS]
+    if "categories" in mech.always:
+        for r, found in enumerate(mech.category_detector.detect(list(texts))):
+            spans[r] += [(sp.start, sp.end) for sp in found]
+    for r, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
+        for a, b in spans[r]:
+            out[lo:hi] |= (starts[lo:hi] < b) & (ends[lo:hi] > a)
+    return out
+
 
 @dataclass
 class ProsanBatch(TokenBatch):
@@ -89,18 +123,24 @@ def plan_batch(mech: Any, texts: list[str], reproducible: bool) -> ProsanBatch:
     eligible = is_word & (codes != PUNCT_CODE) & (np.isin(pos, mech.pos) | email)
     has_digit = np.fromiter((any(ch.isdigit() for ch in c) for c in core), dtype=bool, count=n)
     starts = np.zeros(n, np.int64)
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        if hi > lo:
+            ends = np.cumsum([len(a) + len(b) for a, b in zip(lead[lo:hi], core[lo:hi])])
+            starts[lo:hi] = ends - np.asarray([len(b) for b in core[lo:hi]], dtype=np.int64)
+    piece_ends = starts + np.fromiter((len(c) for c in core), dtype=np.int64, count=n)
+    always = _always_mask(mech, list(texts), starts, piece_ends, bounds, has_digit) & is_word & (codes != PUNCT_CODE)
     meta, emails = [], []
     for r, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
         ws = word_scores[r]
         widx = lo + np.flatnonzero(is_word[lo:hi])
         k[widx], o[widx] = ws.importance, ws.privacy
-        ends = np.cumsum([len(a) + len(b) for a, b in zip(lead[lo:hi], core[lo:hi])])
-        starts[lo:hi] = ends - np.asarray([len(b) for b in core[lo:hi]], dtype=np.int64) if hi > lo else starts[lo:hi]
         cand = lo + np.flatnonzero(eligible[lo:hi])
         gamma = sc.protected_share(mech.lam, ws.entropy) if len(widx) else 0.0
         m = sc.n_protected(gamma, len(cand))
         chosen = cand[np.argsort(k[cand], kind="stable")[:m]]
         why[cand] = R_IMPORTANT
+        forced = np.setdiff1d(lo + np.flatnonzero(always[lo:hi]), chosen)
+        chosen = np.concatenate([chosen, forced])
         mail = chosen[email[chosen]]
         chosen = chosen[~email[chosen]]
         num = chosen[has_digit[chosen]]
@@ -111,7 +151,15 @@ def plan_batch(mech: Any, texts: list[str], reproducible: bool) -> ProsanBatch:
         actions[mail], why[mail] = UNIFORM, R_PERTURBED
         emails.append([core[j] for j in mail.tolist()])
         actions[word], why[word] = PERTURB, R_PERTURBED
-        meta.append({"gamma": gamma, "entropy": ws.entropy, "n_eligible": int(len(cand)), "n_protected": int(m)})
+        meta.append(
+            {
+                "gamma": gamma,
+                "entropy": ws.entropy,
+                "n_eligible": int(len(cand)),
+                "n_protected": int(m),
+                "n_always": int(len(forced)),
+            }
+        )
     rows = np.asarray([mech._vocab_id(c) for c in core], dtype=np.int64)
     tb = ProsanBatch(
         lead=lead,
@@ -132,4 +180,4 @@ def plan_batch(mech: Any, texts: list[str], reproducible: bool) -> ProsanBatch:
     return tb
 
 
-__all__ = ["ProsanBatch", "ProsanTokens", "plan_batch"]
+__all__ = ["ALWAYS", "ALWAYS_RULE", "ENTITY_LABELS", "ProsanBatch", "ProsanTokens", "parse_always", "plan_batch"]

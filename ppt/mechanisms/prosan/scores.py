@@ -158,39 +158,10 @@ def score_batch(
             p.requires_grad_(True)
     info = torch.zeros((b, width), device=dev)
     info[:, 1:] = nll.detach()
-    out = []
-    for i in range(b):
-        n_w = n_words[i]
-        w = torch.as_tensor(words[i], dtype=torch.long, device=dev)
-        L = len(prompts[i])
-        has = w >= 0
-        ww = w[has]
-        g = grad[i, :L][has]
-        gsum = torch.zeros((n_w, g.shape[-1]), device=dev).index_add_(0, ww, g)
-        cnt = torch.zeros(n_w, device=dev).index_add_(0, ww, torch.ones_like(ww, dtype=torch.float))
-        gnorm = (gsum / cnt.clamp_min(1.0)[:, None]).norm(dim=1)
-        tok_info = info[i, :L][has]
-        if n_prefix == 0:  # the first token has no prediction: it carries no self-information here
-            tok_info = torch.where(torch.nonzero(has).squeeze(1) == 0, torch.zeros_like(tok_info), tok_info)
-        inf_w = torch.zeros(n_w, device=dev).index_add_(0, ww, tok_info)
-        scored = cnt > 0
-        k = torch.zeros(n_w, device=dev)
-        o = torch.zeros(n_w, device=dev)
-        if bool(scored.any()):
-            k[scored] = minmax(gnorm[scored])
-            o[scored] = minmax(inf_w[scored])
-            h = float(inf_w[scored].mean())
-        else:
-            h = 0.0
-        out.append(
-            WordScores(
-                k.cpu().numpy().astype(np.float64),
-                o.cpu().numpy().astype(np.float64),
-                inf_w.cpu().numpy().astype(np.float64),
-                h,
-            )
-        )
-    return out
+    return [
+        _word_scores(grad[i, : len(prompts[i])], info[i, : len(prompts[i])], words[i], n_words[i], n_prefix, dev)
+        for i in range(b)
+    ]
 
 
 def _forward_backward(model, ids, attn, target, emb_layer, tmask, base, head, param_dtype, b, width, dev):
@@ -220,6 +191,154 @@ def _forward_backward(model, ids, attn, target, emb_layer, tmask, base, head, pa
     return grad, nll, per_record
 
 
+def _cache_kw(base: Any) -> str:
+    """The keyword of the base model's KV cache (``cache`` in recent transformers, ``past_key_values`` before)."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+
+
+def respond_and_score(
+    model: Any,
+    prompts: list[list[int]],
+    words: list[np.ndarray],
+    n_words: list[int],
+    n_prefix: int,
+    n_response: int,
+    pad: int,
+    eos: list[int],
+) -> tuple[list[WordScores], list[list[int]]]:
+    """(scores, greedy responses) of each record from ONE forward pass over the prompts: the same values as
+    :func:`greedy_responses` followed by :func:`score_batch` (to float rounding), without their second
+    forward pass over the prompt.
+
+    The prompts go through the base model once, left-padded (position ids from the attention mask, so each
+    record's values are its own), with gradients to the input embeddings and a KV cache; the greedy response
+    is decoded from that cache one token at a time for all records together, each step inside the same
+    autograd graph, so the logits that pick token j+1 are also the ones whose NLL enters the loss. Each
+    record's loss is the mean NLL of its response cut at EOS (its own prompt's LM loss when that is empty);
+    the records' losses are summed, so each record's gradient is its own. Self-information comes from the
+    prompt pass's hidden states (no gradient). Models without a separate base model and head fall back to
+    the two-pass path."""
+    base = getattr(model, getattr(model, "base_model_prefix", ""), None)
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if base is None or head is None or base is model:
+        resp = greedy_responses(model, prompts, n_response, pad, eos)
+        return score_batch(model, prompts, resp, words, n_words, n_prefix), resp
+    dev = next(model.parameters()).device
+    b, lens = len(prompts), [len(p) for p in prompts]
+    width = max(lens)
+    ids = torch.full((b, width), pad, dtype=torch.long)
+    attn = torch.zeros((b, width), dtype=torch.long)
+    for r, p in enumerate(prompts):
+        ids[r, width - len(p) :] = torch.as_tensor(p, dtype=torch.long)
+        attn[r, width - len(p) :] = 1
+    ids, attn = ids.to(dev), attn.to(dev)
+    pos = (attn.cumsum(1) - 1).clamp_min(0)
+    last = torch.as_tensor(lens, device=dev) - 1  # position id of each prompt's last token
+    stop = torch.as_tensor(sorted(set(eos)) or [-1], device=dev)
+    param_dtype = next(model.parameters()).dtype
+    kw = _cache_kw(base)
+    from transformers import DynamicCache
+
+    frozen = [p for p in model.parameters() if p.requires_grad]
+    for p in frozen:
+        p.requires_grad_(False)
+    try:
+        with torch.enable_grad():
+            emb = model.get_input_embeddings()(ids).detach().float().requires_grad_(True)
+            cache = DynamicCache(config=model.config)
+            hidden = base(
+                inputs_embeds=emb.to(param_dtype), attention_mask=attn, position_ids=pos, use_cache=True, **{kw: cache}
+            ).last_hidden_state
+            step_logp, resp = [], []
+            logp = torch.log_softmax(head(hidden[:, -1]).float(), -1)  # predicts response token 1
+            done = torch.zeros(b, dtype=torch.bool, device=dev)
+            am = attn
+            for j in range(n_response):
+                tok = logp.detach().argmax(-1)
+                tok = torch.where(done, torch.full_like(tok, pad), tok)
+                done = done | torch.isin(tok, stop)
+                keep = ~done  # the token is part of the response (not EOS, not after it)
+                step_logp.append(
+                    torch.where(keep, -logp.gather(-1, tok[:, None]).squeeze(-1), torch.zeros_like(logp[:, 0]))
+                )
+                resp.append(torch.where(keep, tok, torch.full_like(tok, -1)))
+                if bool(done.all()) or j == n_response - 1:
+                    break
+                am = torch.cat([am, torch.ones((b, 1), dtype=am.dtype, device=dev)], 1)
+                h = base(
+                    input_ids=tok[:, None],
+                    attention_mask=am,
+                    position_ids=(last + 1 + j)[:, None],
+                    use_cache=True,
+                    **{kw: cache},
+                ).last_hidden_state
+                logp = torch.log_softmax(head(h[:, -1]).float(), -1)
+            responses = (
+                [[t for t in row if t >= 0] for row in torch.stack(resp, 1).cpu().tolist()]
+                if resp
+                else [[] for _ in range(b)]
+            )
+            n_r = torch.as_tensor([len(x) for x in responses], device=dev, dtype=torch.float)
+            loss = torch.stack(step_logp, 1).sum(1) / n_r.clamp_min(1.0) if step_logp else torch.zeros(b, device=dev)
+            empty = [i for i in range(b) if not responses[i]]
+            if empty:  # no response: the prompt's own LM loss (targets after the BOS prefix)
+                loss = loss.clone()
+                for i in empty:
+                    lo = width - lens[i]
+                    h = hidden[i, lo : width - 1]
+                    t = ids[i, lo + 1 : width]
+                    nll = -torch.log_softmax(head(h).float(), -1).gather(-1, t[:, None]).squeeze(-1)
+                    first = max(1, n_prefix) - 1
+                    loss[i] = nll[first:].sum() / max(1, len(nll) - first)
+            (grad,) = torch.autograd.grad(loss.sum(), emb)
+    finally:
+        for p in frozen:
+            p.requires_grad_(True)
+    with torch.no_grad():
+        nll = torch.zeros((b, width), device=dev)  # nll[:, j]: -ln p(token j | < j), left-padded like ids
+        for i in range(b):
+            lo = width - lens[i]
+            li = torch.log_softmax(head(hidden[i, lo : width - 1].detach()).float(), -1)
+            nll[i, lo + 1 :] = -li.gather(-1, ids[i, lo + 1 :, None]).squeeze(-1)
+    out = [
+        _word_scores(grad[i, width - lens[i] :], nll[i, width - lens[i] :], words[i], n_words[i], n_prefix, dev)
+        for i in range(b)
+    ]
+    return out, responses
+
+
+def _word_scores(grad, info, words, n_w, n_prefix, dev) -> WordScores:
+    """One record's K, O, I and H from its token gradients [L, d] and token self-information [L]."""
+    w = torch.as_tensor(words, dtype=torch.long, device=dev)
+    has = w >= 0
+    ww = w[has]
+    g = grad[has]
+    gsum = torch.zeros((n_w, g.shape[-1]), device=dev).index_add_(0, ww, g)
+    cnt = torch.zeros(n_w, device=dev).index_add_(0, ww, torch.ones_like(ww, dtype=torch.float))
+    gnorm = (gsum / cnt.clamp_min(1.0)[:, None]).norm(dim=1)
+    tok_info = info[has]
+    if n_prefix == 0:  # the first token has no prediction: it carries no self-information here
+        tok_info = torch.where(torch.nonzero(has).squeeze(1) == 0, torch.zeros_like(tok_info), tok_info)
+    inf_w = torch.zeros(n_w, device=dev).index_add_(0, ww, tok_info)
+    scored = cnt > 0
+    k = torch.zeros(n_w, device=dev)
+    o = torch.zeros(n_w, device=dev)
+    if bool(scored.any()):
+        k[scored] = minmax(gnorm[scored])
+        o[scored] = minmax(inf_w[scored])
+        h = float(inf_w[scored].mean())
+    else:
+        h = 0.0
+    return WordScores(
+        k.cpu().numpy().astype(np.float64),
+        o.cpu().numpy().astype(np.float64),
+        inf_w.cpu().numpy().astype(np.float64),
+        h,
+    )
+
+
 __all__ = [
     "WordScores",
     "char_word_map",
@@ -227,6 +346,7 @@ __all__ = [
     "minmax",
     "n_protected",
     "protected_share",
+    "respond_and_score",
     "score_batch",
     "token_words",
 ]

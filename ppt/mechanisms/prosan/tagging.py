@@ -22,25 +22,40 @@ from ppt.models.spacy import SPACY_INSTALL  # noqa: F401 - re-exported
 
 
 class SpacyTagger:
-    """spaCy POS tags (tagger + attribute ruler only: parser, NER and lemmatizer are disabled)."""
+    """spaCy POS tags (tagger + attribute ruler; parser, lemmatizer and sentencizer disabled) and, when
+    ``ner``, its named entities from the same pass (``entities(texts)``: ``[[(start, end, label), ...]]``)."""
 
-    def __init__(self, name: str = "en_core_web_sm", batch_size: int = 64):
+    def __init__(self, name: str = "en_core_web_sm", batch_size: int = 64, ner: bool = False):
         self.name = name
         self.batch_size = batch_size
-        self.nlp = load_spacy(name)
+        self.ner = ner
+        self.nlp = load_spacy(name, ner=ner)
+        self._ents: tuple[tuple[str, ...], list] | None = None
 
     def __call__(self, texts: Sequence[str]) -> list[list[tuple[int, int, str]]]:
-        out = []
+        out, ents = [], []
         for doc in self.nlp.pipe(list(texts), batch_size=self.batch_size):
             out.append([(t.idx, t.idx + len(t.text), t.pos_) for t in doc if not t.is_space])
+            ents.append([(e.start_char, e.end_char, e.label_) for e in doc.ents])
+        self._ents = (tuple(texts), ents) if self.ner else None
         return out
 
+    def entities(self, texts: Sequence[str]) -> list[list[tuple[int, int, str]]]:
+        """Named-entity spans of each text (from the last tagging pass when it was over the same texts)."""
+        if not self.ner:
+            raise RuntimeError("this tagger was loaded without NER")
+        if self._ents is None or self._ents[0] != tuple(texts):
+            self(texts)
+        return self._ents[1]
 
-def load_spacy(name: str) -> Any:
-    """The tagger's spaCy pipeline (no parser, NER, lemmatizer or sentencizer): :func:`ppt.models.spacy.load_spacy`."""
+
+def load_spacy(name: str, ner: bool = False) -> Any:
+    """The tagger's spaCy pipeline (no parser, lemmatizer or sentencizer; NER only when asked):
+    :func:`ppt.models.spacy.load_spacy`."""
     from ppt.models.spacy import load_spacy as load
 
-    return load(name, exclude=("parser", "ner", "lemmatizer", "senter"), needed_for="prosan needs spaCy for POS tags")
+    exclude = ("parser", "lemmatizer", "senter") if ner else ("parser", "ner", "lemmatizer", "senter")
+    return load(name, exclude=exclude, needed_for="prosan needs spaCy for POS tags")
 
 
 def word_pieces(text: str, tags: list[tuple[int, int, str]]) -> tuple[list[str], list[str], list[str]]:
