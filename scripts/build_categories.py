@@ -8,12 +8,22 @@ against it where WordNet is installed.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 from ppt.detect.categories import MAX_WORDS, ROOTS, WORD
 
 NOUN_ONLY = ("health", "finances", "occupation")
+# categories of who a person is: a word whose first sense is one individual of a listed class counts (_in)
+IDENTITY = ("sexual_orientation", "religion", "political", "ethnicity")
+# beliefs: their adherents are listed too (_adherents)
+BELIEFS = ("religion", "political")
+# where a person is mostly described by an adjective ("asexual"): the adjectives WordNet derives are listed too.
+# Not for beliefs, whose derived adjectives describe things more often than people ("papal", "democratic")
+ADJECTIVES = ("sexual_orientation",)
+# a gloss that makes a noun an adherent of a belief: "an adherent of Sikhism", "an advocate of libertarianism"
+ADHERENT = re.compile(r"(?:an? |one )?(?:adherent|advocate|follower|supporter|believer|disciple)s? (?:of|in) ([\w-]+)")
 
 
 def _uses(wn, word: str, pos: str) -> int:
@@ -25,6 +35,50 @@ def _mostly_not_a_noun(wn, word: str) -> bool:
     """A word used more often as a verb, adjective or adverb than as a noun ("found", "want", "major")."""
     other = sum(_uses(wn, word, pos) for pos in ("v", "a", "s", "r"))
     return other > _uses(wn, word, "n")
+
+
+def _in(s, synsets: set) -> bool:
+    """``s`` is in the category: listed, or one individual of a listed class (the prophet Mormon, WordNet's first
+    sense of "Mormon", is an instance of prophet: the word's other sense, a Latter-Day Saint, then counts)."""
+    return s in synsets or any(h in synsets for h in s.instance_hypernyms())
+
+
+def _phrase(lemma: str) -> str | None:
+    """The lexicon's form of a WordNet lemma (lower case, spaces), or None when it cannot be one."""
+    phrase = lemma.replace("_", " ").lower()
+    if len(phrase.split()) > MAX_WORDS or len(phrase) < 3 or not WORD.fullmatch(phrase.split()[0]):
+        return None
+    return phrase
+
+
+def _adherents(wn, beliefs: set[str]) -> set[str]:
+    """Nouns WordNet defines as an adherent of one of ``beliefs`` (a Sikh: "an adherent of Sikhism"), and the
+    "-ist" noun of each "-ism" (nationalism: nationalist)."""
+    out = set()
+    for s in wn.all_synsets("n"):
+        m = ADHERENT.match(s.definition())
+        if m and m.group(1).lower() in beliefs and not s.instance_hypernyms():
+            out.update(p for p in map(_phrase, s.lemma_names()) if p)
+    for b in beliefs:
+        if b.endswith("ism") and wn.synsets(b[:-3] + "ist", pos="n"):
+            out.add(b[:-3] + "ist")
+    return out
+
+
+def _adjectives(wn, synsets: set) -> set[str]:
+    """Adjectives WordNet derives from the category's nouns (Buddhism: Buddhistic; asexuality: asexual), where
+    that is the adjective's most frequent sense ("straight", from heterosexuality, is not)."""
+    out = set()
+    for s in synsets:
+        for lemma in s.lemmas():
+            for d in lemma.derivationally_related_forms():
+                if d.synset().pos() not in ("a", "s"):
+                    continue
+                senses = wn.synsets(d.name(), pos="a")
+                phrase = _phrase(d.name())
+                if phrase and senses and senses[0] == d.synset():
+                    out.add(phrase)
+    return out
 
 
 def build(path: str) -> dict[str, int]:
@@ -45,17 +99,23 @@ def build(path: str) -> dict[str, int]:
         phrases = set()
         for s in synsets:
             for lemma in s.lemma_names():
-                phrase = lemma.replace("_", " ").lower()
-                if len(phrase.split()) > MAX_WORDS or len(phrase) < 3 or not WORD.fullmatch(phrase.split()[0]):
+                phrase = _phrase(lemma)
+                if phrase is None:
                     continue
                 first = wn.synsets(lemma, pos="n")
-                if not (first and first[0] in synsets):  # the word's most frequent sense is in the category
+                if not (
+                    first and (first[0] in synsets or (category in IDENTITY and _in(first[0], synsets)))
+                ):  # the word's most frequent sense is in the category
                     continue
                 # "found", "want", "major": mostly verbs or adjectives in another sense. Not applied where the
                 # adjective carries the same meaning ("gay", "Catholic", "Asian", "socialist")
                 if category in NOUN_ONLY and " " not in phrase and _mostly_not_a_noun(wn, lemma):
                     continue
                 phrases.add(phrase)
+        if category in BELIEFS:
+            phrases |= _adherents(wn, {p for s in synsets for p in map(_phrase, s.lemma_names()) if p})
+        if category in ADJECTIVES:
+            phrases |= _adjectives(wn, synsets)
         categories[category] = sorted(phrases)
     with open(path, "w", encoding="utf-8") as f:
         json.dump({"source": "WordNet 3.0", "roots": ROOTS, "categories": categories}, f, indent=0, sort_keys=True)
