@@ -25,6 +25,7 @@ def main() -> None:
     ap.add_argument("--runs", nargs="+", default=d.runs, help="EPS (the defaults) or PRESET@EPS, e.g. 8 inf paper@8")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a TuneConfig option (JSON value)")
     ap.add_argument("--transfer-from", default=None, help="another model's results.json: score its instructions here")
+    ap.add_argument("--transfer-wait", type=float, default=0.0, help="seconds to wait for --transfer-from to appear")
     a = ap.parse_args()
     tune = {k: json.loads(v) for k, v in (s.split("=", 1) for s in a.set)}
     cfg = Config(

@@ -68,6 +68,7 @@ class Config:
     tune: dict = field(default_factory=dict)
     icl_shots: int = 5
     transfer_from: str | None = None  # another model's results.json: its instructions are scored here too
+    transfer_wait_s: float = 0.0  # wait this long for transfer_from to appear (the two models run side by side)
     seed: int = 0
 
 
@@ -162,7 +163,10 @@ def run(cfg: Config, out_dir: Path, log=print) -> dict:
             f"{row['run']}: {row['accuracy']:.3f}, {len(res['candidates']) - 1} candidate(s), queries {g['queries']} "
             f"(failures {g['failures']}), chosen {res['instruction']!r} ({row['tune_seconds']:.0f}s, load {load:.1f})"
         )
-    if cfg.transfer_from:
+    deadline = time.time() + cfg.transfer_wait_s
+    while cfg.transfer_from and not Path(cfg.transfer_from).exists() and time.time() < deadline:
+        time.sleep(30)
+    if cfg.transfer_from and Path(cfg.transfer_from).exists():
         other = json.loads(Path(cfg.transfer_from).read_text())
         for r in other["rows"]:
             if r["run"].startswith("dp-opt"):
