@@ -12,6 +12,7 @@ Detection looks up each run of up to four words in one dict: no regular expressi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -107,9 +108,19 @@ WORD = re.compile(r"[A-Za-z]+(?:[-'][A-Za-z]+)*")
 
 
 @lru_cache(maxsize=1)
+def _shipped() -> str:
+    return resources.files("ppt").joinpath("data/categories.json").read_text(encoding="utf-8")
+
+
+def lexicon_tag() -> str:
+    """8 hex digits naming the shipped lexicon's content (a regenerated lexicon is another detector)."""
+    return hashlib.sha256(_shipped().encode()).hexdigest()[:8]
+
+
+@lru_cache(maxsize=1)
 def lexicon() -> dict[str, str]:
     """phrase (lower case, words separated by one space) -> its category, from the shipped lexicon."""
-    data = json.loads(resources.files("ppt").joinpath("data/categories.json").read_text(encoding="utf-8"))
+    data = json.loads(_shipped())
     out: dict[str, str] = {}
     for category in CATEGORIES:  # the order of CATEGORIES decides a phrase listed twice
         for phrase in data["categories"].get(category, []):
@@ -127,7 +138,7 @@ class CategoryDetector:
         chosen = set(categories)
         self.phrases = {p: c for p, c in lexicon().items() if c in chosen}
         tag = "all" if chosen == set(CATEGORIES) else ".".join(c for c in CATEGORIES if c in chosen)
-        self.signature = f"categories-{tag}@wordnet-3.0"
+        self.signature = f"categories-{tag}@wordnet-3.0#{lexicon_tag()}"
 
     def detect(self, texts: Sequence[str]) -> list[list[Span]]:
         return [self._one(t) for t in texts]
@@ -150,4 +161,4 @@ class CategoryDetector:
         return spans
 
 
-__all__ = ["CATEGORIES", "MAX_WORDS", "ROOTS", "WORD", "CategoryDetector", "lexicon"]
+__all__ = ["CATEGORIES", "MAX_WORDS", "ROOTS", "WORD", "CategoryDetector", "lexicon", "lexicon_tag"]

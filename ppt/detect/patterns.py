@@ -1,5 +1,11 @@
 """Pattern-shaped PII as sensitive spans: presidio-analyzer's predefined pattern recognizers (e-mails, phones,
-credit cards, IBANs, IP and MAC addresses, URLs, crypto wallets, US SSNs, dates), run without its NLP engine.
+credit cards, IBANs, IP and MAC addresses, URLs, crypto wallets, US SSNs, dates), run without its NLP engine, and
+a presidio ``PatternRecognizer`` for ages in their common forms (:data:`AGE_PATTERNS`).
+
+Phones: presidio's recognizer checks candidates with the phonenumbers library; at its default leniency it drops
+numbers that are not valid in a region ("+44 970 6355", "598.555.3105": made up, but still a person's number in
+a prompt), so it runs at leniency 0 (phonenumbers' "possible"), keeping hits of :data:`PHONE_MIN_DIGITS` digits or
+more (below that it takes years and counts: "2004", "35").
 
 Optional (``pip install 'ppt[detect]'``; exit 78 with that command when missing). Offline: presidio's e-mail
 check reads the public-suffix list through tldextract, which would fetch it from the network; here it reads
@@ -12,7 +18,7 @@ import contextlib
 import sys
 from collections.abc import Sequence
 
-from ppt.detect.base import Span
+from ppt.detect.base import Span, list_tag
 
 RECOGNIZERS = (
     "EmailRecognizer",
@@ -25,8 +31,25 @@ RECOGNIZERS = (
     "CryptoRecognizer",
     "UsSsnRecognizer",
     "DateRecognizer",
+    "AgeRecognizer",
 )
 MIN_SCORE = 0.3
+PHONE_MIN_DIGITS = 7
+_AGE = r"(?:1[01]\d|[1-9]?\d)"  # 0-119
+# (name, regex, score) of presidio Patterns (matched case-insensitively, presidio's default flags); the span is the
+# number alone, so "years old" stays readable
+AGE_PATTERNS = (
+    ("age (N years old, N-year-old)", rf"\b{_AGE}(?=[- ](?:years?|yrs?)[- ]old\b|[- ]years? of age\b)", 0.6),
+    ("age (aged N, age: N)", rf"(?:(?<=\baged )|(?<=\bage )|(?<=\bage: )|(?<=\bage:)){_AGE}\b(?![.,:/]\d)", 0.6),
+    (
+        "age (I am N, turned N)",
+        rf"(?:(?<=\bI am )|(?<=\bI'm )|(?<=\bturned )|(?<=\bturns )|(?<=\bturning )){_AGE}\b(?![.,:/%]?\d)"
+        r"(?!\s*(?:%|percent|per\b|times\b|(?:minute|hour|day|week|month|year)s\b))",
+        0.5,
+    ),
+    ("age (is N.)", rf"(?<=\bis ){_AGE}(?=[.;!?](?:\s|$)|[ \t]*$)", 0.4),
+    ("age (at N, I)", rf"(?<=\bat ){_AGE}(?=, (?:I|he|she|they|we)\b)", 0.4),
+)
 
 
 OPTIONAL = ("transformers", "torch")  # presidio's model-based recognizers import these only if present
@@ -53,6 +76,22 @@ def _without_transformers_engine():
                 del sys.modules[name]
 
 
+def _digits(s: str) -> int:
+    return sum(c.isdigit() for c in s)
+
+
+def _recognizer(pr, name: str):
+    """A presidio recognizer by name: a predefined one, the phone one at leniency 0, or the age recognizer."""
+    if name == "AgeRecognizer":
+        from presidio_analyzer import Pattern, PatternRecognizer
+
+        patterns = [Pattern(n, regex, score) for n, regex, score in AGE_PATTERNS]
+        return PatternRecognizer(supported_entity="AGE", patterns=patterns, name=name)
+    if name == "PhoneRecognizer":
+        return pr.PhoneRecognizer(leniency=0)
+    return getattr(pr, name)()
+
+
 class PatternDetector:
     def __init__(self, recognizers: Sequence[str] = RECOGNIZERS, min_score: float = MIN_SCORE):
         from ppt.io import ExitCode, PptError
@@ -75,14 +114,16 @@ class PatternDetector:
         email = importlib.import_module(pr.EmailRecognizer.__module__)
         if hasattr(email, "tldextract"):
             email.tldextract = SimpleNamespace(extract=offline)  # this module's lookups only, never the network
-        self.recognizers = [getattr(pr, name)() for name in recognizers]
+        self.recognizers = [_recognizer(pr, name) for name in recognizers]
         self.min_score = float(min_score)
         version = getattr(presidio_analyzer, "__version__", None)
         if version is None:
             from importlib.metadata import version as dist_version
 
             version = dist_version("presidio-analyzer")
-        self.signature = f"patterns:presidio@{version}"
+        # which recognizers, with ppt's settings (the age patterns, the phones' leniency): 8 hex digits
+        settings = [*recognizers, *map(repr, AGE_PATTERNS), f"phone:leniency=0,min-digits={PHONE_MIN_DIGITS}"]
+        self.signature = f"patterns:presidio@{version}#{list_tag(settings)}"
 
     def detect(self, texts: Sequence[str]) -> list[list[Span]]:
         out = []
@@ -90,6 +131,8 @@ class PatternDetector:
             spans = []
             for r in self.recognizers:
                 for hit in r.analyze(text, r.supported_entities, None) or []:
+                    if hit.entity_type == "PHONE_NUMBER" and _digits(text[hit.start : hit.end]) < PHONE_MIN_DIGITS:
+                        continue
                     if hit.score >= self.min_score:
                         spans.append(Span(hit.start, hit.end, hit.entity_type))
             out.append(spans)

@@ -52,7 +52,7 @@ def test_a_word_is_listed_only_under_its_most_frequent_sense():
 def test_categories_can_be_chosen_and_name_the_signature():
     health = CategoryDetector(["health"])
     assert found(TEXTS[0], health) == {"diabetes": "HEALTH", "HIV": "HEALTH"}
-    assert health.signature == "categories-health@wordnet-3.0" and CategoryDetector().signature.startswith(
+    assert health.signature.startswith("categories-health@wordnet-3.0#") and CategoryDetector().signature.startswith(
         "categories-all"
     )
     with pytest.raises(ValueError, match="unknown categories"):
