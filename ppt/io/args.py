@@ -1,5 +1,5 @@
-"""StreamArgs: the one bundle of the options every stream subcommand shares (input, output, fields,
---on-error, batch size, device, quiet), so the runner, the stages and the CLI pass one object."""
+"""StreamArgs: the one bundle of the options every stream subcommand shares (input, output, their formats,
+fields, --on-error, batch size, device, quiet), so the runner, the stages and the CLI pass one object."""
 
 from __future__ import annotations
 
@@ -19,3 +19,5 @@ class StreamArgs:
     device: str = "auto"
     private: bool = False  # the output holds raw text or what reveals it: a new -o file is created 0600
     text_fields: tuple[str, ...] = ()  # a command that takes several text fields: all of them (the first is text_field)
+    input_format: str = "auto"  # --input-format: jsonl, jsonl.gz, jsonl.zst, csv, parquet; auto: ppt.io.formats
+    output_format: str = "auto"  # --output-format: the same; auto: from -o's name (stdout: jsonl)

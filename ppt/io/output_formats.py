@@ -1,7 +1,8 @@
-"""``-o out.jsonl.gz``, ``out.csv``, ``out.parquet``: the records every stage writes, in the format the name says.
+"""``-o out.jsonl.gz``, ``out.jsonl.zst``, ``out.csv``, ``out.parquet``: the records every stage writes, in the format
+the name says, or the one ``--output-format`` names (stdout, a pipe, a file of any name).
 
 Why a wrapper around the file sink: the stages write JSONL lines, whatever the target, and the file sink keeps
-its promises (a temp file renamed at the end, the mode kept, no torn file). gzip compresses as lines come. CSV
+its promises (a temp file renamed at the end, the mode kept, no torn file). gzip and zstd compress as lines come. CSV
 and Parquet need every record's columns first (records differ: an error record has other fields than a good
 one), so lines are spooled to an unlinked temp file while each column's type is noted, then written in one
 second pass of bounded batches: the union of the fields in first-seen order; nested values (the ``ppt`` stamp)
@@ -187,18 +188,70 @@ class TableSink:
         self.inner.mark_private()
 
 
+class ZstdSink(GzipSink):
+    """JSONL compressed with zstd as it is written (``zstd -dc``, ``-i out.jsonl.zst``): the zstandard package,
+    or the standard library's from Python 3.14."""
+
+    def __init__(self, inner: Any, shown: str) -> None:
+        self.inner = inner
+        try:
+            from compression import zstd  # type: ignore[import-not-found]  # Python 3.14+
+
+            self.z = zstd.ZstdCompressor()
+            self._end = zstd.ZstdCompressor.FLUSH_FRAME
+        except ImportError:
+            try:
+                import zstandard
+            except ImportError:
+                inner.abort()
+                raise PptError(
+                    f"{shown}: cannot write jsonl.zst output without the zstandard package (or Python 3.14+)",
+                    ExitCode.CONFIG,
+                    hint="pip install zstandard, or write jsonl.gz; or pipe JSONL into zstd: ... | zstd > FILE",
+                ) from None
+            self.z = zstandard.ZstdCompressor().compressobj()
+            self._end = None
+
+    def commit(self) -> None:
+        self.inner.write(self.z.flush() if self._end is None else self.z.flush(self._end))
+        self.inner.commit()
+
+
+BINARY = ("jsonl.gz", "jsonl.zst", "parquet")
+
+
+def _terminal(sink: Any) -> bool:
+    fd = getattr(sink, "fd", None)
+    try:
+        return fd is not None and os.isatty(fd)
+    except OSError:
+        return False
+
+
 def formatted(sink: Any, fmt: str, shown: str) -> Any:
-    """``sink`` (a file sink) writing ``fmt``: JSONL as is, gzip, CSV or Parquet (PptError 78 for others)."""
+    """``sink`` (any sink of :mod:`ppt.io.sinks`) writing ``fmt``: JSONL as is, gzip, zstd, CSV or Parquet
+    (PptError 2 for another format, or compressed/Parquet bytes bound for a terminal)."""
     if fmt == "jsonl":
         return sink
+    if fmt in BINARY and _terminal(sink):
+        sink.abort()
+        raise PptError(
+            f"{shown}: not writing {fmt} to a terminal",
+            ExitCode.USAGE,
+            hint="redirect it to a file (> out) or a pipe, or give -o FILE",
+        )
     if fmt == "jsonl.gz":
         return GzipSink(sink)
+    if fmt == "jsonl.zst":
+        return ZstdSink(sink, shown)
     if fmt in ("csv", "parquet"):
         return TableSink(sink, fmt, shown)
     sink.abort()
     raise PptError(
-        f"{shown}: cannot write {fmt} output", ExitCode.USAGE, hint="write .jsonl, .jsonl.gz, .csv or .parquet"
+        f"{shown}: cannot write {fmt} output",
+        ExitCode.USAGE,
+        hint="write jsonl, jsonl.gz, jsonl.zst, csv or parquet (--output-format, or -o's extension)",
     )
 
 
-__all__ = ["GzipSink", "TableSink", "formatted"]
+__all__ = ["GzipSink", "TableSink", "ZstdSink", "formatted"]

@@ -253,8 +253,15 @@ def _std_closed(fd: int) -> bool:
     return False
 
 
-def open_output(path: str, stdout: IO[bytes] | None = None, *, private: bool = False) -> Sink:
-    """Open ``-o PATH`` (see the module doc). ``private``: a new file is created 0600."""
+def open_output(path: str, stdout: IO[bytes] | None = None, *, private: bool = False, fmt: str = "auto") -> Sink:
+    """Open ``-o PATH`` (see the module doc). ``private``: a new file is created 0600. ``fmt``
+    (--output-format): jsonl, jsonl.gz, jsonl.zst, csv or parquet, wherever the output goes
+    (:mod:`ppt.io.output_formats`); ``auto``: the format a regular file's name says, else JSONL."""
+    if fmt not in ("auto", "jsonl"):
+        from ppt.io.output_formats import formatted
+
+        plain = open_output(path, stdout, private=private, fmt="jsonl")
+        return formatted(plain, fmt, "stdout" if path == "-" or stdout is not None else path)
     if stdout is not None:
         return _StreamSink(stdout, is_stdout=False)
     if path == "-":
@@ -291,7 +298,8 @@ def open_output(path: str, stdout: IO[bytes] | None = None, *, private: bool = F
     from ppt.io.formats import format_of
     from ppt.io.output_formats import formatted
 
-    return formatted(_FileSink(target, path, st, private), format_of(path), path)  # .jsonl.gz, .csv, .parquet
+    file = _FileSink(target, path, st, private)
+    return formatted(file, "jsonl" if fmt == "jsonl" else format_of(path), path)  # .jsonl.gz, .csv, .parquet
 
 
 def write_lines(path: str, lines: Any, *, private: bool = False) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -28,27 +27,10 @@ from ppt.io.stdout import error_stream, stdout_guard
 ProcessBatch = Callable[[list[Record]], list[Any]]
 
 
-def _open_input(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], bool]:
-    if stdin is not None:
-        return stdin, False
-    if path == "-":
-        if sys.stdin is None:  # started with `<&-`
-            raise PptError("stdin is closed", ExitCode.NOINPUT, hint="give a file with -i, or pipe JSONL in")
-        return sys.stdin.buffer, False
-    if os.path.isdir(path):
-        raise PptError(
-            f"input path is a directory: {path}", ExitCode.NOINPUT, hint="give a JSONL file, or '-' for stdin"
-        )
-    try:
-        from ppt.io.formats import open_formatted  # .jsonl.gz, .csv, .parquet: read as JSONL lines
+def _open_input(path: str, stdin: IO[bytes] | None, fmt: str = "auto") -> tuple[Any, bool]:
+    from ppt.io.formats import open_input  # .jsonl.gz, .csv, .parquet, --input-format: read as JSONL lines
 
-        return open_formatted(path), True
-    except FileNotFoundError:
-        raise PptError(
-            f"input file not found: {path}", ExitCode.NOINPUT, hint="check the path, or pass '-' to read stdin"
-        ) from None
-    except OSError as exc:
-        raise PptError(f"cannot read input {path}: {exc.strerror}", ExitCode.NOINPUT) from None
+    return open_input(path, fmt, stdin)
 
 
 def _read(lines: Iterator[tuple[int, bytes] | None]) -> Iterator[tuple[int, bytes] | None]:
@@ -112,7 +94,7 @@ class _Runner(RunReport):
         self.in_flight: deque[tuple[list[Record | BadLine], Any]] = deque()
         self.private_seen = False
         self.collector = active_report()  # --report: sees each written record (ppt.io.run_report)
-        self.bar = _progress(desc, total_hint, err, opts.quiet, opts.input)
+        self.bar = _progress(desc, total_hint, err, opts.quiet, opts.input, opts.input_format)
 
     # -- reporting (wording shared with the cluster driver: :class:`ppt.io.report.RunReport`)
     def _say(self, text: str) -> None:
@@ -271,7 +253,7 @@ def _done(handle: Any) -> bool:
     return isinstance(handle, list) or handle.done()
 
 
-def _progress(desc: str, total: int | None, err: IO[str], quiet: bool, source: str = "-") -> Any:
+def _progress(desc: str, total: int | None, err: IO[str], quiet: bool, source: str = "-", fmt: str = "auto") -> Any:
     if quiet:
         return None
     try:
@@ -282,23 +264,23 @@ def _progress(desc: str, total: int | None, err: IO[str], quiet: bool, source: s
     from tqdm import tqdm
 
     if total is None:
-        total = records_in(source)  # a total (and an ETA) when the input's size is known
+        total = records_in(source, fmt)  # a total (and an ETA) when the input's size is known
     return tqdm(total=total, desc=desc, unit="rec", file=err, dynamic_ncols=True, leave=False)
 
 
 COUNT_CHUNK = 1 << 24
 
 
-def records_in(source: str) -> int | None:
+def records_in(source: str, fmt: str = "auto") -> int | None:
     """How many records ``-i SOURCE`` holds, when that is cheap to know: a plain JSONL file's lines (counted in
     16 MiB chunks, about a second per GB, and only for a progress bar on a terminal), a Parquet file's row
     count from its footer; None for stdin, pipes, compressed files and CSV."""
     if source in ("-", "") or not os.path.isfile(source):
         return None
-    from ppt.io.formats import format_of
+    from ppt.io.formats import input_format
 
-    fmt = format_of(source)
     try:
+        fmt = input_format(source, fmt)
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
@@ -311,7 +293,7 @@ def records_in(source: str) -> int | None:
                 lines += chunk.count(b"\n")
                 last = chunk[-1:]
         return lines + (last != b"\n")
-    except (OSError, ValueError, ImportError):
+    except (OSError, ValueError, ImportError, PptError):
         return None
 
 
@@ -406,9 +388,9 @@ def run_stream(
     err = error_stream(_stderr)
     private = bool(opts.private or getattr(process_batch, "private_output", False))
     with _terminate_on_signals():
-        src, close_src = _open_input(opts.input, _stdin)
+        src, close_src = _open_input(opts.input, _stdin, opts.input_format)
         try:
-            sink = open_output(opts.output, _stdout, private=private)
+            sink = open_output(opts.output, _stdout, private=private, fmt=opts.output_format)
             try:
                 prepare = getattr(process_batch, "prepare", None)
                 if callable(prepare):  # a Stage: load models and tables before the first record is read

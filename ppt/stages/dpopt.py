@@ -7,11 +7,9 @@ model choice and the HTTP client for endpoint evaluation.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 from ppt.io import (
     ExitCode,
@@ -35,25 +33,16 @@ class Labelled:
     labels: list[str]
 
 
-def _open(path: str) -> tuple[IO[bytes], bool]:
-    if path == "-":
-        if sys.stdin is None:
-            raise PptError("stdin is closed", ExitCode.NOINPUT, hint="give a file with -i, or pipe JSONL in")
-        return sys.stdin.buffer, False
-    if os.path.isdir(path):
-        raise PptError(f"input path is a directory: {path}", ExitCode.NOINPUT, hint="give a JSONL file")
-    try:
-        return open(path, "rb"), True
-    except FileNotFoundError:
-        raise PptError(f"input file not found: {path}", ExitCode.NOINPUT, hint="check the path, or pass '-'") from None
-    except OSError as exc:
-        raise PptError(f"cannot read input {path}: {exc.strerror}", ExitCode.NOINPUT) from None
+def _open(args: StreamArgs) -> tuple[Any, bool]:
+    from ppt.io.formats import open_input  # --input-format, .jsonl.gz, .csv, .parquet: read as JSONL lines
+
+    return open_input(args.input, args.input_format)
 
 
 def read_labelled(args: StreamArgs, label_field: str) -> Labelled:
     """Every record of ``args.input`` with its text and label; the first bad line stops the run (exit 65)
     naming its line and the problem, never its content. Labels are compared as strings."""
-    stream, close = _open(args.input)
+    stream, close = _open(args)
     out = Labelled([], [], [])
     try:
         for line_no, raw in iter_lines(stream):

@@ -60,7 +60,18 @@ def test_the_shared_options_stand_where_the_stream_parameter_is_in_one_order():
         pass
 
     assert params_of(app_of(cmd)) == ["k", *SHARED, "report", "k2"]
-    assert list(SHARED) == ["input", "output", "text_field", "id_field", "on_error", "batch_size", "device", "quiet"]
+    assert list(SHARED) == [
+        "input",
+        "output",
+        "input_format",
+        "output_format",
+        "text_field",
+        "id_field",
+        "on_error",
+        "batch_size",
+        "device",
+        "quiet",
+    ]
 
 
 def test_per_command_defaults_omissions_and_declarations():
@@ -71,7 +82,16 @@ def test_per_command_defaults_omissions_and_declarations():
         seen["stream"] = stream
 
     app = app_of(small)
-    assert params_of(app) == ["input", "output", "id_field", "batch_size", "quiet", "report"]
+    assert params_of(app) == [
+        "input",
+        "output",
+        "input_format",
+        "output_format",
+        "id_field",
+        "batch_size",
+        "quiet",
+        "report",
+    ]
     assert runner.invoke(app, ["cmd"]).exit_code == 0
     # an omitted option's StreamArgs field: the value given, else its default
     assert seen["stream"] == StreamArgs(on_error="record", batch_size=8, private=True)

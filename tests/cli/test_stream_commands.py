@@ -22,10 +22,10 @@ STREAM_COMMANDS = {
     ("attack", "llm"): set(),
     ("attack", "ngram"): {"device"},
     ("attack", "snd-inversion"): set(),
-    ("eval", "metrics"): {"output"},
-    ("eval", "phr"): {"output", "device"},
+    ("eval", "metrics"): {"output", "output_format"},  # no --output: no --output-format either
+    ("eval", "phr"): {"output", "output_format", "device"},
     ("snd", "embed"): set(),
-    ("dp-opt", "tune"): {"on_error", "batch_size"},
+    ("dp-opt", "tune"): {"on_error", "batch_size", "output_format"},  # -o: one JSON object
     ("dp-opt", "eval"): {"on_error"},
     ("dp-opt", "apply"): {"device"},
 }
