@@ -6,8 +6,8 @@ the same PII-inserted prompts in one run; outputs are checked identical record b
 Reference design (before issue 25's change, rebuilt here): per record, HF ``generate`` for the 8-token
 greedy response, then a second forward pass over prompt + response with the backward for the importance
 (``greedy_responses`` + ``score_batch``). This checkout (``respond_and_score``): one forward pass over the
-prompt with a KV cache, the greedy response decoded from that cache inside the same autograd graph, one
-backward. Printed: the reference, this checkout one record per pass (``batching="record"``, the default:
+prompt with a KV cache, the greedy response decoded from a detached copy of it, the response's tokens
+forwarded on top of the prompt's cache, one backward. Printed: the reference, this checkout one record per pass (``batching="record"``, the default:
 seeded output independent of batch size) and this checkout with ``batching="mixed"`` (the records of a
 batch left-padded into one pass; values equal to float rounding). All three at ProSan's defaults otherwise,
 models loaded before the clock starts, WordNet's memo cold at each start, seeded per record (``make_pii(n, seed=0)``); "identical" compares

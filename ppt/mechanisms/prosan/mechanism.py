@@ -3,7 +3,8 @@ task, replacing them with masked-LM candidates weighted by importance, privacy a
 
 Per prompt: a local causal LM scores each word's importance K_w and privacy O_w, and the prompt's
 entropy sets the protected share gamma; the least important words whose POS is eligible (NOUN, PROPN,
-NUM) are protected. A protected e-mail address or word with a digit keeps its format with fresh
+NUM) are protected, and so is every word of the ``always`` classes (named entities, numbers,
+special-category words) whatever its importance. A protected e-mail address or word with a digit keeps its format with fresh
 characters; any other protected word is replaced by a masked-LM candidate drawn with
 P(c) ∝ exp((K_w - O_w) * scale * s_c).
 

@@ -208,18 +208,19 @@ def respond_and_score(
     pad: int,
     eos: list[int],
 ) -> tuple[list[WordScores], list[list[int]]]:
-    """(scores, greedy responses) of each record from ONE forward pass over the prompts: the same values as
+    """(scores, greedy responses) of each record with ONE forward pass over the prompts: the same values as
     :func:`greedy_responses` followed by :func:`score_batch` (to float rounding), without their second
     forward pass over the prompt.
 
     The prompts go through the base model once, left-padded (position ids from the attention mask, so each
-    record's values are its own), with gradients to the input embeddings and a KV cache; the greedy response
-    is decoded from that cache one token at a time for all records together, each step inside the same
-    autograd graph, so the logits that pick token j+1 are also the ones whose NLL enters the loss. Each
-    record's loss is the mean NLL of its response cut at EOS (its own prompt's LM loss when that is empty);
-    the records' losses are summed, so each record's gradient is its own. Self-information comes from the
-    prompt pass's hidden states (no gradient). Models without a separate base model and head fall back to
-    the two-pass path."""
+    record's values are its own), with gradients to the input embeddings and a KV cache. The greedy response
+    is decoded without gradients from a detached copy of that cache, all records together; then the
+    response's tokens go through the model once more on top of the prompt's cache, with gradients (a few
+    positions, one read of the weights: decoding inside the autograd graph cost one backward read of the
+    weights per token). Each record's loss is the mean NLL of its response cut at EOS (its own prompt's LM
+    loss when that is empty); the losses are summed, so each record's gradient is its own. Self-information
+    comes from the prompt pass's hidden states (no gradient). Models without a separate base model and head
+    fall back to the two-pass path."""
     base = getattr(model, getattr(model, "base_model_prefix", ""), None)
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     if base is None or head is None or base is model:
@@ -251,37 +252,26 @@ def respond_and_score(
             hidden = base(
                 inputs_embeds=emb.to(param_dtype), attention_mask=attn, position_ids=pos, use_cache=True, **{kw: cache}
             ).last_hidden_state
-            step_logp, resp = [], []
-            logp = torch.log_softmax(head(hidden[:, -1]).float(), -1)  # predicts response token 1
-            done = torch.zeros(b, dtype=torch.bool, device=dev)
-            am = attn
-            for j in range(n_response):
-                tok = logp.detach().argmax(-1)
-                tok = torch.where(done, torch.full_like(tok, pad), tok)
-                done = done | torch.isin(tok, stop)
-                keep = ~done  # the token is part of the response (not EOS, not after it)
-                step_logp.append(
-                    torch.where(keep, -logp.gather(-1, tok[:, None]).squeeze(-1), torch.zeros_like(logp[:, 0]))
-                )
-                resp.append(torch.where(keep, tok, torch.full_like(tok, -1)))
-                if bool(done.all()) or j == n_response - 1:
-                    break
-                am = torch.cat([am, torch.ones((b, 1), dtype=am.dtype, device=dev)], 1)
+            first = torch.log_softmax(head(hidden[:, -1]).float(), -1)  # predicts response token 1
+            responses = _greedy_from_cache(base, head, kw, cache, first.detach(), attn, last, n_response, pad, stop)
+            n_r = [len(x) for x in responses]
+            steps = max(n_r)
+            y = torch.full((b, max(steps, 1)), pad, dtype=torch.long, device=dev)
+            for i, row in enumerate(responses):
+                y[i, : len(row)] = torch.as_tensor(row, dtype=torch.long)
+            logp = first[:, None]
+            if steps > 1:  # response tokens 1..steps-1 through the prompt's cache, with gradients
                 h = base(
-                    input_ids=tok[:, None],
-                    attention_mask=am,
-                    position_ids=(last + 1 + j)[:, None],
+                    input_ids=y[:, : steps - 1],
+                    attention_mask=torch.cat([attn, torch.ones((b, steps - 1), dtype=attn.dtype, device=dev)], 1),
+                    position_ids=last[:, None] + 1 + torch.arange(steps - 1, device=dev),
                     use_cache=True,
                     **{kw: cache},
                 ).last_hidden_state
-                logp = torch.log_softmax(head(h[:, -1]).float(), -1)
-            responses = (
-                [[t for t in row if t >= 0] for row in torch.stack(resp, 1).cpu().tolist()]
-                if resp
-                else [[] for _ in range(b)]
-            )
-            n_r = torch.as_tensor([len(x) for x in responses], device=dev, dtype=torch.float)
-            loss = torch.stack(step_logp, 1).sum(1) / n_r.clamp_min(1.0) if step_logp else torch.zeros(b, device=dev)
+                logp = torch.cat([logp, torch.log_softmax(head(h).float(), -1)], 1)
+            tnll = -logp.gather(-1, y[:, :, None]).squeeze(-1)  # [b, steps]
+            target = torch.arange(y.shape[1], device=dev)[None, :] < torch.as_tensor(n_r, device=dev)[:, None]
+            loss = (tnll * target).sum(1) / target.sum(1).clamp_min(1)
             empty = [i for i in range(b) if not responses[i]]
             if empty:  # no response: the prompt's own LM loss (targets after the BOS prefix)
                 loss = loss.clone()
@@ -290,8 +280,8 @@ def respond_and_score(
                     h = hidden[i, lo : width - 1]
                     t = ids[i, lo + 1 : width]
                     nll = -torch.log_softmax(head(h).float(), -1).gather(-1, t[:, None]).squeeze(-1)
-                    first = max(1, n_prefix) - 1
-                    loss[i] = nll[first:].sum() / max(1, len(nll) - first)
+                    skip = max(1, n_prefix) - 1
+                    loss[i] = nll[skip:].sum() / max(1, len(nll) - skip)
             (grad,) = torch.autograd.grad(loss.sum(), emb)
     finally:
         for p in frozen:
@@ -307,6 +297,37 @@ def respond_and_score(
         for i in range(b)
     ]
     return out, responses
+
+
+def _greedy_from_cache(base, head, kw, cache, first, attn, last, n, pad, stop) -> list[list[int]]:
+    """Greedy continuation (up to ``n`` tokens, cut at EOS) of every row from a copy of the prompt's KV cache,
+    without gradients (``first``: log-probabilities of the first token). A finished row feeds ``pad``."""
+    from transformers import DynamicCache
+
+    b, dev = first.shape[0], first.device
+    out = torch.full((b, max(n, 0)), -1, dtype=torch.long, device=dev)
+    with torch.no_grad():
+        copy = DynamicCache(config=base.config)
+        for i, layer in enumerate(cache.layers):
+            copy.update(layer.keys.detach(), layer.values.detach(), i)
+        done = torch.zeros(b, dtype=torch.bool, device=dev)
+        am, logp = attn, first
+        for j in range(n):
+            tok = torch.where(done, torch.full_like(done, pad, dtype=torch.long), logp.argmax(-1))
+            done = done | torch.isin(tok, stop)
+            out[:, j] = torch.where(done, torch.full_like(tok, -1), tok)
+            if bool(done.all()) or j == n - 1:
+                break
+            am = torch.cat([am, torch.ones((b, 1), dtype=am.dtype, device=dev)], 1)
+            h = base(
+                input_ids=tok[:, None],
+                attention_mask=am,
+                position_ids=(last + 1 + j)[:, None],
+                use_cache=True,
+                **{kw: copy},
+            ).last_hidden_state
+            logp = head(h[:, -1]).float()
+    return [[t for t in row if t >= 0] for row in out.cpu().tolist()]
 
 
 def _word_scores(grad, info, words, n_w, n_prefix, dev) -> WordScores:
