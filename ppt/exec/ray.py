@@ -18,12 +18,14 @@ on the workers (shard reading, the stage actor) is :mod:`ppt.exec.ray_workers`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import signal
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -49,11 +51,13 @@ from ppt.io import (
     ExitCode,
     PptError,
     StreamArgs,
+    Terminated,
     error_stream,
     stdout_guard,
 )
 from ppt.io.records import ON_ERROR_MODES
 from ppt.io.report import RunReport
+from ppt.io.stream import _terminate_on_signals
 from ppt.stages.base import Stage
 
 INSTALL = "pip install 'ppt[ray]'"
@@ -126,6 +130,8 @@ def _connect(ray: Any, address: str | None) -> bool:
         kwargs["runtime_env"] = {"env_vars": env}
     try:
         ray.init(address=address, **kwargs)
+    except SystemExit:  # a SIGTERM during ray.init: the handler it installs exits with the signal's number
+        raise Terminated(signal.SIGTERM) from None
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise PptError(
             f"cannot connect to the Ray cluster at {address or os.environ.get('RAY_ADDRESS', 'a new local cluster')} "
@@ -134,6 +140,21 @@ def _connect(ray: Any, address: str | None) -> bool:
             hint="start one with `ray start --head` and pass --ray-address HOST:6379, or omit it for a local cluster",
         ) from None
     return True
+
+
+@contextlib.contextmanager
+def _ray_session(ray: Any, address: str | None) -> Iterator[None]:
+    """Ray joined (or a local cluster started, and shut down on the way out) with SIGTERM and SIGHUP
+    raising Terminated throughout, as under ``run_stream`` (exit 143/129, the temp shards removed): the
+    handlers go in again once Ray is up, over those ray.init installs (exit 15 after a C++ stack dump)."""
+    with _terminate_on_signals():
+        started = _connect(ray, address)
+        with _terminate_on_signals():
+            try:
+                yield
+            finally:
+                if started:
+                    ray.shutdown()
 
 
 def _worker_error(exc: BaseException) -> PptError:
@@ -252,31 +273,28 @@ def run_stage_on_ray(
     del stage
     out_dir = prepare_output_dir(args.output)
     err = error_stream(_stderr)
-    started = _connect(ray, options.address)
-    t0 = time.perf_counter()
-    tally = _Tally(args, desc, len(shards), err)
-    writer = ShardWriter(out_dir, len(shards), private=private)
-    code: int | None = None
-    try:
-        results, actors, num_gpus = build_dataset(ray, shards, make_stage, args, options, build_hint)
+    with _ray_session(ray, options.address):
+        t0 = time.perf_counter()
+        tally = _Tally(args, desc, len(shards), err)
+        writer = ShardWriter(out_dir, len(shards), private=private)
+        code: int | None = None
         try:
-            with warnings.catch_warnings():  # Ray Data's tuning advice is not the user's business here
-                warnings.filterwarnings("ignore", module=r"ray(\.|$)")
-                code = _drain(results, args, tally, writer)
-        except PptError:
+            results, actors, num_gpus = build_dataset(ray, shards, make_stage, args, options, build_hint)
+            try:
+                with warnings.catch_warnings():  # Ray Data's tuning advice is not the user's business here
+                    warnings.filterwarnings("ignore", module=r"ray(\.|$)")
+                    code = _drain(results, args, tally, writer)
+            except PptError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a Ray failure of any kind: report it without its text
+                raise _worker_error(e) from None
+            if code is None:
+                tally.summary()
+                code = int(ExitCode.SOME_FAILED if tally.failed else ExitCode.OK)
+            names = writer.commit()
+        except BaseException:
+            writer.abort()
             raise
-        except Exception as e:  # noqa: BLE001 - a Ray failure of any kind: report it without its text
-            raise _worker_error(e) from None
-        if code is None:
-            tally.summary()
-            code = int(ExitCode.SOME_FAILED if tally.failed else ExitCode.OK)
-        names = writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
-    finally:
-        if started:
-            ray.shutdown()
     _write_summary(
         out_dir,
         shards,

@@ -22,6 +22,9 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 SUMMARY_NAME = "summary.json"
 _PART_RE = re.compile(r"part-\d{5,}\.jsonl")
+# what a run killed before its commit leaves: ShardWriter's temp shards (mkstemp: the shard's name after a
+# dot, then 8 random characters) and the summary's temp file (ppt.exec.ray)
+_TEMP_RE = re.compile(r"\.part-\d{5,}\.jsonl\.[a-z0-9_]{8}|\." + re.escape(SUMMARY_NAME) + r"\.tmp")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
@@ -107,7 +110,8 @@ def _resolve_uri(spec: str) -> list[str]:
 
 def prepare_output_dir(path: str) -> Path:
     """The output directory, created if absent. It must be empty or hold only a previous run's shards and
-    summary (which this run replaces): other files are never overwritten."""
+    summary (which this run replaces): other files are never overwritten. The temp files of a run that
+    was killed before its commit are removed, with a note on stderr."""
     if path in ("", "-"):
         raise PptError(
             "--engine ray writes a directory of shards, not stdout",
@@ -118,6 +122,7 @@ def prepare_output_dir(path: str) -> Path:
     if out.exists() and not out.is_dir():
         raise PptError(f"--output must be a directory with --engine ray: {path}", ExitCode.USAGE)
     if out.is_dir():
+        _remove_leftovers(out)
         foreign = [p.name for p in out.iterdir() if not (_PART_RE.fullmatch(p.name) or p.name == SUMMARY_NAME)]
         if foreign:
             raise PptError(
@@ -130,6 +135,18 @@ def prepare_output_dir(path: str) -> Path:
     except OSError as e:
         raise PptError(f"cannot create output directory {path}: {e.strerror}", ExitCode.IOERR) from None
     return out
+
+
+def _remove_leftovers(out: Path) -> None:
+    """Remove the temp files a killed run left in ``out`` (every later run refused the directory, 78)."""
+    from ppt.log import note
+
+    left = sorted(p for p in out.iterdir() if _TEMP_RE.fullmatch(p.name) and p.is_file())
+    for p in left:
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+    if left:
+        note(f"removed {len(left)} temp file(s) an interrupted run left in {out} ({', '.join(p.name for p in left)})")
 
 
 class ShardWriter:

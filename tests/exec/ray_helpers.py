@@ -45,3 +45,34 @@ class KillOnceRecipe:
 
     def __call__(self) -> Stage:
         return _KillOnce(self.recipe(), self.marker, self.flag)
+
+
+class _Slow(Stage):
+    name = "sanitize"
+
+    def __init__(self, inner: Stage, seconds: float) -> None:
+        self.inner, self.seconds = inner, seconds
+
+    def prepare(self) -> None:
+        self.inner.prepare()
+
+    def signature(self):
+        return self.inner.signature()
+
+    def __call__(self, records):
+        import time
+
+        time.sleep(self.seconds)
+        return self.inner(records)
+
+
+@dataclass
+class SlowRecipe:
+    """A sanitize recipe whose stage sleeps ``seconds`` before each batch: a job still running when a test
+    signals it."""
+
+    recipe: SanitizeRecipe
+    seconds: float
+
+    def __call__(self) -> Stage:
+        return _Slow(self.recipe(), self.seconds)

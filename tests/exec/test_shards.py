@@ -80,6 +80,35 @@ def test_output_dir_rules(tmp_path):
     assert e.value.exit_code == ExitCode.CONFIG
 
 
+def test_a_killed_runs_temp_files_are_removed_not_refused(tmp_path, monkeypatch):
+    """Reliability probe P-m11: a SIGKILL of the driver left `.part-00000.jsonl.<rand>` behind, and every
+    later run into the directory failed with 78 ("holds files this run did not write"). Those names are
+    ShardWriter's own (and the summary's temp file): removed with a note; anything else still refuses."""
+    import ppt.log
+
+    notes: list[str] = []
+    monkeypatch.setattr(ppt.log, "note", notes.append)
+    out = prepare_output_dir(str(tmp_path / "out"))
+    w = ShardWriter(out, 12)
+    for i in (0, 11):
+        w.write(i, b"{}\n")
+    for fd, _ in w._files.values():  # killed: no commit, no abort
+        os.close(fd)
+    _touch(out / f".{SUMMARY_NAME}.tmp")
+    _touch(out / output_name(3, 12))  # a previous run's shard: kept until this run's commit replaces it
+    left = sorted(p.name for p in out.iterdir() if p.name.startswith("."))
+    assert len(left) == 3 and left[0].startswith(".part-00000.jsonl.")
+    assert prepare_output_dir(str(out)) == out
+    assert sorted(p.name for p in out.iterdir()) == [output_name(3, 12)]
+    assert len(notes) == 1 and "removed 3 temp file(s)" in notes[0] and left[0] in notes[0]
+    for name in (".part-00000.jsonl.notes-of-mine", ".part-1.jsonl.abcdefgh", ".summary.json.bak", "x.tmp"):
+        _touch(out / name)
+        with pytest.raises(PptError) as e:
+            prepare_output_dir(str(out))  # a near miss is not ours: still refused, and kept
+        assert e.value.exit_code == ExitCode.CONFIG and (out / name).exists()
+        (out / name).unlink()
+
+
 def test_writer_commits_every_shard_and_drops_stale_ones(tmp_path):
     _touch(tmp_path / output_name(5), "old\n")  # a previous run had more shards
     w = ShardWriter(tmp_path, 3)
