@@ -25,12 +25,13 @@ from ppt.exec.readonly import read_only_cache
 from ppt.exec.recipes import SanitizeRecipe
 from ppt.exec.shards import ShardWriter, output_name
 from ppt.io import ExitCode, PptError, RecordError, StreamArgs, run_stream
-from tests.helpers import ppt
+from tests.helpers import ppt, ppt_process
 
 
 @pytest.fixture
 def no_ray(tmp_path):
-    """An environment where `import ray` fails, whether or not Ray is installed here."""
+    """An environment where `import ray` fails, whether or not Ray is installed here (for ``ppt_process``: a
+    run in this process imports the Ray it finds)."""
     fake = tmp_path / "fake-site" / "ray"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError('No module named ray (test)')\n")
@@ -40,14 +41,14 @@ def no_ray(tmp_path):
 def test_engine_ray_without_ray_exits_78_with_the_install_command(tmp_path, no_ray):
     src = tmp_path / "in.jsonl"
     src.write_text('{"id": 1, "text": "hello world"}\n')
-    r = ppt("sanitize", "--engine", "ray", "-i", str(src), "-o", str(tmp_path / "out"), env=no_ray)
+    r = ppt_process("sanitize", "--engine", "ray", "-i", str(src), "-o", str(tmp_path / "out"), env=no_ray)
     assert r.returncode == 78, r.stderr
     assert "pip install 'ppt[ray]'" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "out").exists()
 
 
 def test_engine_local_is_the_default_and_needs_no_ray(no_ray):
-    r = ppt(
+    r = ppt_process(
         "sanitize",
         "-m",
         "rantext",
