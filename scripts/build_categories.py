@@ -23,6 +23,11 @@ BELIEFS = ("religion", "political")
 # Not for beliefs, whose derived adjectives describe things more often than people ("papal", "democratic")
 ADJECTIVES = ("sexual_orientation",)
 # a gloss that makes a noun an adherent of a belief: "an adherent of Sikhism", "an advocate of libertarianism"
+# spellings in current English use that WordNet 3.0 (2006) lacks, of a people it lists under an older romanisation:
+# synset -> spellings added to the synset's category. Kept small and checked (:func:`_alias`): each is one of the
+# synset's own lemmas with some "i" written "y" (the transliteration variant WordNet itself shows in Uighur/Uygur),
+# and no WordNet word, so an alias can only match the people's name
+ALIASES = {"uighur.n.01": ("Uyghur",), "kirghiz.n.01": ("Kyrgyz",)}
 ADHERENT = re.compile(r"(?:an? |one )?(?:adherent|advocate|follower|supporter|believer|disciple)s? (?:of|in) ([\w-]+)")
 
 
@@ -49,6 +54,19 @@ def _phrase(lemma: str) -> str | None:
     if len(phrase.split()) > MAX_WORDS or len(phrase) < 3 or not WORD.fullmatch(phrase.split()[0]):
         return None
     return phrase
+
+
+def _alias(wn, synset, spelling: str) -> str:
+    """The lexicon's form of an :data:`ALIASES` spelling of ``synset``, after checking it is a transliteration
+    variant of one of its lemmas (an "i" written "y", nothing else) and not a word of WordNet."""
+    word = spelling.lower()
+    variant = any(
+        len(lemma) == len(word) and all(a == b or (a, b) == ("i", "y") for a, b in zip(lemma.lower(), word))
+        for lemma in synset.lemma_names()
+    )
+    if not variant or wn.synsets(word) or _phrase(word) != word:
+        raise ValueError(f"{spelling!r} is not an i/y spelling of {synset.name()} outside WordNet")
+    return word
 
 
 def _adherents(wn, beliefs: set[str]) -> set[str]:
@@ -116,9 +134,17 @@ def build(path: str) -> dict[str, int]:
             phrases |= _adherents(wn, {p for s in synsets for p in map(_phrase, s.lemma_names()) if p})
         if category in ADJECTIVES:
             phrases |= _adjectives(wn, synsets)
+        for name, spellings in ALIASES.items():
+            if wn.synset(name) in synsets:
+                phrases |= {_alias(wn, wn.synset(name), s) for s in spellings}
         categories[category] = sorted(phrases)
     with open(path, "w", encoding="utf-8") as f:
-        json.dump({"source": "WordNet 3.0", "roots": ROOTS, "categories": categories}, f, indent=0, sort_keys=True)
+        json.dump(
+            {"source": "WordNet 3.0", "roots": ROOTS, "aliases": ALIASES, "categories": categories},
+            f,
+            indent=0,
+            sort_keys=True,
+        )
         f.write("\n")
     return {c: len(p) for c, p in categories.items()}
 

@@ -9,7 +9,9 @@ detector marks, and everything else passes through verbatim (stated as unprotect
 phones, cards, IBANs, IPs, URLs, ...; optional extra ``ppt[detect]``), ``ner`` (spaCy's named entities on the
 offline en_core_web_sm), ``categories`` (sensitive words that are not entities: health, sexual orientation,
 religion, political opinion, ethnicity, finances, occupation; a lexicon generated from WordNet, shipped).
-Detection itself depends on the text: what a detector misses is released raw.
+A value detected once is marked at its other occurrences in the record too (a first name alone after the full
+name: :func:`ppt.detect.base.propagate`). Detection itself depends on the text: what a detector misses is
+released raw.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
-"""The detector interface, span merging and the combination of the user's lists with library detectors."""
+"""The detector interface, span merging, the propagation of a record's detected values to their other
+occurrences, and the user's lists."""
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -36,6 +38,48 @@ def merge_spans(spans: Sequence[Span]) -> list[Span]:
         else:
             out.append(s)
     return out
+
+
+# kinds whose words each name the person: "Lucas" alone, after "Lucas Costa", is Lucas (spaCy's and presidio's label)
+PERSON_KINDS = frozenset({"PERSON"})
+# words of a detected name that do not name the person (a title is kept when it stands alone)
+TITLES = frozenset("Mr Mrs Ms Miss Mx Dr Prof Sir Dame Lord Lady Rev St Jr Sr".split())
+_NAME_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+_POSSESSIVE = re.compile(r"['’]s$")
+# a value's other occurrence is a whole token: not part of a longer word, number, address or decimal ("34" in
+# "34.5", "Lucas" in "Lucas.Costa@...")
+_BEFORE, _AFTER = r"(?<!\w)(?<!\w[.,:/@-])", r"(?!\w)(?![.,:/@-]\w)"
+PROPAGATION = "same-text.person-words"  # the policy's name in the detector's signature
+
+
+def _value(text: str) -> str:
+    return _POSSESSIVE.sub("", text.strip())
+
+
+def propagate(text: str, spans: Sequence[Span]) -> list[Span]:
+    """``spans`` plus every other occurrence in ``text`` of what they mark (detection is per mention; a record
+    names its person, city or condition several times, and one missed mention releases the value).
+
+    Policy: (1) the text of each span (each line of it, trimmed, without a possessive "'s") is marked wherever it
+    occurs again as a whole token, case-sensitively, with the span's kind; (2) each capitalised word of a
+    :data:`PERSON_KINDS` span of two or more words (given name, surname; not :data:`TITLES` or initials) is marked
+    wherever it occurs alone with that capital: "Lucas" after "Lucas Costa", but not "will" after "Will Smith"
+    (the lower-case word is another word). One compiled alternation per record, longest value first."""
+    kinds: dict[str, str] = {}
+    for s in spans:
+        for value in map(_value, text[s.start : s.end].splitlines()):  # a model's span may run over a line break
+            if len(value) < 2:
+                continue
+            kinds.setdefault(value, s.kind)
+            words = [_value(w) for w in _NAME_WORD.findall(value)] if s.kind in PERSON_KINDS else []
+            for w in words if len(words) > 1 else ():
+                if len(w) > 1 and w[0].isupper() and w not in TITLES:
+                    kinds.setdefault(w, s.kind)
+    if not kinds:
+        return list(spans)
+    alternation = "|".join(re.escape(v) for v in sorted(kinds, key=len, reverse=True))
+    found = re.finditer(f"{_BEFORE}(?:{alternation}){_AFTER}", text)
+    return [*spans, *(Span(m.start(), m.end(), kinds[m.group()]) for m in found)]
 
 
 def read_list(path: str, what: str) -> list[str]:

@@ -1,22 +1,25 @@
-"""The detector of a run: the user's deny-list plus library detectors, merged, minus the allow-list."""
+"""The detector of a run: the user's deny-list plus library detectors, propagated to every other occurrence of a
+detected value in the record (:func:`ppt.detect.base.propagate`), minus the allow-list, merged."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ppt.detect.base import Detector, Span, list_tag, merge_spans, read_list
+from ppt.detect.base import PROPAGATION, Detector, Span, list_tag, merge_spans, propagate, read_list
 
 DETECTORS = ("patterns", "ner", "categories")
 
 
 class Combined:
-    """Several detectors' spans, merged; spans whose text is on the allow-list are dropped."""
+    """Several detectors' spans, each detected value marked at its other occurrences in the record too
+    (:func:`~ppt.detect.base.propagate`; the signature says so), merged; spans whose text is on the allow-list
+    are dropped (before and after the propagation)."""
 
     def __init__(self, parts: Sequence[Detector], allow: frozenset[str] = frozenset(), allow_tag: str = "") -> None:
         self.parts = list(parts)
         self.allow = allow
         names = "+".join(p.signature for p in self.parts)
-        self.signature = names + (f"-allow#{allow_tag}" if allow else "")
+        self.signature = names + (f"-allow#{allow_tag}" if allow else "") + f"-propagate:{PROPAGATION}"
 
     def detect(self, texts: Sequence[str]) -> list[list[Span]]:
         found: list[list[Span]] = [[] for _ in texts]
@@ -25,9 +28,12 @@ class Combined:
                 found[i].extend(spans)
         out = []
         for text, spans in zip(texts, found):
-            kept = [s for s in spans if text[s.start : s.end].strip().lower() not in self.allow]
-            out.append(merge_spans(kept))
+            spans = propagate(text, self._allowed(text, spans))
+            out.append(merge_spans(self._allowed(text, spans)))
         return out
+
+    def _allowed(self, text: str, spans: list[Span]) -> list[Span]:
+        return [s for s in spans if text[s.start : s.end].strip().lower() not in self.allow] if self.allow else spans
 
 
 def build_detector(names: Sequence[str], *, deny: str | None = None, allow: str | None = None) -> Combined:

@@ -89,3 +89,27 @@ def test_shipped_lexicon_matches_its_generator():
         build(f"{d}/categories.json")
         with open(f"{d}/categories.json") as f:
             assert json.load(f) == shipped
+
+
+@pytest.mark.slow  # loads WordNet
+def test_aliases_are_only_i_y_spellings_of_their_synset_outside_wordnet():
+    """The generator's alias table adds current spellings WordNet lacks (Uyghur) and refuses anything else: another
+    word, a spelling that changes more than an "i" to a "y", a word WordNet has."""
+    import runpy
+    from pathlib import Path
+
+    from ppt.mechanisms.prosan.wordnet import load_wordnet, wordnet_available
+
+    if not wordnet_available():
+        pytest.skip("WordNet (NLTK + the wordnet files) is not installed")
+    script = runpy.run_path(str(Path(__file__).parents[2] / "scripts" / "build_categories.py"))
+    wn, alias = load_wordnet(), script["_alias"]
+    assert alias(wn, wn.synset("uighur.n.01"), "Uyghur") == "uyghur"
+    assert alias(wn, wn.synset("kirghiz.n.01"), "Kyrgyz") == "kyrgyz"
+    for synset, spelling in [
+        ("uighur.n.01", "Uzbek"),
+        ("uighur.n.01", "Uyghurs"),
+        ("lira.n.01", "Lyra"),
+    ]:  # Lyra: a WordNet word
+        with pytest.raises(ValueError, match="not an i/y spelling"):
+            alias(wn, wn.synset(synset), spelling)
