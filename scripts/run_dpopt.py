@@ -22,9 +22,15 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="output directory (default docs/dpopt/<model>)")
     for name in ("n_train", "n_test", "icl_shots", "seed"):
         ap.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(d, name))
-    ap.add_argument("--runs", nargs="+", default=d.runs, help="EPS (the defaults) or PRESET@EPS, e.g. 8 inf paper@8")
+    ap.add_argument(
+        "--runs",
+        nargs="+",
+        default=d.runs,
+        help="EPS (the defaults) or PRESET@EPS, +K=V,... for that run only: 8 paper@8 inf+max_prompts=2",
+    )
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a TuneConfig option (JSON value)")
     ap.add_argument("--transfer-from", default=None, help="another model's results.json: score its instructions here")
+    ap.add_argument("--resume", action="store_true", help="keep the finished rows of an interrupted run (partial.json)")
     ap.add_argument("--transfer-wait", type=float, default=0.0, help="seconds to wait for --transfer-from to appear")
     a = ap.parse_args()
     tune = {k: json.loads(v) for k, v in (s.split("=", 1) for s in a.set)}

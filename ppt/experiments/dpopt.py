@@ -69,6 +69,7 @@ class Config:
     icl_shots: int = 5
     transfer_from: str | None = None  # another model's results.json: its instructions are scored here too
     transfer_wait_s: float = 0.0  # wait this long for transfer_from to appear (the two models run side by side)
+    resume: bool = False  # keep the finished rows of an interrupted run (out_dir/partial.json)
     seed: int = 0
 
 
@@ -76,10 +77,13 @@ def _eps_label(eps: float) -> str:
     return "inf" if math.isinf(eps) else f"{eps:g}"
 
 
-def parse_run(spec: str) -> tuple[str | None, float]:
-    """``"8"`` -> (None, 8.0); ``"paper@8"`` -> ("paper", 8.0); ``"inf"`` -> (None, inf)."""
-    preset, _, eps = spec.rpartition("@")
-    return (preset or None), float(eps)
+def parse_run(spec: str) -> tuple[str | None, float, dict]:
+    """``"8"`` -> (None, 8.0, {}); ``"paper@8"`` -> ("paper", 8.0, {}); ``"inf+max_prompts=2"`` -> (None, inf,
+    {"max_prompts": 2}): options after ``+`` (comma-separated, JSON values) apply to that run only."""
+    head, _, extra = spec.partition("+")
+    preset, _, eps = head.rpartition("@")
+    opts = {k: json.loads(v) for k, v in (kv.split("=", 1) for kv in extra.split(",") if kv)}
+    return (preset or None), float(eps), opts
 
 
 def icl_instruction(init: str, train: list[dict], shots: int) -> tuple[str, list[dict]]:
@@ -108,6 +112,11 @@ def run(cfg: Config, out_dir: Path, log=print) -> dict:
     model, tok = load_causal_lm(cfg.model, device="cpu")
     t0 = time.time()
     scored: dict[str, dict] = {}
+    done: dict[str, dict] = {}  # rows of an interrupted run of the same config (partial.json), kept
+    if cfg.resume and (out_dir / "partial.json").exists():
+        for r in json.loads((out_dir / "partial.json").read_text()):
+            done[r["spec"] if "spec" in r else r["run"]] = r
+            scored[r["instruction"]] = {k: r[k] for k in ("accuracy", "ci95", "correct", "n") if k in r}
 
     def test_acc(inst: str) -> dict:
         if inst not in scored:
@@ -131,14 +140,20 @@ def run(cfg: Config, out_dir: Path, log=print) -> dict:
     )
     log(f"{rows[-1]['run']}: {rows[-1]['accuracy']:.3f} ({time.time() - t1:.0f}s)")
     for spec in cfg.runs:
-        preset, eps = parse_run(spec)
-        opts = dict(cfg.tune, labels=LABELS, eps=eps, init=cfg.init, seed=cfg.seed)
+        preset, eps, extra = parse_run(spec)
+        label = f"dp-opt {preset + ' ' if preset else ''}eps={_eps_label(eps)}"
+        if spec in done or (not extra and label in done):
+            rows.append(done.get(spec) or done[label])
+            log(f"{label}: kept from partial.json")
+            continue
+        opts = dict(cfg.tune, labels=LABELS, eps=eps, init=cfg.init, seed=cfg.seed) | extra
         tc = TuneConfig.preset(preset, **opts) if preset else TuneConfig(**opts)
         t1, load = time.time(), os.getloadavg()[0]
         res = tune(model, tok, prepare(tc, texts, labels, model_name=cfg.model), texts, labels, model_name=cfg.model)
         g = res["block"]["generation"]
         row = {
-            "run": f"dp-opt {preset + ' ' if preset else ''}eps={_eps_label(eps)}",
+            "run": label + (f" ({', '.join(f'{k} {v}' for k, v in extra.items())})" if extra else ""),
+            "spec": spec,
             "eps": _eps_label(eps) if math.isinf(eps) else eps,
             "preset": preset or "defaults",
             "instruction": res["instruction"],
