@@ -42,6 +42,8 @@ def main() -> None:
         tune=tune,
         icl_shots=a.icl_shots,
         transfer_from=a.transfer_from,
+        transfer_wait_s=a.transfer_wait,
+        resume=a.resume,
         seed=a.seed,
     )
     out = Path(a.out or Path(__file__).resolve().parent.parent / "docs" / "dpopt" / a.model)
