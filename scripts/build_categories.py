@@ -28,6 +28,8 @@ ADJECTIVES = ("sexual_orientation",)
 # synset's own lemmas with some "i" written "y" (the transliteration variant WordNet itself shows in Uighur/Uygur),
 # and no WordNet word, so an alias can only match the people's name
 ALIASES = {"uighur.n.01": ("Uyghur",), "kirghiz.n.01": ("Kyrgyz",)}
+# parties: a member of one is listed too (_members: "a member of the Green Party")
+PARTIES = ("political",)
 ADHERENT = re.compile(r"(?:an? |one )?(?:adherent|advocate|follower|supporter|believer|disciple)s? (?:of|in) ([\w-]+)")
 
 
@@ -69,6 +71,25 @@ def _alias(wn, synset, spelling: str) -> str:
     return word
 
 
+def _members(wn, synsets: set) -> tuple[set[str], set[str]]:
+    """Nouns WordNet makes members of one of ``synsets`` (member holonyms: Democrat, of the Democratic Party;
+    Green, of the Green Party): (phrases whose first sense this is, capitalised lemmas whose lower-case word means
+    something else first: "Green", and not "green", the colour)."""
+    plain, cased = set(), set()
+    for s in wn.all_synsets("n"):
+        if s.instance_hypernyms() or not any(h in synsets for h in s.member_holonyms()):
+            continue
+        for lemma in s.lemma_names():
+            phrase = _phrase(lemma)
+            if phrase is None:
+                continue
+            if wn.synsets(lemma, pos="n")[0] == s:
+                plain.add(phrase)
+            elif lemma[0].isupper():
+                cased.add(lemma.replace("_", " "))
+    return plain, cased
+
+
 def _adherents(wn, beliefs: set[str]) -> set[str]:
     """Nouns WordNet defines as an adherent of one of ``beliefs`` (a Sikh: "an adherent of Sikhism"), and the
     "-ist" noun of each "-ism" (nationalism: nationalist)."""
@@ -105,6 +126,7 @@ def build(path: str) -> dict[str, int]:
 
     wn = load_wordnet()
     categories: dict[str, list[str]] = {}
+    cased: dict[str, list[str]] = {}
     for category, roots in ROOTS.items():
         synsets = set()
         for name in roots:
@@ -132,6 +154,10 @@ def build(path: str) -> dict[str, int]:
                 phrases.add(phrase)
         if category in BELIEFS:
             phrases |= _adherents(wn, {p for s in synsets for p in map(_phrase, s.lemma_names()) if p})
+        if category in PARTIES:
+            plain, capitalised = _members(wn, synsets)
+            phrases |= plain
+            cased[category] = sorted(capitalised - {p for p in capitalised if p.lower() in phrases})
         if category in ADJECTIVES:
             phrases |= _adjectives(wn, synsets)
         for name, spellings in ALIASES.items():
@@ -140,7 +166,7 @@ def build(path: str) -> dict[str, int]:
         categories[category] = sorted(phrases)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(
-            {"source": "WordNet 3.0", "roots": ROOTS, "aliases": ALIASES, "categories": categories},
+            {"source": "WordNet 3.0", "roots": ROOTS, "aliases": ALIASES, "categories": categories, "cased": cased},
             f,
             indent=0,
             sort_keys=True,

@@ -5,7 +5,8 @@ Why a shipped lexicon: the words come from a maintained resource (WordNet 3.0's 
 synsets per category), but WordNet is an optional install; the lexicon is generated once from it
 (``python scripts/build_categories.py``, which needs NLTK and WordNet) into ``ppt/data/categories.json``,
 so detection needs neither at run time. A word is listed only when its most frequent noun sense falls under
-the category (``cancer`` yes, ``head`` no) and, for health, finances and occupations, it is used as a noun at least
+the category (``cancer`` yes, ``head`` no; a capitalised form WordNet lists with another first sense, "Green" of
+the Green Party, only with its capital) and, for health, finances and occupations, it is used as a noun at least
 as often as otherwise (``found``, ``want``, ``major`` no), which keeps ordinary words out.
 Detection looks up each run of up to four words in one dict: no regular expression over thousands of phrases.
 """
@@ -118,6 +119,14 @@ def lexicon_tag() -> str:
 
 
 @lru_cache(maxsize=1)
+def cased_lexicon() -> dict[str, str]:
+    """phrase (as WordNet capitalises it) -> its category: words matched only with that capital, because the
+    lower-case word means something else first ("Green", a member of the Green Party; green, the colour)."""
+    data = json.loads(_shipped())
+    return {p: c for c in CATEGORIES for p in data.get("cased", {}).get(c, [])}
+
+
+@lru_cache(maxsize=1)
 def lexicon() -> dict[str, str]:
     """phrase (lower case, words separated by one space) -> its category, from the shipped lexicon."""
     data = json.loads(_shipped())
@@ -137,6 +146,7 @@ class CategoryDetector:
             raise ValueError(f"unknown categories: {', '.join(unknown)} (known: {', '.join(CATEGORIES)})")
         chosen = set(categories)
         self.phrases = {p: c for p, c in lexicon().items() if c in chosen}
+        self.cased = {p: c for p, c in cased_lexicon().items() if c in chosen}
         tag = "all" if chosen == set(CATEGORIES) else ".".join(c for c in CATEGORIES if c in chosen)
         self.signature = f"categories-{tag}@wordnet-3.0#{lexicon_tag()}"
 
@@ -144,14 +154,11 @@ class CategoryDetector:
         return [self._one(t) for t in texts]
 
     def _one(self, text: str) -> list[Span]:
-        words = [(m.start(), m.end(), m.group().lower()) for m in WORD.finditer(text)]
+        words = [(m.start(), m.end(), m.group()) for m in WORD.finditer(text)]
         spans, i = [], 0
         while i < len(words):
             for n in range(min(MAX_WORDS, len(words) - i), 0, -1):
-                phrase = " ".join(w for _, _, w in words[i : i + n])
-                category = self.phrases.get(phrase)
-                if category is None and n == 1 and phrase.endswith("s"):
-                    category = self.phrases.get(phrase[:-1])  # a plural (doctors, diabetics)
+                category = self._category(" ".join(w for _, _, w in words[i : i + n]), n)
                 if category is not None:
                     spans.append(Span(words[i][0], words[i + n - 1][1], category.upper()))
                     i += n
@@ -160,5 +167,13 @@ class CategoryDetector:
                 i += 1
         return spans
 
+    def _category(self, written: str, n: int) -> str | None:
+        """The category of a run of ``n`` words: the lexicon's lower-case phrase, else its capitalised one."""
+        phrase = written.lower()
+        category = self.phrases.get(phrase, self.cased.get(written))
+        if category is None and n == 1 and phrase.endswith("s"):  # a plural (doctors, diabetics, Greens)
+            category = self.phrases.get(phrase[:-1], self.cased.get(written[:-1]))
+        return category
 
-__all__ = ["CATEGORIES", "MAX_WORDS", "ROOTS", "WORD", "CategoryDetector", "lexicon", "lexicon_tag"]
+
+__all__ = ["CATEGORIES", "MAX_WORDS", "ROOTS", "WORD", "CategoryDetector", "cased_lexicon", "lexicon", "lexicon_tag"]

@@ -28,6 +28,9 @@ def kinds(text: str, det) -> dict[str, str]:
         ("libertarian", "POLITICAL"),
         ("nationalist", "POLITICAL"),  # nationalism -> nationalist
         ("centrist", "POLITICAL"),
+        ("Green", "POLITICAL"),  # "a member of the Green Party": capitalised only (green is a colour first)
+        ("Greens", "POLITICAL"),
+        ("Black Panther", "POLITICAL"),  # a member of the Black Panthers
         ("Sikh", "RELIGION"),  # "an adherent of Sikhism"
         ("Lutheran", "RELIGION"),
         ("Mormon", "RELIGION"),  # first sense: the prophet (an instance of a religious person)
