@@ -315,13 +315,13 @@ def _force_stop(executor: Any, grace: float = STOP_GRACE_S) -> None:
             proc.kill()
     _await_ended(alive, grace)
     if results is not None:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, AttributeError):
             results._writer.close()
     if manager is None:
         return
     manager.join(grace)
     if manager.is_alive() and calls is not None:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, AttributeError):
             calls._reader.close()
         manager.join(grace)
     if manager.is_alive():
