@@ -222,7 +222,7 @@ complete -c ppt -n '__fish_seen_subcommand_from tune' -l k-bar -d 'LimitedDomain
 complete -c ppt -n '__fish_seen_subcommand_from tune' -l max-prompts -d 'Candidate instructions generated.'
 complete -c ppt -n '__fish_seen_subcommand_from tune' -l max-tokens -d 'Tokens per candidate at most.'
 complete -c ppt -n '__fish_seen_subcommand_from tune' -l retries -d 'Bottoms retried per token with fresh votes (0: a candidate e'
-complete -c ppt -n '__fish_seen_subcommand_from tune' -l temperature -d 'Sampling temperature of each vote.'
+complete -c ppt -n '__fish_seen_subcommand_from tune' -l temperature -d 'Sampling temperature of each vote (the papers 1.1 spreads sm'
 complete -c ppt -n '__fish_seen_subcommand_from tune' -l val-fraction -d 'Share of records held out for private selection.'
 complete -c ppt -n '__fish_seen_subcommand_from tune' -l accountant -xa 'pld rdp' -d 'pld (tight) or rdp.'
 complete -c ppt -n '__fish_seen_subcommand_from tune' -l checkpoint -d 'Directory to save progress to and resume from (holds the sub'
