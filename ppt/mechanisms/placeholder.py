@@ -35,6 +35,7 @@ class Placeholder(Mechanism):
     default_space: ClassVar[str | None] = None
     reports_pairs: ClassVar[bool] = False
     needs_detector: ClassVar[bool] = True
+    no_eps_because: ClassVar[str] = "it samples nothing"
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param("numbered", True, "number distinct values per kind (<PERSON_1>, <PERSON_2>); false: <PERSON>", "bool"),
     )
@@ -51,11 +52,15 @@ class Placeholder(Mechanism):
         p = self.check_params(params)
         super().__init__(eps)
         if self.eps != self.default_eps:
-            raise ValueError("placeholder has no eps (it samples nothing): leave --eps out")
+            raise ValueError(f"{self.name} has no eps ({self.no_eps_because}): leave --eps out")
         if space is not None:
-            raise ValueError("placeholder uses no embedding space: leave --space out")
-        self.numbered = p["numbered"]
+            raise ValueError(f"{self.name} uses no embedding space: leave --space out")
         self.detector: Any = None  # set by the sanitize spec under --protect detected
+        self.configure(p)
+
+    def configure(self, p: dict[str, Any]) -> None:
+        """Take the checked PARAMS (a subclass's own)."""
+        self.numbered = p["numbered"]
 
     def params(self) -> dict[str, Any]:
         return {"numbered": self.numbered}
@@ -67,11 +72,11 @@ class Placeholder(Mechanism):
         self, texts: list[str], generators: list[np.random.Generator], *, reproducible: bool = True
     ) -> list[Sanitized]:
         if self.detector is None:
-            raise ValueError("placeholder replaces detected spans: add --protect detected")
-        return self.perturb(texts, self.detector.detect(texts))
+            raise ValueError(f"{self.name} replaces detected spans: add --protect detected")
+        return self.perturb(texts, self.detector.detect(texts), generators)
 
-    def perturb(self, texts: list[str], spans: list[list]) -> list[Sanitized]:
-        """Each text with its spans replaced (the mechanism's one step after detection)."""
+    def perturb(self, texts: list[str], spans: list[list], generators: list | None = None) -> list[Sanitized]:
+        """Each text with its spans replaced (the mechanism's one step after detection; nothing is drawn)."""
         return [self._one(text, found) for text, found in zip(texts, spans)]
 
     def _one(self, text: str, spans: list) -> Sanitized:

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ppt.mechanisms.accounting import Accounting
-from ppt.mechanisms.base import Mechanism, Sanitized
+from ppt.mechanisms.base import Sanitized
 from ppt.mechanisms.params import Param
 from ppt.mechanisms.placeholder import Placeholder
 from ppt.mechanisms.surrogate_lists import (
@@ -69,39 +69,17 @@ class Surrogate(Placeholder):
         ),
     )
 
-    def __init__(
-        self,
-        eps: float = 1.0,
-        space: Any = None,
-        policy: Any = None,
-        device: str = "auto",
-        quiet: bool = False,  # nothing to load, nothing to report
-        **params: Any,
-    ):
-        p = self.check_params(params)
-        Mechanism.__init__(self, eps)
-        if self.eps != self.default_eps:
-            raise ValueError(
-                "surrogate has no eps (its draws are uniform: 0 per span given the detection): leave --eps out"
-            )
-        if space is not None:
-            raise ValueError("surrogate uses no embedding space: leave --space out")
+    no_eps_because: ClassVar[str] = "its draws are uniform: 0 per span given the detection"
+
+    def configure(self, p: dict[str, Any]) -> None:
         self.formats = p["formats"]
         self.numbered = True
-        self.detector: Any = None  # set by the sanitize spec under --protect detected
 
     def params(self) -> dict[str, Any]:
         return {"formats": self.formats}
 
     def signature_params(self) -> dict[str, Any]:
         return {} if self.formats else {"formats": False}
-
-    def sanitize_batch(
-        self, texts: list[str], generators: list[np.random.Generator], *, reproducible: bool = True
-    ) -> list[Sanitized]:
-        if self.detector is None:
-            raise ValueError("surrogate replaces detected spans: add --protect detected")
-        return self.perturb(texts, self.detector.detect(texts), generators)
 
     def perturb(self, texts: list[str], spans: list[list], generators: list | None = None) -> list[Sanitized]:
         """Each text with its spans replaced by surrogates drawn with its record's generator."""
