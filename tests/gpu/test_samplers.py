@@ -36,7 +36,9 @@ from tests.samplers.test_dchi import radius_pvalue
 
 ALPHA = 1e-6
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
-pytestmark = pytest.mark.statistical
+# slow: the [cpu] bodies repeat the samplers' CPU statistical tests (tests/mechanisms, tests/samplers: fast lane) on
+# this module's device-parametrised path; the full suite and `-m gpu` (the GPU kit) still run them
+pytestmark = [pytest.mark.statistical, pytest.mark.slow]
 
 
 @pytest.fixture(params=DEVICES)
