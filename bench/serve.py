@@ -25,12 +25,13 @@ import argparse
 import json
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from query import Timed as QueryTimed  # noqa: E402 - bench/query.py, found through the path above
 
 # the client: C threads share N requests; prints one JSON line (status counts, completion tokens seen)
 CLIENT = r"""
@@ -63,28 +64,20 @@ print(json.dumps({"ok": ok[0], "failed": bad[0], "completion_tokens": tokens[0]}
 """
 
 
-class Timed:
-    """Wrap a service: when the first request arrived, when the last answer left, tokens generated."""
+class Timed(QueryTimed):
+    """bench/query.py's wrapper (when the first request arrived, when the last answer left), plus the tokens
+    generated and the one model name `ppt serve` answers to."""
 
     def __init__(self, inner):
-        self.inner, self.name, self.features = inner, inner.name, inner.features
+        super().__init__(inner)
         self.served_names = frozenset({inner.name})
-        self.lock = threading.Lock()
-        self.first = self.last = None
         self.tokens = 0
 
     def complete(self, body, kind, gone=None):
-        now = time.perf_counter()
+        out = super().complete(body, kind, gone)
         with self.lock:
-            self.first = now if self.first is None else min(self.first, now)
-        out = self.inner.complete(body, kind, gone)
-        with self.lock:
-            self.last = time.perf_counter()
             self.tokens += out["usage"]["completion_tokens"]
         return out
-
-    def close(self):
-        self.inner.close()
 
 
 def generator(args, dev):
