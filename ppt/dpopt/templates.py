@@ -33,9 +33,14 @@ def backward(
 ) -> str:
     """The meta-prompt of one subset: ``successes`` are (input, label), ``errors`` (input, predicted, label).
 
-    It ends with ``Improved Instruction:`` so that the generated tokens continue it directly.
+    The instruction is quoted on a line of its own (``> text``, as DLN's backward template does) and the
+    meta-prompt ends with an open quote (``# Improved Instruction`` then ``>``), so the first generated
+    tokens are the instruction's words. It ended with ``Improved Instruction:`` before: small models then
+    started with line breaks and headings (smollm2, 24 subsets: the most likely first token was a line
+    break at 0.32 of the votes at temperature 1.1, then "#"), the paper preset's 14 queries went on layout
+    tokens and no text was released; with the quote, " Class" had 0.65 and the next four tokens 0.87-1.00.
     """
-    parts = [META, "", f"# Instruction\n{instruction.strip()}", ""]
+    parts = [META, "", "# Instruction", f"> {' '.join(instruction.split())}", ""]
     if successes:
         parts.append("# Student successes")
         for x, y in successes:
@@ -44,5 +49,5 @@ def backward(
         parts.append("# Student errors")
         for x, p, y in errors:
             parts += [f"Input: {' '.join(x.split())}", f"Student Output: {p}", f"Correct Output: {y}", ""]
-    parts += [MESSAGES[message % len(MESSAGES)], "", "Improved Instruction:"]
+    parts += [MESSAGES[message % len(MESSAGES)], "", "# Improved Instruction", ">"]
     return "\n".join(parts)

@@ -192,8 +192,8 @@ class _MetaPrompts:
 
 
 def _stops(tok, token: int, eos: set[int], so_far: list[int]) -> bool:
-    """End of a candidate: an end-of-sequence token, or a line break once some text was released (a
-    model often starts its answer on a new line after "Improved Instruction:")."""
+    """End of a candidate: an end-of-sequence token, or a line break once some text was released (the
+    instruction is one quoted line; a leading line break is kept as layout, never ends it empty)."""
     if token in eos:
         return True
     return "\n" in tok.decode([token]) and bool(tok.decode(so_far, skip_special_tokens=True).strip())

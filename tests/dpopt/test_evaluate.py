@@ -69,7 +69,10 @@ def test_selection_is_the_exponential_mechanism_on_counts():
 
 def test_backward_template_sections():
     s = backward("Do it.", [("x1", "pos")], [("x2", "neg", "pos")], message=1)
-    assert "# Student successes" in s and "# Student errors" in s and s.endswith("Improved Instruction:")
+    assert "# Student successes" in s and "# Student errors" in s and s.endswith("# Improved Instruction\n>")
+    # the instruction is one quoted line, so a model continuing the open quote writes instruction words
+    assert "# Instruction\n> Do it.\n" in s
+    assert "\n> Do it. Twice.\n" in backward("Do it.\n\nTwice.", [], [], message=0)
 
 
 def test_single_token_fast_path_equals_the_general_scorer(tiny_lm):
