@@ -11,10 +11,18 @@ runs once on a seed never looked at (docs/pii: 13, 14, then 15). Per method:
     with a 95% Wilson interval (ppt.metrics.phr; a name counts as first name and surname);
   - content words kept: the share of the prompt's other words (no private item, no stopword) still there;
   - MiniLM cosine between prompt and output, private items removed from both;
-  - prompts/s of the sanitization alone (detector and model loads excluded).
+  - prompts/s of the sanitization alone (detector and model loads excluded);
+  - with ``--answers K`` (the first K prompts of each style): a small LM's answer utility, MiniLM cosine
+    between smollm2's greedy answer to the original prompt and its answer to the method's output, after
+    ``ppt restore`` where the method keeps a mapping (placeholder, surrogate); and for those, the restore
+    rate: of the answers that mention a surrogate, the share where every mentioned surrogate is gone and its
+    real value is back.
+Slow methods (ProSan: a forward and backward pass of smollm2 per prompt) run on the first ``--slow-n``
+prompts of each style; the table's "prompts" column says on how many each row is measured.
 Methods whose package is missing (presidio-analyzer, scrubadub, spaCy) are skipped with a note.
 
-    python bench/pii.py [-n 120] [--seed 7] [--styles template,free] [--json out.json] [--plot out.png]
+    python bench/pii.py [-n 120] [--seed 7] [--styles template,free] [--answers 30] [--slow-n 40]
+                        [--json out.json] [--plot out.png]
 """
 
 from __future__ import annotations
@@ -47,10 +55,14 @@ def _ppt(mech: str, eps: float | None, detect: tuple[str, ...], **params):
     m = spec.build_mechanism(quiet=True)
     m.prepare()
 
-    def run(texts: list[str]) -> list[str]:
-        return [o.text for o in m.sanitize_batch(texts, [record_generator(None, i) for i in range(len(texts))])]
+    def run(texts: list[str]) -> list[tuple[str, list | None]]:
+        gens = [record_generator(None, i) for i in range(len(texts))]
+        return [(o.text, o.mapping) for o in m.sanitize_batch(texts, gens)]
 
     return run
+
+
+SLOW: set[str] = set()  # methods run on the first --slow-n prompts of each style
 
 
 def detectors() -> tuple[str, ...]:
@@ -93,6 +105,20 @@ def _custext_all():
     return lambda texts: [
         o.text for o in m.sanitize_batch(texts, [record_generator(None, i) for i in range(len(texts))])
     ]
+
+
+@method("ppt prosan (defaults)")
+def _prosan():
+    from ppt.mechanisms import get_mechanism
+    from ppt.rng import record_generator
+
+    m = get_mechanism("prosan", 1.0, quiet=True).prepare()  # 1.0: its placeholder (no eps)
+    return lambda texts: [
+        o.text for o in m.sanitize_batch(texts, [record_generator(None, i) for i in range(len(texts))])
+    ]
+
+
+SLOW.add("ppt prosan (defaults)")
 
 
 @method("presidio analyzer, <TYPE> placeholders")
@@ -161,10 +187,13 @@ def evaluate(name: str, run, recs: list[dict], encoder, stop: set[str]) -> dict:
     texts = [r["text"] for r in recs]
     run(texts[:2])  # warm-up (lazy model loads, spaCy's first batch): not timed
     t0 = time.perf_counter()
-    outs = []
+    got = []
     for s in range(0, len(texts), 32):
-        outs += run(texts[s : s + 32])
+        got += run(texts[s : s + 32])
     seconds = time.perf_counter() - t0
+    # a runner returns texts, or (text, mapping) pairs where the method keeps a restore mapping
+    outs = [g[0] if isinstance(g, tuple) else g for g in got]
+    mappings = [g[1] if isinstance(g, tuple) else None for g in got]
     by_kind: dict[str, list[int]] = {}
     absent = total = 0
     kept = content = 0
@@ -200,24 +229,96 @@ def evaluate(name: str, run, recs: list[dict], encoder, stop: set[str]) -> dict:
         "content_kept": kept / max(content, 1),
         "cosine": sum(cos) / len(cos),
         "prompts_per_s": len(recs) / seconds,
+        "prompts": len(recs),
         "example": outs[0],
+        "_outputs": outs,  # for the answers (not written to the JSON)
+        "_mappings": mappings,
     }
+
+
+_LOOSE = re.compile(r"[A-Za-z0-9@.+_-]{3,}")  # "<PERSON_1>" -> "PERSON_1"
+
+
+def restored_ok(answer: str, restored: str, mapping: list[dict], source: str) -> bool | None:
+    """None when ``answer`` mentions no surrogate; else whether every mentioned one is gone from ``restored``
+    and its real value is there. "Mentions" is loose on purpose (any word of 3+ characters of the surrogate,
+    case-insensitive, even inside another word), so a surrogate the model inflected or cut counts as a miss
+    rather than as not mentioned; a surrogate word that is also in the source prompt is not evidence."""
+    low, back, src = answer.lower(), restored.lower(), source.lower()
+    mentioned = []
+    for m in mapping:
+        words = [w.lower() for w in _LOOSE.findall(m.get("surrogate") or "")]
+        hits = [w for w in words if w in low and w not in src]
+        if hits:
+            mentioned.append((m, hits))
+    if not mentioned:
+        return None
+    for m, hits in mentioned:
+        if any(w in back for w in hits) or (m.get("original") or "").lower() not in back:
+            return False
+    return True
+
+
+def answer_utility(rows: list[dict], recs: list[dict], k: int, styles: list[str], encoder, tokens: int) -> None:
+    """Adds ``answer_cosine`` (and ``restore_rate``) to each row, on the first ``k`` prompts of each style."""
+    from ppt.lm.base import SamplingParams
+    from ppt.lm.generate import LocalGenerator
+    from ppt.metrics.similarity import paired_cosine
+    from ppt.stages.restore import restore_text
+
+    idx = [i for st in styles for i in [j for j, r in enumerate(recs) if r.get("style", "template") == st][:k]]
+    gen = LocalGenerator.load("smollm2", device="cpu", batch_size=8)
+    params = SamplingParams(max_new_tokens=tokens, temperature=0.0)
+
+    def answers(prompts: list[str]) -> list[str]:
+        ask = "Summarize this message in one sentence, naming the people and places in it:\n\n{}"
+        res = gen.generate([[{"role": "user", "content": ask.format(q)}] for q in prompts], params)
+        return [getattr(r, "text", "") for r in res]
+
+    t0 = time.perf_counter()
+    base = answers([recs[i]["text"] for i in idx])
+    for r in rows:
+        pos = {i: j for j, i in enumerate(r["_index"])}  # prompt -> its output in this row
+        have = [i for i in idx if i in pos]
+        got = answers([r["_outputs"][pos[i]] for i in have])
+        restored, tally = [], [0, 0]
+        for i, a in zip(have, got):
+            mapping = r["_mappings"][pos[i]]
+            back = restore_text(a, mapping)[0] if mapping else a
+            restored.append(back)
+            ok = restored_ok(a, back, mapping, recs[i]["text"]) if mapping else None
+            if ok is not None:
+                tally[0] += ok
+                tally[1] += 1
+        cos = paired_cosine(encoder, [base[idx.index(i)] for i in have], restored)
+        r["answer_cosine"] = sum(cos) / len(cos)
+        r["answer_prompts"] = len(have)
+        if tally[1]:
+            r["restore_rate"], r["restore_answers"] = tally[0] / tally[1], tally[1]
+            r["restore_ci95"] = list(wilson(*tally))
+        if not r.get("answer_example"):
+            r["answer_example"] = restored[0]
+        print(f"answers {r['method']}: {time.perf_counter() - t0:.0f}s", file=sys.stderr)
 
 
 def print_tables(rows: list[dict], styles: list[str]) -> None:
     """Markdown: one row per method (overall PHR with its interval, per style, utility, speed), then PHR per kind
     with 95% Wilson intervals (kinds as rows, methods as columns)."""
     print(
-        "| method | PHR [95% CI] | " + " | ".join(f"PHR {s}" for s in styles) + " | content kept | cosine | prompts/s |"
+        "| method | prompts | PHR [95% CI] | "
+        + " | ".join(f"PHR {s}" for s in styles)
+        + " | content kept | cosine | answer cosine | restored | prompts/s |"
     )
-    print("|---" * (len(styles) + 5) + "|")
+    print("|---" * (len(styles) + 8) + "|")
     for r in rows:
         lo, hi = r["phr_ci95"]
         cells = [f"{r['phr_by_style'].get(s, float('nan')):.2f}" for s in styles]
+        ans = f"{r['answer_cosine']:.2f}" if "answer_cosine" in r else ""
+        back = f"{r['restore_rate']:.2f} ({r['restore_answers']})" if "restore_rate" in r else ""
         print(
-            f"| {r['method']} | {r['phr']:.2f} [{lo:.2f}, {hi:.2f}] | "
+            f"| {r['method']} | {r['prompts']} | {r['phr']:.2f} [{lo:.2f}, {hi:.2f}] | "
             + " | ".join(cells)
-            + f" | {r['content_kept']:.2f} | {r['cosine']:.2f} | {r['prompts_per_s']:.1f} |"
+            + f" | {r['content_kept']:.2f} | {r['cosine']:.2f} | {ans} | {back} | {r['prompts_per_s']:.1f} |"
         )
     kinds = sorted({k for r in rows for k in r["phr_by_kind"]})
     print()
@@ -241,6 +342,9 @@ def main() -> None:
     ap.add_argument("--styles", default="template,free", help="make-pii styles, comma-separated (each -n prompts)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--only", action="append", help="run only methods whose name contains this (repeatable)")
+    ap.add_argument("--answers", type=int, default=0, help="answer utility on the first K prompts of each style")
+    ap.add_argument("--answer-tokens", type=int, default=48)
+    ap.add_argument("--slow-n", type=int, default=40, help="prompts of each style for the slow methods (ProSan)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--plot", help="write a PHR-vs-content-kept plot here (matplotlib)")
     args = ap.parse_args()
@@ -267,29 +371,42 @@ def main() -> None:
         except ImportError as e:
             print(f"skip {name}: {e}", file=sys.stderr)
             continue
-        rows.append(evaluate(name, run, recs, encoder, stop))
+        index = list(range(len(recs)))
+        if name in SLOW:  # the first --slow-n of each style
+            by = [[i for i, x in enumerate(recs) if x.get("style", "template") == st] for st in styles]
+            index = [i for ids in by for i in ids[: args.slow_n]]
+        rows.append(evaluate(name, run, [recs[i] for i in index], encoder, stop) | {"_index": index})
         print(f"done {name}", file=sys.stderr)
+    if args.answers:
+        answer_utility(rows, recs, args.answers, styles, encoder, args.answer_tokens)
     print_tables(rows, styles)
     print(f"load average (1 min): {load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end", file=sys.stderr)
     if args.json:
         with open(args.json, "w") as f:
             meta = {"n": len(recs), "seed": args.seed, "styles": styles, "detectors": detectors()}
             meta["load_avg_1min"] = [load_start, os.getloadavg()[0]]  # at the start and at the end
-            json.dump({**meta, "rows": rows}, f, indent=1)
+            meta |= {"answers": args.answers, "answer_tokens": args.answer_tokens, "slow_n": args.slow_n}
+            clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
+            json.dump({**meta, "rows": clean}, f, indent=1)
     if args.plot:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for r in rows:
-            ax.scatter(r["content_kept"], r["phr"])
-            ax.annotate(r["method"], (r["content_kept"], r["phr"]), fontsize=7)
-        ax.set_xlabel("content words kept")
-        ax.set_ylabel("PHR (share of private items hidden)")
-        ax.set_xlim(0, 1.05)
-        ax.set_ylim(0, 1.05)
+        panels = [("content_kept", "content words kept")]
+        if args.answers:
+            panels.append(("answer_cosine", f"answer utility (smollm2 answers, MiniLM cos; {args.answers}/style)"))
+        fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), squeeze=False)
+        for ax, (key, label) in zip(axes[0], panels):
+            for r in rows:
+                if key in r:
+                    ax.scatter(r[key], r["phr"])
+                    ax.annotate(r["method"], (r[key], r["phr"]), fontsize=7)
+            ax.set_xlabel(label)
+            ax.set_ylabel("PHR (share of private items hidden)")
+            ax.set_xlim(0, 1.05)
+            ax.set_ylim(0, 1.05)
         fig.tight_layout()
         fig.savefig(args.plot, dpi=120)
 
