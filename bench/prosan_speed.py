@@ -30,6 +30,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--prompts", type=int, default=8)
     ap.add_argument("--batch-size", type=int, default=8, help="records per sanitize_batch call")
+    ap.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="also count the model FLOPs per prompt and time this CPU's matmuls at the model's shapes: the "
+        "prompts/s no implementation of these passes can beat here",
+    )
     args = ap.parse_args()
     import warnings
 
@@ -77,6 +83,46 @@ def main() -> None:
     same_mix = sum(a == b for a, b in zip(out_ref, out_mix))
     print(f"speed-up record {t_ref / t_new:.2f}x (identical outputs {same}/{n}); ", end="")
     print(f"mixed {t_ref / t_mix:.2f}x (identical outputs {same_mix}/{n})")
+    if args.ceiling:
+        ceiling(record, texts, n / t_new, n / t_mix)
+
+
+def ceiling(mech, texts: list[str], record_rate: float, mixed_rate: float) -> None:
+    """The compute bound: the causal LM's FLOPs per prompt against the FLOP/s this CPU reaches on a matmul of
+    the prompt's shape (tokens x hidden @ hidden x MLP width), fp32 and bf16. FLOPs: torch's FlopCounterMode
+    over one forward of prompt + response, times 2 for the backward to the input embeddings (the weights
+    are frozen: one matmul per forward matmul); the masked LM, spaCy and WordNet are not counted, so the
+    bound is generous."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    flops, tokens = [], []
+    extra = mech.response_tokens
+    for t in texts:
+        ids = mech.lm_tok(t, return_tensors="pt")["input_ids"]
+        ids = torch.cat([ids, ids[:, -1:].repeat(1, int(extra))], dim=1)
+        with torch.inference_mode(), FlopCounterMode(display=False) as fc:
+            mech.lm(input_ids=ids)
+        flops.append(2 * fc.get_total_flops())
+        tokens.append(ids.shape[1])
+    per_prompt = sum(flops) / len(flops)
+    cfg = mech.lm.config
+    h, w = cfg.hidden_size, cfg.intermediate_size
+    m = int(sum(tokens) / len(tokens)) if tokens else 128
+    print(f"model FLOPs per prompt: {per_prompt / 1e9:.1f} G (mean over {len(flops)} prompts; {m} tokens each)")
+    for dtype in (torch.float32, torch.bfloat16):
+        a, b = torch.randn(m, h, dtype=dtype), torch.randn(h, w, dtype=dtype)
+        for _ in range(3):
+            a @ b
+        reps, t0 = 200, time.perf_counter()
+        for _ in range(reps):
+            a @ b
+        rate = 2 * m * h * w * reps / (time.perf_counter() - t0)
+        print(
+            f"matmul {m}x{h} @ {h}x{w} {str(dtype)[6:]}, {torch.get_num_threads()} threads: {rate / 1e9:.0f} GFLOP/s "
+            f"-> at most {rate / per_prompt:.2f} prompts/s if every FLOP ran at that rate"
+        )
+    print(f"measured: record {record_rate:.3f} prompts/s, mixed {mixed_rate:.3f} prompts/s")
 
 
 if __name__ == "__main__":
