@@ -202,6 +202,11 @@ def test_always_classes_are_protected_whatever_their_importance(build):
     assert all(out[at[w]] != w for w in protected)
     assert "met" in res.text.split() and "with" in res.text.split()  # the rest is still ProSan's to keep
     assert mech.params()["always"] == "entities,numbers,categories" and "always" in mech.signature_params()
+    from ppt.detect.categories import lexicon_tag
+
+    # the lexicon decides which words are protected: its tag is in the signature, only with categories
+    assert mech.signature_params()["always"] == f"entities.numbers.categories#{lexicon_tag()}"
+    assert build(always="entities,numbers").signature_params()["always"] == "entities.numbers"
     share_only = build(**{"lambda": 0.1}).tokenize_batch([TEXT], reproducible=True)
     assert sum(share_only.actions[at[w]] == 1 for w in protected) > len(protected) // 2
     only_numbers = build(**{"lambda": 0.1, "always": "numbers"}).tokenize_batch([TEXT], reproducible=True)

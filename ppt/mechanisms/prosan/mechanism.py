@@ -258,8 +258,20 @@ class ProSan(ModelPasses, TokenPipeline):
             "resp": self.response_tokens,
             "pos": ".".join(self.pos),
             "email": self.emails,
-            "always": ".".join(self.always) or "none",
+            "always": self._always_signature(),
         }
+
+    def _always_signature(self) -> str:
+        """The always-protected classes; with ``categories``, the shipped lexicon's tag (as the detector's
+        own signature carries it): a regenerated lexicon protects other words, so it is another mechanism."""
+        if not self.always:
+            return "none"
+        out = ".".join(self.always)
+        if "categories" in self.always:
+            from ppt.detect.categories import lexicon_tag
+
+            out += f"#{lexicon_tag()}"
+        return out
 
     def privacy_events(self, acc, *, diagnostics: bool = False) -> list:
         """No DP guarantee: every word of the record is unprotected (kept verbatim or replaced by a rule
