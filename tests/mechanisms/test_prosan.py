@@ -640,3 +640,17 @@ def test_threads_auto_uses_one_thread_on_a_busy_cpu(monkeypatch):
     assert torch.get_num_threads() == n
     monkeypatch.setattr(th.os, "getloadavg", lambda: (0.5, 1.0, 1.0))
     assert th.resolve_threads("auto") == n
+
+
+def test_bfloat16_scores_in_bfloat16_and_is_named_in_the_signature(build):
+    """dtype=bfloat16 loads the causal LM in bfloat16 (the speed option docs/pii measures), still scores and
+    samples every record, and is a different mechanism in the signature; float32 signatures are unchanged."""
+    import torch
+
+    with pytest.raises(ValueError, match="dtype"):
+        build(dtype="float16")
+    fp32, bf16 = build(), build(dtype="bfloat16").prepare()
+    assert next(bf16.lm.parameters()).dtype == torch.bfloat16
+    assert "dtype" not in fp32.signature_params() and bf16.signature_params()["dtype"] == "bfloat16"
+    [res] = bf16.sanitize_batch([TEXT], [record_generator(4, 0)])
+    assert res.text and res.accounting.n_tokens > 0
