@@ -121,6 +121,20 @@ def _prosan():
 SLOW.add("ppt prosan (defaults)")
 
 
+@method("ppt prosan (bfloat16, batching=mixed)")
+def _prosan_fast():
+    from ppt.mechanisms import get_mechanism
+    from ppt.rng import record_generator
+
+    m = get_mechanism("prosan", 1.0, quiet=True, dtype="bfloat16", batching="mixed").prepare()
+    return lambda texts: [
+        o.text for o in m.sanitize_batch(texts, [record_generator(None, i) for i in range(len(texts))])
+    ]
+
+
+SLOW.add("ppt prosan (bfloat16, batching=mixed)")
+
+
 @method("presidio analyzer, <TYPE> placeholders")
 def _presidio():
     from presidio_analyzer import AnalyzerEngine
