@@ -256,8 +256,10 @@ _LOOSE = re.compile(r"[A-Za-z0-9@.+_-]{3,}")  # "<PERSON_1>" -> "PERSON_1"
 def restored_ok(answer: str, restored: str, mapping: list[dict], source: str) -> bool | None:
     """None when ``answer`` mentions no surrogate; else whether every mentioned one is gone from ``restored``
     and its real value is there. "Mentions" is loose on purpose (any word of 3+ characters of the surrogate,
-    case-insensitive, even inside another word), so a surrogate the model inflected or cut counts as a miss
-    rather than as not mentioned; a surrogate word that is also in the source prompt is not evidence."""
+    case-insensitive, even inside another word, so "authors" mentions "author"): a surrogate the model
+    inflected or cut counts as a miss rather than as not mentioned; a surrogate word that is also in the source
+    prompt is not evidence. "There": a word of the original (a model that writes one surrogate name's first
+    name with another's surname gets each word's original back, not either full name)."""
     low, back, src = answer.lower(), restored.lower(), source.lower()
     mentioned = []
     for m in mapping:
@@ -268,7 +270,8 @@ def restored_ok(answer: str, restored: str, mapping: list[dict], source: str) ->
     if not mentioned:
         return None
     for m, hits in mentioned:
-        if any(w in back for w in hits) or (m.get("original") or "").lower() not in back:
+        original = [w.lower() for w in _LOOSE.findall(m.get("original") or "")] or [(m.get("original") or "").lower()]
+        if any(w in back for w in hits) or not any(w in back for w in original):
             return False
     return True
 
