@@ -2,7 +2,7 @@
 
 ``ppt sanitize --protect detected --mapping FIELD`` keeps, locally, each replaced span's surrogate and original;
 the remote model answers about the surrogates; restore replaces every surrogate it finds in the answer
-(whole words, case-insensitively, longest first) by its original, so the user reads an answer about their own
+(whole words, case-insensitively, longest first, a word's plural too) by its original, so the user reads an answer about their own
 data. A surrogate that stands for two different originals in one record is ambiguous and left as it is.
 Runs only where the mapping is (it holds the raw values): the output is local too.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ppt.detect.lists import phrase_pattern
 from ppt.io import Record, RecordError, stamp, stamp_block
 from ppt.stages.base import Stage
 
@@ -36,16 +35,19 @@ def restore_text(text: str, mapping: list[dict[str, Any]]) -> tuple[str, int]:
     # a typed placeholder (<PERSON_1>) also as a model may write it back: without its brackets, or cut short
     # by the answer's token limit (<PERSON_1): its core is a key too, and brackets around a match go with it
     cores = {m.group(1): orig for key, orig in table.items() if (m := _PLACEHOLDER.fullmatch(key))}
-    pattern = phrase_pattern([*table, *cores])
-    if cores:
-        pattern = re.compile(f"<?{pattern.pattern}>?", pattern.flags)
     table.update((core, orig) for core, orig in cores.items() if core not in table)
+    # a word surrogate as a model may inflect it ("authors" for the surrogate "author"): the plural ending is
+    # matched and the original put back as it was written in the prompt (a possessive 's needs no rule: the
+    # apostrophe ends the word)
+    words = sorted(table, key=len, reverse=True)
+    alts = "|".join(re.escape(w) for w in words)
+    pattern = re.compile(rf"<?(?<!\w)(?P<key>{alts})(?P<plural>(?<=[a-z])e?s)?(?!\w)>?", re.IGNORECASE)
     count = 0
 
     def put_back(m: re.Match) -> str:
         nonlocal count
         count += 1
-        found = m.group(0).lower()
+        found = m.group("key").lower()
         return table.get(found) or table.get(found.strip("<>"), m.group(0))
 
     return pattern.sub(put_back, text), count

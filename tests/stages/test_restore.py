@@ -26,6 +26,15 @@ def test_restore_text_whole_words_case_insensitive_longest_first_and_never_ambig
     assert restore_text("nothing here", []) == ("nothing here", 0)
 
 
+def test_restore_text_puts_back_a_surrogate_the_model_made_plural():
+    """A model answering about the surrogate "author" writes "authors" (seen in bench/pii's answers): the
+    original comes back as the prompt had it; a longer word that merely starts with the surrogate does not."""
+    mapping = [{"surrogate": "author", "original": "officials"}, {"surrogate": "Floyd", "original": "Weber"}]
+    out, n = restore_text("The authors met Floyd's family, the Floyds and an Authorship board.", mapping)
+    assert out == "The officials met Weber's family, the Weber and an Authorship board." and n == 3
+    assert restore_text("<PERSON_1>s", [{"surrogate": "<PERSON_1>", "original": "Ann"}])[0] == "Anns"
+
+
 def test_sanitize_mapping_query_refusal_and_restore_end_to_end(tmp_path):
     deny = tmp_path / "deny.txt"
     deny.write_text("alice\nparis\n")
