@@ -6,7 +6,7 @@ Prompts: ``ppt eval make-pii`` records, -n per style: the templated set (names, 
 e-mails, phones, health conditions in fixed sentences) and the free-form set (letters, lists, questions, first
 or third person, and every special category), inserted into BBC News sentences; seed 7 by default, a tuning seed:
 the detectors were tuned on the misses of seeds 7 and 8 (and checked on 9 and 10), so a measurement to report
-runs once on a seed never looked at (docs/pii: 13, 14, then 15). Per method:
+runs once on a seed never looked at (docs/pii: 13, 14, 15, 16, then 17). Per method:
   - PHR (privacy hiding rate): the share of private items absent from the output, overall and per kind,
     with a 95% Wilson interval (ppt.metrics.phr; a name counts as first name and surname);
   - content words kept: the share of the prompt's other words (no private item, no stopword) still there;
@@ -363,8 +363,14 @@ def main() -> None:
     ap.add_argument("--answer-tokens", type=int, default=48)
     ap.add_argument("--slow-n", type=int, default=40, help="prompts of each style for the slow methods (ProSan)")
     ap.add_argument("--json", help="write the results here")
-    ap.add_argument("--plot", help="write a PHR-vs-content-kept plot here (matplotlib)")
+    ap.add_argument("--plot", help="write a PHR-vs-utility plot here (matplotlib)")
+    ap.add_argument("--replot", metavar="JSON", help="only redraw --plot from a results file this script wrote")
     args = ap.parse_args()
+    if args.replot:
+        with open(args.replot) as f:
+            saved = json.load(f)
+        plot(saved["rows"], args.plot, saved.get("answers", 0))
+        return
 
     from ppt.experiments.pii import make_pii
     from ppt.mechanisms.policy import stopwords_en
@@ -406,26 +412,35 @@ def main() -> None:
             clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
             json.dump({**meta, "rows": clean}, f, indent=1)
     if args.plot:
-        import matplotlib
+        plot(rows, args.plot, args.answers)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
 
-        panels = [("content_kept", "content words kept")]
-        if args.answers:
-            panels.append(("answer_cosine", f"answer utility (smollm2 answers, MiniLM cos; {args.answers}/style)"))
-        fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), squeeze=False)
-        for ax, (key, label) in zip(axes[0], panels):
-            for r in rows:
-                if key in r:
-                    ax.scatter(r[key], r["phr"])
-                    ax.annotate(r["method"], (r[key], r["phr"]), fontsize=7)
-            ax.set_xlabel(label)
-            ax.set_ylabel("PHR (share of private items hidden)")
-            ax.set_xlim(0, 1.05)
-            ax.set_ylim(0, 1.05)
-        fig.tight_layout()
-        fig.savefig(args.plot, dpi=120)
+def plot(rows: list[dict], path: str, answers: int) -> None:
+    """PHR against content kept and, with answers, against answer utility: one marker per method, named in
+    a legend (labels beside points overlap where methods land together)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [("content_kept", "content words kept")]
+    if answers:
+        panels.append(("answer_cosine", f"answer utility (smollm2 answers, MiniLM cos; {answers}/style)"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 5.2), squeeze=False)
+    markers = "osD^vP*Xh<>"
+    for ax, (key, label) in zip(axes[0], panels):
+        for i, r in enumerate(rows):
+            if key in r:
+                ax.scatter(r[key], r["phr"], marker=markers[i % len(markers)], s=60, alpha=0.8, label=r["method"])
+        ax.set_xlabel(label)
+        ax.set_ylabel("PHR (share of private items hidden)")
+        ax.set_xlim(0, 1.05)
+        ax.set_ylim(0, 1.05)
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.16, 1, 1))
+    fig.savefig(path, dpi=120)
 
 
 if __name__ == "__main__":
