@@ -2,8 +2,9 @@
 
 ``ppt sanitize --protect detected --mapping FIELD`` keeps, locally, each replaced span's surrogate and original;
 the remote model answers about the surrogates; restore replaces every surrogate it finds in the answer
-(whole words, case-insensitively, longest first, a word's plural too) by its original, so the user reads an answer about their own
-data. A surrogate that stands for two different originals in one record is ambiguous and left as it is.
+(whole words, case-insensitively, longest first, a word's plural too) by its original, so the user reads an
+answer about their own data. A surrogate that stands for two different originals in one record is ambiguous
+and left as it is.
 Runs only where the mapping is (it holds the raw values): the output is local too.
 """
 
