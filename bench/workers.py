@@ -33,18 +33,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from ppt.parallel import available_cores  # noqa: E402  (the cores ppt's own --workers default counts)
+
 PPT = [sys.executable, "-m", "ppt.cli.main"]
 
 
 def note(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 def load() -> float:
@@ -129,7 +125,7 @@ def main() -> int:
     with open(big) as f, open(tiny, "w") as t:
         for _, line in zip(range(args.tiny), f):
             t.write(line)
-    n = cores()
+    n = available_cores()
     note(
         f"{args.records} records ({big.stat().st_size / 2**20:.1f} MiB, {source}), {args.mech} eps {args.eps}, "
         f"{n} cores, load {load():.1f}; A/B < 1: A faster"
