@@ -39,20 +39,24 @@ from collections.abc import Callable
 METHODS: dict[str, Callable[[], Callable[[list[str]], list[str]]]] = {}
 
 
-def method(name: str):
+SLOW: set[str] = set()  # methods run on the first --slow-n prompts of each style
+
+
+def method(name: str, slow: bool = False):
     def register(fn):
         METHODS[name] = fn
+        if slow:
+            SLOW.add(name)
         return fn
 
     return register
 
 
-def _ppt(mech: str, eps: float | None, detect: tuple[str, ...], **params):
+def _runner(m):
+    """A prepared ppt mechanism as a method: each batch seeded per record from OS entropy; each output with
+    its restore mapping (None where the mechanism keeps none)."""
     from ppt.rng import record_generator
-    from ppt.stages.sanitize_spec import SanitizeSpec
 
-    spec = SanitizeSpec(mech, eps=eps, protect="detected", detect=detect, params=params)
-    m = spec.build_mechanism(quiet=True)
     m.prepare()
 
     def run(texts: list[str]) -> list[tuple[str, list | None]]:
@@ -62,7 +66,18 @@ def _ppt(mech: str, eps: float | None, detect: tuple[str, ...], **params):
     return run
 
 
-SLOW: set[str] = set()  # methods run on the first --slow-n prompts of each style
+def _ppt(mech: str, eps: float | None, detect: tuple[str, ...], **params):
+    from ppt.stages.sanitize_spec import SanitizeSpec
+
+    spec = SanitizeSpec(mech, eps=eps, protect="detected", detect=detect, params=params)
+    return _runner(spec.build_mechanism(quiet=True))
+
+
+def _whole(mech: str, eps: float, **params):
+    """A mechanism on every token (no detection); ProSan takes eps 1.0, its placeholder (it has none)."""
+    from ppt.mechanisms import get_mechanism
+
+    return _runner(get_mechanism(mech, eps, quiet=True, **params))
 
 
 def detectors() -> tuple[str, ...]:
@@ -98,41 +113,17 @@ def _tem_detected():
 
 @method("ppt custext+ eps 1 (all tokens)")
 def _custext_all():
-    from ppt.mechanisms import get_mechanism
-    from ppt.rng import record_generator
-
-    m = get_mechanism("custext+", 1.0, quiet=True).prepare()
-    return lambda texts: [
-        o.text for o in m.sanitize_batch(texts, [record_generator(None, i) for i in range(len(texts))])
-    ]
+    return _whole("custext+", 1.0)
 
 
-@method("ppt prosan (defaults)")
+@method("ppt prosan (defaults)", slow=True)
 def _prosan():
-    from ppt.mechanisms import get_mechanism
-    from ppt.rng import record_generator
-
-    m = get_mechanism("prosan", 1.0, quiet=True).prepare()  # 1.0: its placeholder (no eps)
-    return lambda texts: [
-        o.text for o in m.sanitize_batch(texts, [record_generator(None, i) for i in range(len(texts))])
-    ]
+    return _whole("prosan", 1.0)
 
 
-SLOW.add("ppt prosan (defaults)")
-
-
-@method("ppt prosan (bfloat16, batching=mixed)")
+@method("ppt prosan (bfloat16, batching=mixed)", slow=True)
 def _prosan_fast():
-    from ppt.mechanisms import get_mechanism
-    from ppt.rng import record_generator
-
-    m = get_mechanism("prosan", 1.0, quiet=True, dtype="bfloat16", batching="mixed").prepare()
-    return lambda texts: [
-        o.text for o in m.sanitize_batch(texts, [record_generator(None, i) for i in range(len(texts))])
-    ]
-
-
-SLOW.add("ppt prosan (bfloat16, batching=mixed)")
+    return _whole("prosan", 1.0, dtype="bfloat16", batching="mixed")
 
 
 @method("presidio analyzer, <TYPE> placeholders")
