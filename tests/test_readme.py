@@ -19,12 +19,20 @@ def _sh_blocks(section: str) -> list[str]:
 
 def test_quick_start_has_install_and_test_commands_and_ci_runs_both():
     install, tests = _sh_blocks("Quick start")
-    assert "ppt sanitize" in install and "examples/prompts.jsonl" in install
-    assert "pytest" in tests
+    first, *more = install.strip().splitlines()
+    # the first command a newcomer runs installs the readable path and shows prompts they can read; the DP
+    # mechanism on the same prompts beside it
+    assert "[models,readable]" in first and "ppt models install" in first
+    assert "ppt sanitize --preset readable" in first and "examples/" in first
+    assert any("ppt sanitize --mech rantext" in line and "examples/prompts.jsonl" in line for line in more)
+    assert "pytest" in tests and "readable" in tests.split("pip install -e", 1)[1].split()[0]
     ci = (ROOT / ".ci" / "run").read_text()
     lines = [line.strip() for line in ci.splitlines()]
-    assert install.strip() in lines and tests.strip() in lines
-    assert lines.index(install.strip()) < lines.index("pip check") < lines.index(tests.strip())
+    # CI runs README's commands exactly, in README's order, with `pip check` after the installing ones
+    readme = [*install.strip().splitlines(), tests.strip()]
+    assert all(line in lines for line in readme), [line for line in readme if line not in lines]
+    at = [lines.index(line) for line in readme]
+    assert at == sorted(at) and at[0] < lines.index("pip check") < at[-1]
     # a fresh virtualenv and an empty cache every run: nothing left on the machine makes CI green
     assert "python3 -m venv" in ci and "mktemp -d" in ci and 'PPT_CACHE="$work/cache"' in ci
 

@@ -20,6 +20,7 @@ from ppt.cli.attack_common import (
     token_aligner,
 )
 from ppt.cli.kit import STREAM, StreamArgs, stream_command
+from ppt.dist import pip_install
 
 RAW_NOTE = (
     "Attacks are evaluation tools: they read the raw text from --original-field (e.g. what "
@@ -207,7 +208,7 @@ def llm(
                 raise PptError(
                     f"the endpoint client is not available ({e})",
                     ExitCode.CONFIG,
-                    hint="install the remote extra: pip install 'ppt[remote]'",
+                    hint=f"install the remote extra: {pip_install('remote')}",
                 ) from None
         else:
             backend = get_lm(model, device=stream.device, batch_size=stream.batch_size)

@@ -123,8 +123,8 @@ EngineOpt = Annotated[
     Literal["local", "ray"],
     typer.Option(
         "--engine",
-        help="local: this process (default); ray: a Ray cluster (`pip install 'ppt\\[ray]'`), --input a file, "
-        "directory or glob of JSONL/Parquet shards, --output a directory of JSONL shards + summary.json.",
+        help="local: this process (default); ray: a Ray cluster (`pip install 'ppt-private-prompts\\[ray]'`), "
+        "--input a file, directory or glob of JSONL/Parquet shards, --output a directory of JSONL shards + summary.json.",
         rich_help_panel=RUN_PANEL,
     ),
 ]

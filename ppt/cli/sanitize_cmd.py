@@ -154,9 +154,9 @@ def sanitize(
         typer.Option(
             "--detect",
             help="Detectors for --protect detected, comma-separated: patterns (presidio-analyzer: e-mails, "
-            "phones, cards, IBANs, IPs, URLs, dates; pip install 'ppt\\[detect]'), ner (spaCy on en_core_web_sm: "
-            "names, places, dates), categories (health, sexual orientation, religion, political opinion, ethnicity, "
-            "finances, occupation). Default: patterns,ner,categories, or none when --deny is given.",
+            "phones, cards, IBANs, IPs, URLs, dates), ner (spaCy on en_core_web_sm: names, places, dates; both: "
+            "pip install 'ppt-private-prompts\\[readable]' && ppt models install en_core_web_sm), categories "
+            "(health, sexual orientation, religion, political opinion, ethnicity, finances, occupation). Default: patterns,ner,categories, or none when --deny is given.",
             rich_help_panel=POLICY_PANEL,
         ),
     ] = None,

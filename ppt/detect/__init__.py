@@ -6,9 +6,10 @@ detector marks, and everything else passes through verbatim (stated as unprotect
     det.detect(["Mail alice@example.com"])  # [[Span(5, 22, "EMAIL_ADDRESS")]]
 
 ``lists`` (the user's deny- and allow-lists), ``patterns`` (presidio-analyzer's pattern recognizers: e-mails,
-phones, cards, IBANs, IPs, URLs, ...; optional extra ``ppt[detect]``), ``ner`` (spaCy's named entities on the
-offline en_core_web_sm), ``categories`` (sensitive words that are not entities: health, sexual orientation,
-religion, political opinion, ethnicity, finances, occupation; a lexicon generated from WordNet, shipped).
+phones, cards, IBANs, IPs, URLs, ...; ``pip install 'ppt-private-prompts[readable]'``), ``ner`` (spaCy's named
+entities on the offline en_core_web_sm), ``categories`` (sensitive words that are not entities: health, sexual
+orientation, religion, political opinion, ethnicity, finances, occupation; a lexicon generated from WordNet,
+shipped).
 A value detected once is marked at its other occurrences in the record too (a first name alone after the full
 name: :func:`ppt.detect.base.propagate`). Detection itself depends on the text: what a detector misses is
 released raw.

@@ -45,6 +45,9 @@ def build_detector(names: Sequence[str], *, deny: str | None = None, allow: str 
         raise PptError(
             f"unknown detector(s): {', '.join(unknown)}", ExitCode.USAGE, hint=f"choose from {', '.join(DETECTORS)}"
         )
+    from ppt.detect.requirements import require
+
+    require(names)  # everything missing, for every detector, in one error with one install command
     parts: list[Detector] = []
     if deny:
         from ppt.detect.lists import PhraseDetector

@@ -1,5 +1,6 @@
-"""Named entities as sensitive spans: spaCy's NER on the offline ``en_core_web_sm`` (``ppt[prosan]`` and
-``ppt models install en_core_web_sm``; exit 78 with those commands when missing)."""
+"""Named entities as sensitive spans: spaCy's NER on the offline ``en_core_web_sm`` (``pip install
+'ppt-private-prompts[readable]'`` and ``ppt models install en_core_web_sm``; exit 78 with those commands when
+missing)."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ numbers that are not valid in a region ("+44 970 6355", "598.555.3105": made up,
 a prompt), so it runs at leniency 0 (phonenumbers' "possible"), keeping hits of :data:`PHONE_MIN_DIGITS` digits or
 more (below that it takes years and counts: "2004", "35").
 
-Optional (``pip install 'ppt[detect]'``; exit 78 with that command when missing). Offline: presidio's e-mail
-check reads the public-suffix list through tldextract, which would fetch it from the network; here it reads
-tldextract's bundled snapshot only.
+Optional (``pip install 'ppt-private-prompts[readable]'``; exit 78 with that command when missing). Offline:
+presidio's e-mail check reads the public-suffix list through tldextract, which would fetch it from the network;
+here it reads tldextract's bundled snapshot only.
 """
 
 from __future__ import annotations
@@ -94,6 +94,7 @@ def _recognizer(pr, name: str):
 
 class PatternDetector:
     def __init__(self, recognizers: Sequence[str] = RECOGNIZERS, min_score: float = MIN_SCORE):
+        from ppt.dist import pip_install
         from ppt.io import ExitCode, PptError
 
         try:
@@ -105,7 +106,7 @@ class PatternDetector:
             raise PptError(
                 "the patterns detector needs presidio-analyzer, which is not installed",
                 ExitCode.CONFIG,
-                hint="pip install 'ppt[detect]'",
+                hint=pip_install("readable"),
             ) from None
         import importlib
         from types import SimpleNamespace

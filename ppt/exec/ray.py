@@ -12,8 +12,8 @@ whichever actor runs them). Ray Data keeps input order (``preserve_order``), so 
 in input order, writes each record once, and stops at the first failure under ``--on-error fail``.
 Workers open the cache read-only (:mod:`ppt.exec.readonly`); the driver checks it before the job.
 
-Ray is imported only inside functions: ``pip install 'ppt[ray]'``. This module is the driver; what runs
-on the workers (shard reading, the stage actor) is :mod:`ppt.exec.ray_workers`.
+Ray is imported only inside functions: ``pip install 'ppt-private-prompts[ray]'``. This module is the driver;
+what runs on the workers (shard reading, the stage actor) is :mod:`ppt.exec.ray_workers`.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from ppt.dist import pip_install, pip_install_static
 from ppt.exec.ray_workers import (
     BAD_INPUT,
     OK,
@@ -60,7 +61,7 @@ from ppt.io.report import RunReport
 from ppt.io.stream import _terminate_on_signals
 from ppt.stages.base import Stage
 
-INSTALL = "pip install 'ppt[ray]'"
+INSTALL = pip_install_static("ray")  # from the package index; the error prints pip_install("ray") (a checkout's)
 READ_TASKS = 4  # shards read at once
 
 
@@ -79,7 +80,9 @@ def require_ray() -> Any:
         import ray.data
     except ImportError:
         raise PptError(
-            "--engine ray needs Ray, which is not installed", ExitCode.CONFIG, hint=f"install it with: {INSTALL}"
+            "--engine ray needs Ray, which is not installed",
+            ExitCode.CONFIG,
+            hint=f"install it with: {pip_install('ray')}",
         ) from None
     return ray
 

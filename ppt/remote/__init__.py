@@ -13,7 +13,7 @@ the loopback server behind `ppt serve`.
     api.py        routes, bearer auth, answering a POST;  shapes.py  OpenAI JSON bodies
     framing.py    what a request line and headers decide (framing, body size, auth, routes), for both transports
     limits.py     connection caps (total, per client address) and the request deadline, for every server
-    http_uvicorn.py, http_starlette.py   preferred transport (`pip install 'ppt[serve]'`)
+    http_uvicorn.py, http_starlette.py   preferred transport (`pip install 'ppt-private-prompts[serve]'`)
     http_stdlib.py                       fallback transport (http.server)
 
 Importing this package does not import torch or httpx; the submodules do what they need lazily.

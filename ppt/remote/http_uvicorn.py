@@ -1,6 +1,6 @@
 """The preferred transport of `ppt serve`: the starlette app (``ppt.remote.http_starlette``) served by
 uvicorn's h11 protocol, which brings HTTP/1.1 parsing, keep-alive, pipelining and header size limits
-from a maintained server. Installed with ``pip install 'ppt[serve]'``; without it the stdlib transport
+from a maintained server. Installed with ``pip install 'ppt-private-prompts[serve]'``; without it the stdlib transport
 runs instead.
 
 How `ppt serve`'s limits map onto uvicorn (``ppt.remote.limits`` decides them for both transports):

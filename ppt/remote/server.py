@@ -13,7 +13,8 @@ What is served is decided without HTTP, once, in these modules:
 
 and carried by a transport:
 
-    http_uvicorn.py    preferred: uvicorn + starlette (``http_starlette.py``), ``pip install 'ppt[serve]'``
+    http_uvicorn.py    preferred: uvicorn + starlette (``http_starlette.py``),
+                       ``pip install 'ppt-private-prompts[serve]'``
     http_stdlib.py     fallback: the standard library's http.server, hardened by hand
 
 ``make_server(..., transport="auto")`` picks uvicorn when ``uvicorn`` and ``starlette`` import, so the
@@ -27,6 +28,7 @@ import importlib.util
 import threading
 from typing import Any
 
+from ppt.dist import pip_install
 from ppt.remote.api import (  # noqa: F401 - re-exported: the server's public surface
     MAX_BODY_BYTES,
     MAX_CONNECTIONS,
@@ -59,7 +61,7 @@ def pick_transport(transport: str = "auto") -> str:
     if transport not in TRANSPORTS:
         raise ValueError(f"transport must be auto, {' or '.join(TRANSPORTS)} (got {transport!r})")
     if transport == "starlette" and not starlette_available():
-        raise ImportError("the starlette transport needs uvicorn and starlette: pip install 'ppt[serve]'")
+        raise ImportError(f"the starlette transport needs uvicorn and starlette: {pip_install('serve')}")
     return transport
 
 

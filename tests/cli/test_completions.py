@@ -53,7 +53,7 @@ def test_help_keeps_literal_brackets():
     from tests.helpers import ppt
 
     r = ppt("sanitize", "--help", env={"COLUMNS": "200"})
-    assert "pip install 'ppt[ray]'" in r.stdout and "[[orig_row, new_row, start, end], ...]" in r.stdout
+    assert "pip install 'ppt-private-prompts[ray]'" in r.stdout and "[[orig_row, new_row, start, end], ...]" in r.stdout
     tag = re.compile(r"\[/?(bold|dim|italic)?\]")
     for path, cmd in _tree(typer.main.get_command(app)):
         for p in cmd.params:

@@ -477,7 +477,7 @@ def _spacy_ready() -> bool:
 @pytest.mark.integration
 @pytest.mark.skipif(
     not _spacy_ready(),
-    reason="spaCy or en_core_web_sm not installed (pip install 'ppt[prosan]' && ppt models install en_core_web_sm)",
+    reason="spaCy or en_core_web_sm not installed (pip install 'ppt-private-prompts[prosan]' && ppt models install en_core_web_sm)",
 )
 def test_spacy_tagger_tags_names_nouns_and_numbers():
     from ppt.mechanisms.prosan.tagging import SpacyTagger

@@ -20,7 +20,7 @@ _NO_UVICORN = "import sys; sys.modules['uvicorn'] = None; from ppt.cli.main impo
 @pytest.fixture(scope="module", params=TRANSPORTS)
 def transport(request) -> str:
     if request.param == "starlette" and not starlette_available():
-        pytest.skip("uvicorn/starlette not installed (pip install 'ppt[serve]')")
+        pytest.skip("uvicorn/starlette not installed (pip install 'ppt-private-prompts[serve]')")
     return request.param
 
 

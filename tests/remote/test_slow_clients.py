@@ -42,7 +42,7 @@ def kind(request) -> str:
         from ppt.remote.server import starlette_available
 
         if not starlette_available():
-            pytest.skip("uvicorn/starlette not installed (pip install 'ppt[serve]')")
+            pytest.skip("uvicorn/starlette not installed (pip install 'ppt-private-prompts[serve]')")
     return request.param
 
 

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 WORDNET_INSTALL = (
-    "apt-get install -y wordnet-base wordnet-sense-index && pip install 'ppt[prosan]' (or --param similarity=embedding)"
+    "apt-get install -y wordnet-base wordnet-sense-index && pip install 'ppt-private-prompts[prosan]' "
+    "(or --param similarity=embedding)"
 )
 DEBIAN_DIR = Path("/usr/share/wordnet")
 _NEEDED = (
