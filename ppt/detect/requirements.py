@@ -19,8 +19,19 @@ PACKAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "patterns": (("presidio_analyzer", "presidio-analyzer"), ("tldextract", "tldextract")),
     "ner": (("spacy", "spacy"),),
 }
+
+
+def _ner_model() -> str:
+    """The spaCy pipeline the ner detector loads by default (read from it, so the two never disagree)."""
+    import inspect
+
+    from ppt.detect.ner import NerDetector
+
+    return inspect.signature(NerDetector).parameters["model"].default
+
+
 # detector -> the offline models (`ppt models install ALIAS`) it loads
-MODELS: dict[str, tuple[str, ...]] = {"ner": ("en_core_web_sm",)}
+MODELS = {"ner": (_ner_model,)}
 
 
 def _importable(module: str) -> bool:
@@ -36,12 +47,16 @@ def _model_installed(alias: str) -> bool:
     return resolve(alias).installed
 
 
+def _models(name: str) -> list[str]:
+    return [alias() for alias in MODELS.get(name, ())]
+
+
 def _missing(names: Sequence[str]) -> tuple[list[str], list[str]]:
     packages: list[str] = []
     models: list[str] = []
     for name in dict.fromkeys(names):
         packages += [dist for module, dist in PACKAGES.get(name, ()) if not _importable(module)]
-        models += [alias for alias in MODELS.get(name, ()) if not _model_installed(alias)]
+        models += [alias for alias in _models(name) if not _model_installed(alias)]
     return list(dict.fromkeys(packages)), list(dict.fromkeys(models))
 
 
@@ -73,7 +88,7 @@ def require(names: Sequence[str]) -> None:
     per = []
     for name in dict.fromkeys(names):
         lacks = [dist for module, dist in PACKAGES.get(name, ()) if dist in packages]
-        lacks += [f"the {alias} model" for alias in MODELS.get(name, ()) if alias in models]
+        lacks += [f"the {alias} model" for alias in _models(name) if alias in models]
         if lacks:
             per.append(f"{name} needs {' and '.join(lacks)}")
     raise PptError(

@@ -11,6 +11,8 @@ from ppt.dist import pip_install
 from ppt.io import ExitCode, PptError
 from tests.helpers import ppt
 
+MODEL = requirements._ner_model()  # the spaCy pipeline the ner detector loads
+
 
 @pytest.fixture
 def nothing_installed(monkeypatch):
@@ -30,7 +32,7 @@ def test_missing_for_lists_packages_then_models_once_each(nothing_installed):
         "presidio-analyzer",
         "tldextract",
         "spacy",
-        "en_core_web_sm",
+        MODEL,
     ]
     assert requirements.missing_for(["categories"]) == [] and requirements.missing_for([]) == []
 
@@ -46,16 +48,16 @@ def test_one_error_names_every_missing_piece_with_one_command(nothing_installed)
         build_detector(["patterns", "ner", "categories"])
     err = e.value
     assert err.exit_code == ExitCode.CONFIG
-    assert "patterns needs presidio-analyzer" in str(err) and "ner needs spacy and the en_core_web_sm model" in str(err)
+    assert "patterns needs presidio-analyzer" in str(err) and f"ner needs spacy and the {MODEL} model" in str(err)
     assert "categories" not in str(err)
-    assert err.hint == f"install everything with: {pip_install('readable')} && ppt models install en_core_web_sm"
+    assert err.hint == f"install everything with: {pip_install('readable')} && ppt models install {MODEL}"
 
 
 def test_only_the_model_missing_asks_for_the_model_only(monkeypatch):
     monkeypatch.setattr(requirements, "_importable", lambda module: True)
     monkeypatch.setattr(requirements, "_model_installed", lambda alias: False)
-    assert requirements.missing_for(["patterns", "ner"]) == ["en_core_web_sm"]
-    assert requirements.install_command(["patterns", "ner"]) == "ppt models install en_core_web_sm"
+    assert requirements.missing_for(["patterns", "ner"]) == [MODEL]
+    assert requirements.install_command(["patterns", "ner"]) == f"ppt models install {MODEL}"
 
 
 def test_the_real_checks_agree_with_the_imports():
@@ -78,7 +80,7 @@ def test_cli_exits_78_once_with_everything_missing(nothing_installed, tmp_path):
     rec = json.dumps({"id": 1, "text": "Maria has asthma"}) + "\n"
     r = ppt("sanitize", "--preset", "readable", "--deny", str(deny), "--detect", "patterns,ner,categories", stdin=rec)
     assert r.returncode == ExitCode.CONFIG, r.stderr
-    assert "presidio-analyzer" in r.stderr and "spacy" in r.stderr and "en_core_web_sm" in r.stderr
+    assert "presidio-analyzer" in r.stderr and "spacy" in r.stderr and MODEL in r.stderr
     assert pip_install("readable") in r.stderr and "Traceback" not in r.stderr
     # only the deny-list and the shipped lexicon: nothing to install
     r = ppt("sanitize", "--preset", "readable", "--deny", str(deny), "--detect", "categories", "-q", stdin=rec)
