@@ -23,6 +23,13 @@ Methods whose package is missing (presidio-analyzer, scrubadub, spaCy) are skipp
 
     python bench/pii.py [-n 120] [--seed 7] [--styles template,free] [--answers 30] [--slow-n 40]
                         [--json out.json] [--plot out.png]
+
+Independent sets (issue 35; bench/pii_sets.py says what each is and how it is scored): text the detectors were not
+tuned on, each with a tune and a report split; lenient and strict hide rates per kind, content kept,
+over-redaction, ppt minus Presidio paired, whole-process speed and cold start:
+
+    python bench/pii.py --set outside|freeform|none [--split tune|report] [-n 400] [--seed S] [--only NAME]
+                        [--show-leaks K] [--no-speed] [--data FILE] [--inputs DIR] [--json out.json]
 """
 
 from __future__ import annotations
@@ -346,9 +353,28 @@ def print_tables(rows: list[dict], styles: list[str]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("-n", type=int, default=120, help="prompts per style")
+    ap.add_argument(
+        "--set",
+        default="make-pii",
+        choices=("make-pii", "outside", "freeform", "none"),
+        help="make-pii (default: the tuning templates) or an independent set (bench/pii_sets.py)",
+    )
+    ap.add_argument("--split", default="tune", choices=("tune", "report"), help="split of an independent set")
+    ap.add_argument(
+        "--show-leaks", type=int, default=0, metavar="K", help="print up to K missed items per method (tune split only)"
+    )
+    ap.add_argument("--data", help="read --set freeform/none from this file (same schema)")
+    ap.add_argument("--inputs", metavar="DIR", help="keep the JSONL inputs the timed commands read here")
+    ap.add_argument("--no-speed", dest="speed", action="store_false", help="skip the whole-process timing")
+    ap.add_argument("--repeats", type=int, default=3, help="timing runs per command (the best is kept)")
+    ap.add_argument(
+        "-n",
+        type=int,
+        default=None,
+        help="prompts per style (make-pii, default 120) or per split (outside: 400; freeform/none: all)",
+    )
     ap.add_argument("--styles", default="template,free", help="make-pii styles, comma-separated (each -n prompts)")
-    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--seed", type=int, default=None, help="make-pii: 7; outside: 1 (tune), 2026 (report)")
     ap.add_argument("--only", action="append", help="run only methods whose name contains this (repeatable)")
     ap.add_argument("--answers", type=int, default=0, help="answer utility on the first K prompts of each style")
     ap.add_argument("--answer-tokens", type=int, default=48)
@@ -357,6 +383,13 @@ def main() -> None:
     ap.add_argument("--plot", help="write a PHR-vs-utility plot here (matplotlib)")
     ap.add_argument("--replot", metavar="JSON", help="only redraw --plot from a results file this script wrote")
     args = ap.parse_args()
+    if args.set != "make-pii":
+        import pii_sets
+
+        pii_sets.main(args)
+        return
+    args.n = 120 if args.n is None else args.n
+    args.seed = 7 if args.seed is None else args.seed
     if args.replot:
         with open(args.replot) as f:
             saved = json.load(f)
