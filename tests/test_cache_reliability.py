@@ -172,6 +172,7 @@ def _can_mount_read_only() -> bool:
 
 
 @pytest.mark.skipif(not _can_mount_read_only(), reason="needs unshare -m and bind mounts (a real read-only mount)")
+@pytest.mark.slow(reason="real ppt processes under unshare on a read-only bind mount, and a glove space build")
 def test_prebuilt_cache_mounted_read_only_serves_sanitize(tmp_cache):
     args = ["sanitize", "-m", "santext+", "-e", "3", "--space", "glove-6b-50d:2000", "--quiet"]
     r = ppt(*args, stdin='{"text": "the river near the town"}\n')

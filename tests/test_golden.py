@@ -18,8 +18,9 @@ def tiny_lm_path(tiny_lm):
 # the fast lane keeps one golden of each glove-space kind (cheap tables); the rest build the default space
 # or load a model in a real process each
 FAST = {"santext", "custext+"}
+SLOW = "builds the default space (cl100k-minilm) or loads a model in a real process"
 CASES = [
-    pytest.param(i, id=name, marks=() if name in FAST else pytest.mark.slow)
+    pytest.param(i, id=name, marks=() if name in FAST else pytest.mark.slow(reason=SLOW))
     for i, (name, _) in enumerate(golden.CONFIGS)
 ]
 

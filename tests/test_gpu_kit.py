@@ -41,7 +41,7 @@ def test_help_names_both_commands_and_the_offline_pack():
         assert word in r.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="packs a kit from this environment and runs it in a real process")
 def test_quick_cpu_run_of_a_kit_packed_from_this_environment(tmp_path):
     from ppt.models import is_installed
 

@@ -109,6 +109,7 @@ def test_true_mechanism(space, tiny_lm, name):
 
 
 @pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.slow(reason="a statistical audit per mechanism: many draws")
 def test_sampler_with_doubled_eps_is_flagged(space, tiny_lm, monkeypatch, name):
     eps, params, _ = CASES[name]
     mech = build(space, tiny_lm, name, eps, **params)
@@ -191,6 +192,7 @@ def test_rantext_audit_searches_the_periphery(tmp_path):
     assert res["pairs"][0]["x"].lower() == "zqhe" and res["status"] == "violated"
 
 
+@pytest.mark.slow(reason="a statistical audit: many draws of Cape with its context model")
 def test_cape_audited_at_a_longer_context(space, tiny_lm, monkeypatch):
     """Row 22: Cape conditions each position on the raw prefix, so one-token prompts are not the whole story.
     The audit runs at the position after a context the policy keeps ("in the ", stopwords): the exact model

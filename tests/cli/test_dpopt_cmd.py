@@ -53,7 +53,7 @@ def test_missing_input_is_noinput():
     assert p.returncode == ExitCode.NOINPUT
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="DP-OPT tune, eval and apply through the CLI on the tiny LM")
 def test_tune_eval_apply_on_a_tiny_model(tiny_lm, train, tmp_path):
     out = tmp_path / "prompt.json"
     p = ppt(

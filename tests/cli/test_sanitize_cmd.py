@@ -20,7 +20,7 @@ def records(n=5):
     )
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="loads the real default space (cl100k-minilm)")
 def test_stdout_is_jsonl_with_stamp_and_no_raw_text():
     r = ppt("sanitize", "--mech", "rantext", "--eps", "6", "--quiet", stdin=records())
     assert r.returncode == 0, r.stderr
@@ -44,7 +44,7 @@ def test_keep_original_is_explicit():
     assert SECRET in rec["raw"] and SECRET not in rec["text"]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="loads the real default space (cl100k-minilm)")
 def test_emit_alignment_pairs_every_perturbed_token():
     r = ppt(
         "sanitize",
@@ -98,7 +98,7 @@ def test_emit_alignment_pairs_every_perturbed_token():
         (["--emit-alignment", "raw", "--keep-original", "raw"], 2, "two different fields"),
     ],
 )
-@pytest.mark.slow
+@pytest.mark.slow(reason="loads the real default space (cl100k-minilm), once per case")
 def test_emit_alignment_field_checks(args, code, needle):
     r = ppt("sanitize", *args, stdin=records(1))
     assert r.returncode == code and needle in r.stderr and r.stdout == ""

@@ -44,7 +44,7 @@ def test_seeded_run_stamps_seeded_true_never_the_seed(stamp):
         (["-m", "tem", "-e", "6", "--space", "glove-6b-50d"], ("Patel", "house", "surpluses")),
     ],
 )
-@pytest.mark.slow
+@pytest.mark.slow(reason="sanitizes on the real spaces (cl100k-minilm, glove-6b-50d), once per mechanism")
 def test_stamp_does_not_depend_on_the_raw_words(mech, texts):
     """One-word records with the same number of perturbed tokens get byte-identical stamps; the list
     sizes that singled out words ("Patel" -> 894) are only in the --diagnostics field."""
@@ -89,7 +89,7 @@ def test_diagnostics_make_the_stage_output_private():
 # ---- compact stamps, --describe, readers --------------------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="loads the real default space (cl100k-minilm)")
 def test_compact_stamp_is_small_and_describe_expands_it():
     text = "Alice Johnson moved to Paris in 2019 to study medicine at the Sorbonne."
     [compact] = sanitize("-m", "rantext", "-e", "6", "--seed", "3", texts=(text,))
@@ -113,7 +113,7 @@ def test_compact_stamp_is_small_and_describe_expands_it():
     assert bad.returncode == 2 and "signature" in bad.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="builds the glove space and sanitizes twice")
 def test_attack_readers_take_compact_and_full_stamps():
     from ppt.stages.attack import stamped_keeps_stopwords, stamped_space
 

@@ -30,7 +30,7 @@ def sh(script: str, stdin: str = "", timeout: int = 300, cwd=None) -> subprocess
     return subprocess.run(["bash", "-c", script], input=stdin, capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a real shell pipeline around a ppt process")
 def test_o_dev_fd_and_dev_stdout_write_to_the_pipe():
     # /dev/fd/1 first: code that renames over the path fails there harmlessly (it cannot create files
     # in /proc/self/fd); only then /dev/stdout, which such code would replace with a regular file
@@ -208,6 +208,7 @@ def _run_bad_stderr(kind: str, args: list[str], stdin: str, **env) -> subprocess
 
 
 @pytest.mark.parametrize("kind", ["closed", "read-only", "/dev/full"])
+@pytest.mark.slow(reason="real ppt processes with a broken stderr, three times")
 def test_failing_stderr_keeps_output_and_exit_code(kind):
     # warnings (seeded run, kept stopwords), notes, a forced progress bar and the summary all write to stderr
     r = _run_bad_stderr(kind, [*FAST, "--seed", "1"], recs(3), PPT_PROGRESS="1")

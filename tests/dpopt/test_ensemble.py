@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from ppt.dpopt.ensemble import EnsembleDecoder, reencode_logits, sample_votes
@@ -41,6 +42,7 @@ SHARED = "Your task is to extend the Prefix Text. Use the Perturbed Generation a
 TAILS = ["The quick brown fox", "A patient", "Please summarize this note about a payment", "The clinic is open"]
 
 
+@pytest.mark.slow(reason="re-encodes every ensemble row with the tiny LM to compare")
 def test_lazy_ensemble_matches_reencoding_for_the_rows_asked(tiny_lm):
     """Random participation masks over steps: the logits of the asked rows are those of re-encoding them with
     every released token, whether a row joined early (cache caught up) or late (prefilled with the tokens)."""

@@ -133,6 +133,7 @@ def test_done_means_eps_8_on_1000_records_releases_an_instruction(agreeing, whic
     assert events[0]["event"] == "start" and events[0]["budget"] == plan.budget_queries
 
 
+@pytest.mark.slow(reason="DP-OPT generations on the tiny LM, with and without retries")
 def test_a_candidate_ends_at_its_first_bottom_unless_retries(tiny_lm):
     """retries 0 (the default): one query per candidate when every query is bottom; retries 1: two."""
     from ppt.models import load_causal_lm

@@ -47,6 +47,7 @@ class Crash(Exception):
     pass
 
 
+@pytest.mark.slow(reason="three DP-OPT tunes on the tiny LM (whole, crashed, resumed)")
 def test_checkpoint_resume_continues_and_never_respends(lm, tmp_path):
     cfg = TuneConfig(labels=LAB, eps=math.inf, ensemble=6, shots=2, max_prompts=2, max_tokens=4, seed=11)
     whole = tune(*lm, prepare(cfg, TEXTS, LABELS), TEXTS, LABELS)
@@ -124,6 +125,7 @@ def test_the_default_delta_does_not_depend_on_the_number_of_records(recwarn):
     assert warned and all("250001" not in m and "10000000" not in m for m in warned)
 
 
+@pytest.mark.slow(reason="two DP-OPT tunes on the tiny LM")
 def test_a_finished_checkpoint_returns_its_recorded_result_and_never_selects_again(lm, tmp_path, monkeypatch):
     """Reliability probe P-S1(a): rerunning a finished tune reran private selection with fresh noise."""
     import ppt.dpopt.selection as selection

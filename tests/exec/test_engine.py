@@ -49,6 +49,7 @@ def test_engine_ray_without_ray_exits_78_with_the_install_command(tmp_path, no_r
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow(reason="a real ppt process, torch and the default space loaded in it")
 def test_engine_local_is_the_default_and_needs_no_ray(no_ray):
     r = ppt_process(
         "sanitize",

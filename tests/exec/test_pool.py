@@ -197,7 +197,7 @@ def test_importing_the_pool_imports_no_torch():
     assert r.stdout.strip() == "False"
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="Cape in worker processes against one process: real processes, the context model in each")
 def test_cape_seeded_output_is_byte_identical_with_workers(tiny_lm, tmp_cache):
     """Cape (a context model; B calibrated in every worker) in workers on one thread each: the same
     bytes, signature (B) included, as one process on torch's threads."""
@@ -254,6 +254,7 @@ except typer.Exit as e:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
+@pytest.mark.slow(reason="real worker processes and real signals, twice")
 def test_a_signal_while_a_worker_result_is_half_sent_still_ends_the_run(recipe, tmp_path, sig):
     """Reliability probe P-D7: a worker killed while sending its result left the executor's thread waiting
     for the rest of the message, and the pool's shutdown waited on that thread forever. The worker here

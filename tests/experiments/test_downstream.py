@@ -61,6 +61,7 @@ def cfg(eps=(0.01, 200.0)):
     )
 
 
+@pytest.mark.slow(reason="the downstream experiment end to end: raw and two eps, with bootstrap")
 def test_raw_is_high_tiny_eps_lowers_it_and_outputs_are_written(toy, tmp_path):
     rows = downstream.run_downstream(cfg(), tmp_path, data={"toy": toy_split()})
     by = {(r["mechanism"], r["eps"]): r for r in rows}

@@ -72,7 +72,7 @@ def test_free_style_is_deterministic_varied_and_lists_every_special_category():
         make_pii(1, style="poem")
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="builds the PII prompt set through the CLI")
 def test_cli_make_pii():
     from tests.helpers import ppt
 

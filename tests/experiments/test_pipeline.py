@@ -132,6 +132,7 @@ def test_end_to_end_references_and_cells(tiny_lm, tmp_path, monkeypatch, shift, 
     j.close()
 
 
+@pytest.mark.slow(reason="the experiment pipeline end to end, generations included")
 def test_no_privacy_resample_scores_against_the_first_sample(tiny_lm, tmp_path, monkeypatch):
     ctx, _, _ = _ctx(tiny_lm, monkeypatch)
     ctx.cfg.eps = []
@@ -150,7 +151,7 @@ def test_no_privacy_resample_scores_against_the_first_sample(tiny_lm, tmp_path, 
     assert res["copy_prefix"] == pytest.approx(np.mean([k / (k + 1) for k in n]))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the experiment pipeline twice (whole, interrupted and resumed)")
 def test_resume_after_interruption_skips_finished_documents(tiny_lm, tmp_path, monkeypatch):
     full_ctx, _, _ = _ctx(tiny_lm, monkeypatch)
     full = pipeline.run_pipeline(full_ctx.cfg, tmp_path / "full", ctx=full_ctx, docs=DOCS, quiet=True)

@@ -38,7 +38,7 @@ ALPHA = 1e-6
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 # slow: the [cpu] bodies repeat the samplers' CPU statistical tests (tests/mechanisms, tests/samplers: fast lane) on
 # this module's device-parametrised path; the full suite and `-m gpu` (the GPU kit) still run them
-pytestmark = [pytest.mark.statistical, pytest.mark.slow]
+pytestmark = [pytest.mark.statistical, pytest.mark.slow(reason="repeats the samplers' CPU statistical tests")]
 
 
 @pytest.fixture(params=DEVICES)

@@ -81,6 +81,7 @@ def test_gz_to_stdout_and_a_compressed_pipe_named_by_the_flag(want):
     assert b"gzip" in auto.stderr and b"--input-format jsonl.gz" in auto.stderr
 
 
+@pytest.mark.slow(reason="real ppt processes piped into each other")
 def test_parquet_through_pipes_both_ways(want):
     """Parquet's index is at its end: from a pipe it is copied to a temporary file first; to a pipe it is
     written in one pass."""

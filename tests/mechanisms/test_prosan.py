@@ -290,6 +290,7 @@ def test_inverse_cdf_sampler_matches_probabilities():
     assert stats.chisquare(counts[keep], 40000 * np.array([0.1, 0.6, 0.3])).pvalue > ALPHA
 
 
+@pytest.mark.slow(reason="a chi-square test over many draws of the tiny masked LM")
 def test_mechanism_replacements_follow_eq10_chi_square(build):
     """End to end through the mechanism: one word replaced N times (one uniform each); the empirical
     distribution of replacements matches exp((K-O) * scale * s_c) over the tau-set computed here from the

@@ -35,6 +35,7 @@ def test_loss_covers_only_the_anonymized_continuation(tiny_lm):
     assert got == pytest.approx(want, rel=1e-4)
 
 
+@pytest.mark.slow(reason="trains the tiny LM for a few steps")
 def test_distill_lowers_the_loss_and_keeps_checkpoints(tiny_lm, tmp_path):
     cfg = DistillConfig(
         base_model=str(tiny_lm), epochs=4, batch_size=4, lr=3e-3, checkpoint_every=2, keep=1, device="cpu"
@@ -81,7 +82,7 @@ def test_pairs_must_be_prosans_unless_any_teacher(tmp_path):
     assert read_pairs(str(p), "original", "text", any_teacher=True) == ([("SECRET a", "b")], None)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="distils the tiny LM through the CLI, then sanitizes with it")
 def test_cli_distill_then_lite(tiny_lm, tmp_path):
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(

@@ -282,6 +282,7 @@ def test_large_eps_concentrates_on_the_token(space, sampler):
 
 
 @pytest.mark.statistical
+@pytest.mark.slow(reason="loads the real default space (cl100k-minilm) and its tables")
 def test_default_is_monotone_in_eps_on_the_real_space():
     """On cl100k-minilm with the default z=calibrated: P(out = in) and the KNN top-10 success (the input
     among the 10 nearest vocabulary neighbours of the output, by the space's embeddings) never grow as

@@ -227,6 +227,7 @@ def audit(mech, x: int, x2: int, n: int, seed: int) -> tuple[float, float]:
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("eps", [1.0, 4.0])
+@pytest.mark.slow(reason="a statistical audit: many draws per eps")
 def test_privacy_audit_never_exceeds_metric_bound(space, eps):
     mech = SanText(eps, space=space)
     e = space.embeddings.double().numpy()

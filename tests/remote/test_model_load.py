@@ -78,7 +78,7 @@ def stop(proc: subprocess.Popen) -> tuple[int, str]:
     return proc.returncode, err
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a real ppt serve process with a delayed model load")
 def test_ppt_serve_answers_503_while_the_model_loads(tiny_lm, tmp_path, transport):
     port, port_file = free_port(), tmp_path / "port"
     code = _SLOW_SERVE.format(no_uvicorn=transport == "stdlib", delay=LOAD_DELAY_S)
@@ -108,7 +108,7 @@ def test_ppt_serve_answers_503_while_the_model_loads(tiny_lm, tmp_path, transpor
     assert rc == 0, err
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a real ppt snd serve process with a delayed model load")
 def test_ppt_snd_serve_answers_503_while_the_model_loads(tmp_path):
     port, port_file = free_port(), tmp_path / "port"
     proc = subprocess.Popen(

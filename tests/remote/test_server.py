@@ -103,7 +103,7 @@ def test_concurrent_requests_are_batched_and_seeds_are_batch_independent(served)
     assert results[0] == alone  # same seed, same answer, batched or not
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a real ppt serve process, stopped by a signal")
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_ppt_serve_process(tiny_lm, tmp_path, transport, stop_signal):
     port_file = tmp_path / "port"

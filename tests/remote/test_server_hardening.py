@@ -82,7 +82,7 @@ def test_serve_refuses_a_non_loopback_host_without_allow_remote_and_a_token(tiny
     assert not port_file.exists()
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a real ppt serve process")
 def test_serve_with_api_key_env_requires_the_bearer_token_and_never_shows_it(tiny_lm, tmp_path, transport):
     token = "tok-DO-NOT-PRINT-8c1f"
     port_file = tmp_path / "port"

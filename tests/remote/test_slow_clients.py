@@ -266,7 +266,7 @@ def test_the_limits_are_documented_in_help(command):
     assert "--max-client-connections" in text and "a whole request" in text
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a real ppt serve process and trickling clients")
 def test_ppt_serve_cuts_a_trickling_client_and_caps_one_address(tiny_lm, tmp_path, transport):
     """The flags end to end: `ppt serve --timeout 1 --max-client-connections 1`."""
     import subprocess

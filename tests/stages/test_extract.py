@@ -72,6 +72,7 @@ def test_outputs_stamp_and_errors(gen):
         assert 1 <= block["usage"]["completion_tokens"] <= 5 and block["usage"]["prompt_tokens"] > 50
 
 
+@pytest.mark.slow(reason="extraction generated twice with the tiny LM (batched and one by one)")
 def test_batched_equals_sequential_and_seeds_follow_ids(gen):
     recs = [rec(i, raw="word " * (3 * i + 1)) for i in range(5)]  # very different prompt lengths
     greedy = SamplingParams(max_new_tokens=6)
@@ -86,7 +87,7 @@ def test_batched_equals_sequential_and_seeds_follow_ids(gen):
     assert c[0]["ppt"]["extract"]["seeded"] is True and "seed" not in c[0]["ppt"]["extract"]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a real ppt extract process loading the tiny LM")
 def test_cli_process(tiny_lm, tmp_path):
     lines = [json.dumps(rec(i).data) for i in range(3)]
     lines.insert(1, json.dumps({"id": "no-raw", "generation": "x"}))
@@ -151,7 +152,7 @@ def test_smollm2_extracts_text(tmp_path):
     assert o["ppt"]["extract"]["model"] == "smollm2"
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="examples/inferdpt.sh end to end with the real smollm2")
 def test_example_pipeline_script(tmp_path):
     """The issue's "done means": examples/inferdpt.sh runs in CI (real smollm2; ~1-2 minutes)."""
     r = subprocess.run(

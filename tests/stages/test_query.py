@@ -300,7 +300,7 @@ def test_dry_run_sends_nothing():
 # ---------------------------------------------------------------------------------------- resume
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="kills and resumes a real ppt query process")
 def test_kill_and_resume_answers_every_record_exactly_once(tmp_path):
     n = 30
     recs = records(n)
@@ -370,7 +370,7 @@ def test_resume_refuses_to_share_the_output_file(tmp_path):
 # ---------------------------------------------------------------------------------------- local backend
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="generates with the tiny LM as the local backend")
 def test_local_backend_batched_and_seeded(tiny_lm):
     recs = records(3)
     r = ppt_query(
