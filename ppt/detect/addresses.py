@@ -173,8 +173,12 @@ COUNTRY = r"(?:U\.S\.A\.|U\.S\.|U\.K\.)"
 # a town: up to four capitalised words, with the particles of place names ("Rio de Janeiro", "Frankfurt am Main")
 _TPART = r"(?:de|da|do|das|dos|del|di|du|des|la|le|les|am|an|im|upon|on|sur|en|der|den|dem|von|van|of)"
 TOWN_WORD = rf"(?:{CAPL}|(?:St|Ste|Mt|Ft)\.(?=[ \t]+{CAP}))"
-TOWN = rf"{TOWN_WORD}(?:[ \t]+(?:{_TPART}[ \t]+)?{TOWN_WORD}){{0,3}}(?:[ \t]+CEDEX(?:[ \t]+\d{{1,2}})?)?(?![\w'’-])"
-TOWNS = rf"{TOWN}(?:[ \t]*,[ \t]*(?:\r?\n[ \t]*)?{TOWN}){{0,3}}"  # "Banjara Hills, Hyderabad, Telangana"
+# (each pattern written once, its separator taken only before another word: the patterns stay small to compile)
+TOWN = (
+    rf"(?:{TOWN_WORD}(?:[ \t]+(?:{_TPART}[ \t]+)?(?={CAP}))?){{1,4}}(?<![ \t])"
+    r"(?:[ \t]+CEDEX(?:[ \t]+\d{1,2})?)?(?![\w'’-])"
+)
+TOWNS = rf"(?:{TOWN}(?:[ \t]*,[ \t]*(?:\r?\n[ \t]*)?(?={CAP}))?){{1,4}}(?<![ \t,\n])"  # "Banjara Hills, Hyderabad"
 
 # Japan, romanised
 _JP_CITIES = (
@@ -201,7 +205,6 @@ KANJI = (
 # --- anchors -----------------------------------------------------------------------------------------------------
 
 _SP = r"[ \t]+"
-_NAME = rf"{NAME_WORD}(?:{_SP}{NAME_WORD}){{0,3}}"
 # French: "12 rue de la Paix", "5, avenue des Champs-Élysées", "3 bis place Bellecour"
 _FR_TYPE = (
     r"(?i:rue|avenue|av\.|bd\.?|boulevard|chemin|ch\.|place|pl\.|allée|allee|impasse|imp\.|quai|cours|route|rte"
@@ -213,7 +216,7 @@ _FR_WORD = rf"(?:{CAPWS}|\d{{1,2}}(?:er)?(?=[ \t]+{CAP}))"
 _FR_GAP = rf"(?:{_SP}|{_SP}?{_FR_PART}(?:{_SP}|(?<=['’])))"
 FR = (
     rf"{NUM}(?:[ \t]?(?:bis|ter|quater|[A-D])(?![\w'’]))?,?{_SP}{_FR_TYPE}{_FR_GAP}"
-    rf"{_FR_WORD}(?:{_FR_GAP}{_FR_WORD}){{0,4}}(?:{_SP}(?:Ouest|Est|Nord|Sud)(?![\w'’-]))?"
+    rf"(?:{_FR_WORD}(?:{_FR_GAP}(?=\w))?){{1,5}}(?<![ \t'’])(?:{_SP}(?:Ouest|Est|Nord|Sud)(?![\w'’-]))?"
 )
 # German: "Hauptstraße 5", "Karl-Marx-Allee 12a", "Friedrichstr. 123", "Berliner Straße 10"; "Am Markt 3" only with
 # the postcode after it
@@ -240,13 +243,13 @@ _BR_WORD = (
 )
 _BR_PART = r"(?:da|das|do|dos|de|e|d['’])"
 BR = (
-    rf"(?<![\w'’.-]){_BR_TYPE}{_SP}(?:{_BR_PART}{_SP})*{_BR_WORD}(?:{_SP}(?:{_BR_PART}{_SP})*{_BR_WORD}){{0,5}}"
+    rf"(?<![\w'’.-]){_BR_TYPE}{_SP}(?:(?:{_BR_PART}{_SP})*{_BR_WORD}(?:{_SP}(?=\w))?){{1,6}}(?<![ \t])"
     r"(?:[ \t]*,[ \t]*|[ \t]+)(?:n[º°o]\.?[ \t]*|(?i:no\.)[ \t]*)?"
     r"(?:\d{1,5}[A-Za-z]?(?![\w'’])(?![.,:/]\d)|[sS]/[nN](?![\w'’]))"
 )
 # US, UK, Canada, India, anywhere English: "221B Baker Street", "1600 Pennsylvania Avenue NW", "350 5th Ave"
 STREET = (
-    rf"{NUM}(?:[ \t]*,)?{_SP}(?:(?:{DIR}{_SP})?{_NAME}{_SP}{TYPE}(?:\.?{_SP}{DIR}(?![\w'’-]))?"
+    rf"{NUM}(?:[ \t]*,)?{_SP}(?:(?:{DIR}{_SP})?(?:{NAME_WORD}{_SP}){{1,4}}{TYPE}(?:\.?{_SP}{DIR}(?![\w'’-]))?"
     r"|(?:Broadway|Kingsway|Queensway|Strand|Haymarket|Piccadilly|Bowery)(?![\w'’-]))"  # a street without a type
 )
 # typed in lower case: an abbreviated type ("55 elm st"), or a whole word after "at", "to"... ("at 9 oak road")
@@ -266,7 +269,7 @@ PO_BOX = (
 )
 # Indian chain: a unit or number, components, ending in a road or locality: "Flat 4B, Sai Residency, 12th Cross"
 _IN_TOKEN = rf"(?:{CAPWS}|{ORD}|\d{{1,4}}[A-Z]?(?![\w'’])|No\.)"
-_IN_COMP = rf"{_IN_TOKEN}(?:{_SP}{_IN_TOKEN}){{0,4}}"
+_IN_COMP = rf"(?:{_IN_TOKEN}[ \t]*){{1,5}}"
 _IN_ROAD = rf"(?:{_IN_TOKEN}{_SP}){{1,4}}{ROAD_IN}(?![ \t]+(?:{CAP}|\d))"  # a whole component
 _IN_START = (
     rf"(?:(?<![\w'’.-]){UNIT}|(?<![\w'’.#-])#[ \t]?\d[\w/-]*|(?<![\w'’.-])(?:No\.|Nº)[ \t]?\d[\w/-]*"
@@ -322,7 +325,7 @@ ANCHORS = (
 # in a text with kanji)
 _LATIN = "(?<![\\w'’-])(?:" + "|".join(f"(?={first})(?P<{name}>{rx})" for name, first, rx in ANCHORS) + ")"
 _ANCHOR = re.compile(_LATIN, re.M)
-_ANCHOR_CJK = re.compile(f"(?P<kanji>{KANJI})|{_LATIN}", re.M)
+_KANJI_ANCHOR = re.compile(KANJI)
 # a postcode named as one ("ZIP 02101", "PIN: 560001", "CEP 01310-100"): the code alone
 _KEYWORD_PC = re.compile(rf"(?<![\w'’-]){_PC_KW}(?P<pc>{UK_PC}|{CA_PC}|{CEP}|{ZIP}|{PIN}|{JP_PC}|{PREFIXED_PC})")
 
@@ -335,7 +338,7 @@ _TAIL_SEP = (
 )
 _TAIL = re.compile(
     rf"{_TAIL_SEP}(?:(?P<post>{POST})|(?P<state>{STATE})|(?P<unit>{UNIT})|(?P<jp_ward>{JP_WARD})"
-    rf"|(?P<jp_num>{JP_NUM})|(?P<paren>\((?:{TOWN}|{STATE})\))|(?P<country>{COUNTRY})|(?P<town>{TOWN})"
+    rf"|(?P<jp_num>{JP_NUM})|(?P<paren>\({CAP}[^()\n]{{1,30}}\))|(?P<country>{COUNTRY})|(?P<town>{TOWN})"
     rf"|(?P<lower>{LOWER_TOWN_STATE_ZIP}))"
 )
 _COMPONENTS = ("post", "state", "unit", "jp_ward", "jp_num", "paren", "country", "town", "lower")
@@ -368,9 +371,8 @@ _DIG_TOKEN = (
 DIGITS = rf"(?:(?:{CAPWS}|No\.){_SP}){{0,3}}{_DIG_TOKEN}(?:{_SP}{CAPWS}){{0,3}}"
 STREET_NAME = rf"(?:(?:{NUM}|{ORD}){_SP})?(?:{NAME_WORD}{_SP}){{1,3}}(?:{TYPE}|{ROAD_IN})"
 LCOMP = rf"(?<![\w'’.-])(?:{UNIT}|{STREET_NAME}|{BUILDING}|{DIGITS})(?![\w'’-])"
-_LEFT = re.compile(
-    rf"(?:^[ \t]*{LCOMP}(?:[ \t]*,[ \t]*{LCOMP})*[ \t]*,?[ \t]*\r?\n[ \t]*)*(?:{LCOMP}[ \t]*,[ \t]*)*\Z", re.M
-)
+# components, each followed by a comma or a line break, up to the anchor (a line above it is taken whole: see _left)
+_LEFT = re.compile(rf"(?:{LCOMP}(?:[ \t]*,[ \t]*(?:\r?\n[ \t]*)?|[ \t]*\r?\n[ \t]*))*\Z")
 LEFT_WINDOW = 240
 
 # names with a street type that are not streets, or famous ones named more often than written to
@@ -417,9 +419,9 @@ class AddressDetector:
         spans: list[Span] = []
         floor = 0  # nothing before it: the previous span ends there
         pos = 0
-        anchors = _ANCHOR_CJK if _CJK.search(text) else _ANCHOR
-        while m := anchors.search(text, pos):
-            kind = m.lastgroup or ""
+        kanji = _KANJI_ANCHOR if _CJK.search(text) else None
+        while m := _next_anchor(text, pos, kanji):
+            kind = m.lastgroup or "kanji"
             start, end = m.span()
             if kind in _NUMBER_FIRST and _after_name(text, start):  # "Apollo 11 Moon Walk": a name's number
                 pos = start + 1
@@ -441,6 +443,13 @@ class AddressDetector:
             if not any(sp.start <= s < sp.end for sp in spans):
                 spans.append(Span(s, e, KIND))
         return _joined(text, sorted(spans, key=lambda s: s.start))
+
+
+def _next_anchor(text: str, pos: int, kanji: re.Pattern | None) -> re.Match | None:
+    """The first anchor at or after ``pos``: a Latin one, or a kanji address in a text with kanji."""
+    m = _ANCHOR.search(text, pos)
+    k = kanji.search(text, pos) if kanji else None
+    return k if k and (not m or k.start() < m.start()) else m
 
 
 def _joined(text: str, spans: list[Span]) -> list[Span]:
@@ -518,7 +527,15 @@ def _left(text: str, start: int, floor: int) -> int:
     """``start`` moved back over the address-like components just before it."""
     lo = max(floor, start - LEFT_WINDOW)
     m = _LEFT.search(text, lo, start)
-    return m.start() if m and m.start() < start else start
+    if not m or m.start() == start:
+        return start
+    new = m.start()
+    line_start = text.rfind("\n", 0, new) + 1
+    if text[line_start:new].strip() and "\n" in text[new:start]:  # a line above that is not all address
+        new = text.index("\n", new) + 1
+        while text[new] in " \t":
+            new += 1
+    return new
 
 
 def _snap(text: str, start: int, end: int) -> tuple[int, int]:
