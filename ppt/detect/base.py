@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,6 +26,28 @@ class Detector(Protocol):
     signature: str
 
     def detect(self, texts: Sequence[str]) -> list[list[Span]]: ...
+
+
+def snap_to_words(text: str, spans: Sequence[Span]) -> list[Span]:
+    """Each span grown to whole words: a span that starts or ends inside a word ("40" of "40th", "Tom" of
+    "Tomás") takes the whole word, so no part of a word is released beside a placeholder and a surrogate is
+    restored whole; spans are trimmed of surrounding white space."""
+    out = []
+    n = len(text)
+    for s in spans:
+        start, end = s.start, s.end
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if start >= end:
+            continue
+        while start > 0 and text[start - 1].isalnum() and text[start].isalnum():
+            start -= 1
+        while end < n and text[end].isalnum() and text[end - 1].isalnum():
+            end += 1
+        out.append(s if (start, end) == (s.start, s.end) else Span(start, end, s.kind))
+    return out
 
 
 def merge_spans(spans: Sequence[Span]) -> list[Span]:
@@ -49,14 +71,14 @@ _POSSESSIVE = re.compile(r"['’]s$")
 # a value's other occurrence is a whole token: not part of a longer word, number, address or decimal ("34" in
 # "34.5", "Lucas" in "Lucas.Costa@...")
 _BEFORE, _AFTER = r"(?<!\w)(?<!\w[.,:/@-])", r"(?!\w)(?![.,:/@-]\w)"
-PROPAGATION = "same-text.person-words"  # the policy's name in the detector's signature
+PROPAGATION = "same-text.person-words.anycase-names"  # the policy's name in the detector's signature
 
 
 def _value(text: str) -> str:
     return _POSSESSIVE.sub("", text.strip())
 
 
-def propagate(text: str, spans: Sequence[Span]) -> list[Span]:
+def propagate(text: str, spans: Sequence[Span], ordinary: Callable[[str], bool] | None = None) -> list[Span]:
     """``spans`` plus every other occurrence in ``text`` of what they mark (detection is per mention; a record
     names its person, city or condition several times, and one missed mention releases the value).
 
@@ -64,7 +86,9 @@ def propagate(text: str, spans: Sequence[Span]) -> list[Span]:
     occurs again as a whole token, case-sensitively, with the span's kind; (2) each capitalised word of a
     :data:`PERSON_KINDS` span of two or more words (given name, surname; not :data:`TITLES` or initials) is marked
     wherever it occurs alone with that capital: "Lucas" after "Lucas Costa", but not "will" after "Will Smith"
-    (the lower-case word is another word). One compiled alternation per record, longest value first."""
+    (the lower-case word is another word); (3) with ``ordinary`` (a test for ordinary words), a person's name or
+    name word that is no ordinary word is marked in any case too ("MARIA", "maria" after "Maria Lopez"). One
+    compiled alternation per record, longest value first."""
     kinds: dict[str, str] = {}
     for s in spans:
         for value in map(_value, text[s.start : s.end].splitlines()):  # a model's span may run over a line break
@@ -79,7 +103,14 @@ def propagate(text: str, spans: Sequence[Span]) -> list[Span]:
         return list(spans)
     alternation = "|".join(re.escape(v) for v in sorted(kinds, key=len, reverse=True))
     found = re.finditer(f"{_BEFORE}(?:{alternation}){_AFTER}", text)
-    return [*spans, *(Span(m.start(), m.end(), kinds[m.group()]) for m in found)]
+    out = [*spans, *(Span(m.start(), m.end(), kinds[m.group()]) for m in found)]
+    if ordinary is not None:
+        anycase = {v.lower(): k for v, k in kinds.items() if k in PERSON_KINDS and not ordinary(v)}
+        if anycase:
+            alternation = "|".join(re.escape(v) for v in sorted(anycase, key=len, reverse=True))
+            found = re.finditer(f"{_BEFORE}(?:{alternation}){_AFTER}", text, re.IGNORECASE)
+            out += [Span(m.start(), m.end(), anycase[m.group().lower()]) for m in found]
+    return out
 
 
 def read_list(path: str, what: str) -> list[str]:

@@ -5,21 +5,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ppt.detect.base import PROPAGATION, Detector, Span, list_tag, merge_spans, propagate, read_list
+from ppt.detect.base import PROPAGATION, Detector, Span, list_tag, merge_spans, propagate, read_list, snap_to_words
+from ppt.detect.filters import VERSION as FILTERS
+from ppt.detect.filters import drop_impersonal
 
-DETECTORS = ("patterns", "ner", "categories")
+# in the order their spans win where two detectors mark the same start: an address before the town in it, a
+# named entity's label before the name gazetteer's PERSON
+DETECTORS = ("patterns", "addresses", "ner", "names", "categories")
 
 
 class Combined:
-    """Several detectors' spans, each detected value marked at its other occurrences in the record too
-    (:func:`~ppt.detect.base.propagate`; the signature says so), merged; spans whose text is on the allow-list
-    are dropped (before and after the propagation)."""
+    """Several detectors' spans, grown to whole words (:func:`~ppt.detect.base.snap_to_words`) and whole names
+    (a part's ``widen``), without time spans that name no moment of a life (:mod:`ppt.detect.filters`), each
+    detected value marked at its other occurrences in the record too (:func:`~ppt.detect.base.propagate`; the
+    signature says so), merged; spans whose text is on the allow-list are dropped (before and after the
+    propagation)."""
 
     def __init__(self, parts: Sequence[Detector], allow: frozenset[str] = frozenset(), allow_tag: str = "") -> None:
         self.parts = list(parts)
         self.allow = allow
+        # parts that grow other detectors' spans (a name marked in part) and tell ordinary words from names
+        self.wideners = [p for p in self.parts if hasattr(p, "widen")]
+        self.ordinary = next((p.ordinary for p in self.parts if hasattr(p, "ordinary")), None)
         names = "+".join(p.signature for p in self.parts)
-        self.signature = names + (f"-allow#{allow_tag}" if allow else "") + f"-propagate:{PROPAGATION}"
+        allowed = f"-allow#{allow_tag}" if allow else ""
+        self.signature = f"{names}{allowed}-propagate:{PROPAGATION}-drop:impersonal-times.{FILTERS}"
 
     def detect(self, texts: Sequence[str]) -> list[list[Span]]:
         found: list[list[Span]] = [[] for _ in texts]
@@ -28,8 +38,11 @@ class Combined:
                 found[i].extend(spans)
         out = []
         for text, spans in zip(texts, found):
-            spans = propagate(text, self._allowed(text, spans))
-            out.append(merge_spans(self._allowed(text, spans)))
+            spans = drop_impersonal(text, snap_to_words(text, spans))
+            for part in self.wideners:  # a name marked in part by one detector is replaced whole
+                spans = part.widen(text, spans)
+            spans = propagate(text, self._allowed(text, spans), self.ordinary)
+            out.append(merge_spans(snap_to_words(text, self._allowed(text, spans))))
         return out
 
     def _allowed(self, text: str, spans: list[Span]) -> list[Span]:
@@ -53,7 +66,7 @@ def build_detector(names: Sequence[str], *, deny: str | None = None, allow: str 
         from ppt.detect.lists import PhraseDetector
 
         parts.append(PhraseDetector(read_list(deny, "deny-list")))
-    for name in dict.fromkeys(names):
+    for name in sorted(dict.fromkeys(names), key=DETECTORS.index):
         if name == "patterns":
             from ppt.detect.patterns import PatternDetector
 
@@ -66,6 +79,14 @@ def build_detector(names: Sequence[str], *, deny: str | None = None, allow: str 
             from ppt.detect.categories import CategoryDetector
 
             parts.append(CategoryDetector())
+        elif name == "names":
+            from ppt.detect.names import NameDetector
+
+            parts.append(NameDetector())
+        elif name == "addresses":
+            from ppt.detect.addresses import AddressDetector
+
+            parts.append(AddressDetector())
     if not parts:
         raise PptError("--protect detected needs a detector: --detect patterns,ner or a --deny FILE", ExitCode.USAGE)
     allowed = read_list(allow, "allow-list") if allow else []

@@ -15,6 +15,7 @@ here it reads tldextract's bundled snapshot only.
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Sequence
 
@@ -32,8 +33,46 @@ RECOGNIZERS = (
     "UsSsnRecognizer",
     "DateRecognizer",
     "AgeRecognizer",
+    # identity documents, licences and account numbers (presidio's predefined recognizers, weak patterns
+    # lifted by their context words: :func:`_with_context`)
+    "UsItinRecognizer",
+    "UsLicenseRecognizer",
+    "UsPassportRecognizer",
+    "UsBankRecognizer",
+    "AbaRoutingRecognizer",
+    "UsMbiRecognizer",
+    "UsNpiRecognizer",
+    "MedicalLicenseRecognizer",
+    "NhsRecognizer",
+    "UkNinoRecognizer",
+    "UkPassportRecognizer",
+    "UkDrivingLicenceRecognizer",
+    "CaSinRecognizer",
+    "InAadhaarRecognizer",
+    "InPanRecognizer",
+    "InPassportRecognizer",
+    "InVoterRecognizer",
+    "SgFinRecognizer",
+    "AuTfnRecognizer",
+    "AuMedicareRecognizer",
+    "EsNifRecognizer",
+    "EsNieRecognizer",
+    "ItFiscalCodeRecognizer",
+    "PlPeselRecognizer",
+    "FiPersonalIdentityCodeRecognizer",
+    "SePersonnummerRecognizer",
+    "DeTaxIdRecognizer",
+    "DePassportRecognizer",
+    "DeIdCardRecognizer",
+    "KrRrnRecognizer",
+    "TrNationalIdRecognizer",
+    "IdRecognizer",
 )
 MIN_SCORE = 0.3
+# presidio's context enhancement (LemmaContextAwareEnhancer's defaults): a hit with one of its recognizer's context
+# words among the CONTEXT_WINDOW words before it gains CONTEXT_BOOST, to at least CONTEXT_FLOOR
+CONTEXT_BOOST, CONTEXT_FLOOR, CONTEXT_WINDOW = 0.35, 0.4, 5
+_CONTEXT_WORD = re.compile(r"[^\W_]+")
 PHONE_MIN_DIGITS = 7
 _AGE = r"(?:1[01]\d|[1-9]?\d)"  # 0-119
 # (name, regex, score) of presidio Patterns (matched case-insensitively, presidio's default flags); the span is the
@@ -47,7 +86,16 @@ AGE_PATTERNS = (
         r"(?!\s*(?:%|percent|per\b|times\b|(?:minute|hour|day|week|month|year)s\b))",
         0.5,
     ),
-    ("age (is N.)", rf"(?<=\bis ){_AGE}(?=[.;!?](?:\s|$)|[ \t]*$)", 0.4),
+    ("age (is N., was N.)", rf"(?:(?<=\bis )|(?<=\bwas )){_AGE}(?=[.;!?](?:\s|$)|[ \t]*$)", 0.4),
+    ("age (N yo, N y/o, N yrs old)", rf"\b{_AGE}(?=[ -]?(?:yo|y/o|y\.o\.|yrs?(?: old)?|yr old)\b)", 0.6),
+    ("age (at the age of N)", rf"(?<=\bage of ){_AGE}\b(?![.,:/]\d)", 0.6),
+    (
+        "age (in my late forties, mid-30s)",
+        r"\b(?:early|mid|late)[- ]?(?:twenties|thirties|forties|fifties|sixties|seventies|eighties|nineties|"
+        r"teens|[1-9]0s)\b",
+        0.5,
+    ),
+    ("age (N months old)", r"\b\d{1,2}(?=[- ](?:months?|weeks?)[- ]old\b)", 0.5),
     ("age (at N, I)", rf"(?<=\bat ){_AGE}(?=, (?:I|he|she|they|we)\b)", 0.4),
 )
 
@@ -80,8 +128,55 @@ def _digits(s: str) -> int:
     return sum(c.isdigit() for c in s)
 
 
+# employee, patient, member, student, case and claim numbers: a number (letters allowed) right after its label
+ID_PATTERN = (
+    "id (label: number)",
+    r"(?i:(?<=\b(?:id|no|number|#|mrn|nhi)[:.#]\s)|(?<=\b(?:id|no|number|mrn)\s)|(?<=#))"
+    r"(?=[A-Z0-9-]*\d)[A-Z0-9][A-Z0-9-]{3,}[A-Z0-9]\b",
+    0.35,
+)
+ID_CONTEXT = (
+    "employee",
+    "staff",
+    "patient",
+    "mrn",
+    "member",
+    "membership",
+    "student",
+    "case",
+    "claim",
+    "policy",
+    "account",
+    "customer",
+    "passport",
+    "licence",
+    "license",
+    "badge",
+    "record",
+    "reference",
+    "ref",
+    "ticket",
+    "booking",
+    "order",
+    "invoice",
+    "application",
+    "visa",
+    "permit",
+    "national",
+    "insurance",
+    "tax",
+    "voter",
+)
+
+
 def _recognizer(pr, name: str):
     """A presidio recognizer by name: a predefined one, the phone one at leniency 0, or the age recognizer."""
+    if name == "IdRecognizer":
+        from presidio_analyzer import Pattern, PatternRecognizer
+
+        return PatternRecognizer(
+            supported_entity="ID", patterns=[Pattern(*ID_PATTERN)], context=list(ID_CONTEXT), name=name
+        )
     if name == "AgeRecognizer":
         from presidio_analyzer import Pattern, PatternRecognizer
 
@@ -116,6 +211,7 @@ class PatternDetector:
         if hasattr(email, "tldextract"):
             email.tldextract = SimpleNamespace(extract=offline)  # this module's lookups only, never the network
         self.recognizers = [_recognizer(pr, name) for name in recognizers]
+        self.contexts = [frozenset(w.lower() for w in (getattr(r, "context", None) or ())) for r in self.recognizers]
         self.min_score = float(min_score)
         version = getattr(presidio_analyzer, "__version__", None)
         if version is None:
@@ -123,18 +219,36 @@ class PatternDetector:
 
             version = dist_version("presidio-analyzer")
         # which recognizers, with ppt's settings (the age patterns, the phones' leniency): 8 hex digits
-        settings = [*recognizers, *map(repr, AGE_PATTERNS), f"phone:leniency=0,min-digits={PHONE_MIN_DIGITS}"]
+        settings = [
+            *recognizers,
+            *map(repr, AGE_PATTERNS),
+            repr(ID_PATTERN),
+            f"phone:leniency=0,min-digits={PHONE_MIN_DIGITS}",
+            f"context:{CONTEXT_BOOST},{CONTEXT_FLOOR},{CONTEXT_WINDOW}",
+        ]
         self.signature = f"patterns:presidio@{version}#{list_tag(settings)}"
 
     def detect(self, texts: Sequence[str]) -> list[list[Span]]:
         out = []
         for text in texts:
             spans = []
-            for r in self.recognizers:
+            for r, context in zip(self.recognizers, self.contexts):
                 for hit in r.analyze(text, r.supported_entities, None) or []:
                     if hit.entity_type == "PHONE_NUMBER" and _digits(text[hit.start : hit.end]) < PHONE_MIN_DIGITS:
                         continue
-                    if hit.score >= self.min_score:
+                    if _with_context(hit.score, text, hit.start, context) >= self.min_score:
                         spans.append(Span(hit.start, hit.end, hit.entity_type))
             out.append(spans)
         return out
+
+
+def _with_context(score: float, text: str, start: int, context: frozenset[str]) -> float:
+    """A hit's score after presidio's context rule: one of the recognizer's context words (or its plural) among
+    the :data:`CONTEXT_WINDOW` words before the hit lifts it by :data:`CONTEXT_BOOST` to at least
+    :data:`CONTEXT_FLOOR` (presidio's analyzer does this with its NLP engine's lemmas; here without one)."""
+    if score >= MIN_SCORE or not context:
+        return score
+    before = _CONTEXT_WORD.findall(text[max(0, start - 80) : start].lower())[-CONTEXT_WINDOW:]
+    if any(w in context or w.rstrip("s") in context for w in before):
+        return max(score + CONTEXT_BOOST, CONTEXT_FLOOR)
+    return score

@@ -24,7 +24,7 @@ from ppt.mechanisms.base import check_eps
 WEAK_EPS = 10.0
 STAMP_MODES = ("compact", "full")
 PROTECT_MODES = ("all", "detected")
-DEFAULT_DETECTORS = ("patterns", "ner", "categories")
+DEFAULT_DETECTORS = ("patterns", "addresses", "ner", "names", "categories")
 # named bundles of sanitize settings; what the user gives explicitly wins over the preset
 PRESETS: dict[str, dict[str, str]] = {
     # private and readable: detected spans (patterns, names and places, the special categories, --deny) become
