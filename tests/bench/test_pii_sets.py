@@ -80,6 +80,7 @@ def test_show_leaks_refused_on_report():
         pii_sets.main(args)
 
 
+@pytest.mark.slow(reason="presidio-evaluator's generator loads its fake-person records and Faker (~10 s)")
 def test_outside_split_by_template():
     pytest.importorskip("presidio_evaluator")
     tune = pii_sets.outside("tune", 6, 1)
