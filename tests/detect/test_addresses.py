@@ -371,3 +371,44 @@ def test_import_loads_no_nlp_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+# addresses of other countries (a street between two numbers, a street word first, units, military mail), each one
+# span whatever follows it on the next lines (a real line break or a literal "\n" pasted from a log)
+@pytest.mark.parametrize(
+    ("text", "address"),
+    [
+        ("Ship it to 212 Storgatan 14, Lund, Sweden please.", "212 Storgatan 14, Lund, Sweden"),
+        (
+            "Her flat: 77 Kongensgade 3\nApt. 12\nODENSE\nDenmark 5000",
+            "77 Kongensgade 3\nApt. 12\nODENSE\nDenmark 5000",
+        ),
+        (
+            r"addr: 9 Rautatienkatu 21\n Suite 4\n Tampere\n Finland 33100",
+            r"9 Rautatienkatu 21\n Suite 4\n Tampere\n Finland 33100",
+        ),
+        ("Meet at Calle Mayor 45, Madrid.", "Calle Mayor 45, Madrid"),
+        ("She moved to Via Garibaldi 8 last year.", "Via Garibaldi 8"),
+        ("Write to ul. Długa 17 in Gdańsk", "ul. Długa 17"),
+        ("The office is at 18 Odos Ermou Str. near the square", "18 Odos Ermou Str."),
+        ("Post it to Unit 2050 Box 4190\nAPO AP 96522 today", "Unit 2050 Box 4190\nAPO AP 96522"),
+        ("We live on the corner of Tverskaya 12 and Petrovka Lane", "corner of Tverskaya 12 and Petrovka Lane"),
+    ],
+)
+def test_international_addresses_are_one_span(text, address):
+    assert found(text) == [address]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We have 2 Python 3 servers.",
+        "I bought 3 Apple 12 phones.",
+        "Chapter 5 Section 2 covers 3 Laws 4.",
+        "She was born on 4 July 1990.",
+        "Rooms 4 and 5 have Wi-Fi 6 routers.",
+        "Version 2 of Kubernetes 1 was released.",
+    ],
+)
+def test_numbers_around_ordinary_words_are_no_address(text):
+    assert found(text) == []
