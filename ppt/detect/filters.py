@@ -1,10 +1,10 @@
 """Spans a detector marks that say nothing about a person, dropped before replacement.
 
-Why: a statistical NER labels durations and spans of time as DATE ("a week", "the opening hours", "2 weeks") and
-a bare historical year ("1945") the same as a birthday; replacing them costs the prompt its meaning (a question
-about a week-long trip, about the year 1648) and protects no one. What is kept: a date with a day or a month
-("March 3", "3/4/1987", "late October"), a year next to a personal cue ("born in 1984"), a time of day ("at
-9:30"). The rules read the span's own words only, so the same span is kept or dropped in any prompt.
+Why: a statistical NER labels durations and spans of time as DATE ("a week", "the opening hours", "2 weeks",
+"the 1990s"); replacing them costs the prompt its meaning (a question about a week-long trip) and protects no
+one. What is kept: a date with a day or a month ("March 3", "3/4/1987", "late October"), a year (a year of
+birth or of an event in a life reads the same as a historical one), a time of day ("at 9:30"). The rules read
+the span's own words only, so the same span is kept or dropped in any prompt.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ppt.detect.base import Span
 
-VERSION = "1"
+VERSION = "2"
 TIME_KINDS = frozenset({"DATE", "TIME", "DATE_TIME"})
 _UNIT = r"(?:seconds?|minutes?|hours?|days?|nights?|weeks?|weekends?|fortnights?|months?|years?|decades?|centur(?:y|ies)|season|semester|term|quarter)"
 _AMOUNT = r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|twelve|few|several|many|couple\s+of|\d+(?:[.,]\d+)?|\d+-\d+)"
@@ -31,14 +31,7 @@ RELATIVE = re.compile(
     r"recently|currently|the\s+(?:weekend|morning|afternoon|evening|night|day|time))$",
     re.IGNORECASE,
 )
-YEAR = re.compile(r"^(?:the\s+)?(?:(?:1[0-9]|20)\d\d|'\d\d)s?$")
 DECADE = re.compile(r"^(?:the\s+)?(?:(?:early|mid|late)[- ]?)?(?:1[0-9]|20)?\d0'?s$", re.IGNORECASE)
-# a bare year is kept where the words before it tie it to a person's life
-YEAR_CUE = re.compile(
-    r"(?:born|birth|dob|d\.o\.b|b\.|died|married|divorced|graduated|since|moved|arrived|diagnosed|hired|joined|"
-    r"retired|adopted|baptised|baptized|emigrated|immigrated)\W+(?:\w+\W+){0,3}$",
-    re.IGNORECASE,
-)
 
 
 def impersonal(text: str, span: Span) -> bool:
@@ -48,8 +41,6 @@ def impersonal(text: str, span: Span) -> bool:
     value = " ".join(text[span.start : span.end].split())
     if DURATION.match(value) or RELATIVE.match(value) or DECADE.match(value):
         return True
-    if YEAR.match(value):
-        return YEAR_CUE.search(text[max(0, span.start - 60) : span.start]) is None
     return False
 
 

@@ -128,6 +128,10 @@ def _digits(s: str) -> int:
     return sum(c.isdigit() for c in s)
 
 
+# a card number of any issuer range: Visa 4, Mastercard 51-55 and 2221-2720, Amex 34/37, Diners 36/38/30,
+# Discover 6011/65, JCB 35, UnionPay 62, Maestro 50/56-69; 13-19 digits in groups (presidio's own pattern lacks
+# the 2-series); presidio's recognizer keeps only those that pass the Luhn check
+CARD_PATTERN = r"(?<![\d-])(?:4\d{3}|5[0-6]\d{2}|2[2-7]\d{2}|3[0-8]\d{2}|6\d{3})(?:[- ]?\d{3,6}){2,4}(?![\d-])"
 # employee, patient, member, student, case and claim numbers: a number (letters allowed) right after its label
 ID_PATTERN = (
     "id (label: number)",
@@ -182,6 +186,10 @@ def _recognizer(pr, name: str):
 
         patterns = [Pattern(n, regex, score) for n, regex, score in AGE_PATTERNS]
         return PatternRecognizer(supported_entity="AGE", patterns=patterns, name=name)
+    if name == "CreditCardRecognizer":  # every issuer range, 2-series Mastercard and UnionPay included (Luhn-checked)
+        from presidio_analyzer import Pattern
+
+        return pr.CreditCardRecognizer(patterns=[Pattern("card (all issuers)", CARD_PATTERN, 0.3)])
     if name == "PhoneRecognizer":
         return pr.PhoneRecognizer(leniency=0)
     return getattr(pr, name)()
@@ -223,6 +231,7 @@ class PatternDetector:
             *recognizers,
             *map(repr, AGE_PATTERNS),
             repr(ID_PATTERN),
+            CARD_PATTERN,
             f"phone:leniency=0,min-digits={PHONE_MIN_DIGITS}",
             f"context:{CONTEXT_BOOST},{CONTEXT_FLOOR},{CONTEXT_WINDOW}",
         ]

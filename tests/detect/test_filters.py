@@ -18,7 +18,6 @@ def _one(text: str, value: str, kind: str = "DATE") -> bool:
     [
         ("We stay for a week in Lisbon.", "a week"),
         ("What are the opening hours?", "the opening hours"),
-        ("The treaty of 1648 ended the war.", "1648"),
         ("Music of the 1990s was louder.", "the 1990s"),
         ("It takes 2 weeks to ship.", "2 weeks"),
         ("Summarise the news from today.", "today"),
@@ -32,6 +31,7 @@ def test_durations_relative_times_and_historical_years_are_dropped(text, value):
     ("text", "value"),
     [
         ("I was born in 1984 in Lagos.", "1984"),
+        ("The treaty of 1648 ended the war.", "1648"),  # a year may be a life's: kept
         ("My appointment is on March 3.", "March 3"),
         ("DOB 3/4/1987", "3/4/1987"),
         ("We moved in late October.", "late October"),
