@@ -50,6 +50,25 @@ def snap_to_words(text: str, spans: Sequence[Span]) -> list[Span]:
     return out
 
 
+ORG_KINDS = frozenset({"ORG", "ORGANIZATION"})
+# a company's legal form after its name: "Owl Rock Capital Corporation", "Grove Inc.", "Telecom Italia S.p.A."
+_LEGAL_FORM = re.compile(
+    r"(?:[ \t]*,?[ \t]+(?:\([A-Z]\)[ \t]+)?(?:Inc|Incorporated|Corp|Corporation|Co|Company|Ltd|Limited|LLC|L\.L\.C|LLP|"
+    r"PLC|plc|Plc|GmbH|AG|SA|S\.A|SAS|SCA|SpA|S\.p\.A|BV|B\.V|NV|N\.V|Oy|AB|ASA|A/S|Pty|Pte|Bhd|KK|K\.K|Holdings?|"
+    r"Group|Trust|Partners|& Co|and Co)(?![\w'’-])\.?)+"
+)
+
+
+def widen_organisations(text: str, spans: Sequence[Span]) -> list[Span]:
+    """Each organisation span grown over the legal form after it ("Owl Rock Capital" + " Corporation"): the
+    name is replaced whole."""
+    out = []
+    for s in spans:
+        m = _LEGAL_FORM.match(text, s.end) if s.kind in ORG_KINDS else None
+        out.append(Span(s.start, m.end(), s.kind) if m else s)
+    return out
+
+
 def merge_spans(spans: Sequence[Span]) -> list[Span]:
     """Spans sorted by start, overlapping ones merged (the first kind kept)."""
     out: list[Span] = []

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ppt.detect.base import PROPAGATION, Detector, Span, list_tag, merge_spans, propagate, read_list, snap_to_words
+from ppt.detect.base import (
+    PROPAGATION,
+    Detector,
+    Span,
+    list_tag,
+    merge_spans,
+    propagate,
+    read_list,
+    snap_to_words,
+    widen_organisations,
+)
 from ppt.detect.filters import VERSION as FILTERS
 from ppt.detect.filters import drop_impersonal
 
@@ -38,7 +48,7 @@ class Combined:
                 found[i].extend(spans)
         out = []
         for text, spans in zip(texts, found):
-            spans = drop_impersonal(text, snap_to_words(text, spans))
+            spans = widen_organisations(text, drop_impersonal(text, snap_to_words(text, spans)))
             for part in self.wideners:  # a name marked in part by one detector is replaced whole
                 spans = part.widen(text, spans)
             spans = propagate(text, self._allowed(text, spans), self.ordinary)
