@@ -54,6 +54,7 @@ def test_one_record_sanitize_does_not_import_torch(mech, extra):
 
 
 @needs("glove-6b-50d")
+@pytest.mark.slow(reason="a real ppt process that loads torch")
 def test_the_probe_sees_torch_when_a_path_needs_it():
     """The check can fail: tem has no numpy sampler, so its one-record run imports torch and the probe
     reports it."""

@@ -22,6 +22,7 @@ def lm(tiny_lm):
     return load_causal_lm(str(tiny_lm), device="cpu", dtype="float32")
 
 
+@pytest.mark.slow(reason="a DP-OPT tune on the tiny LM")
 def test_non_private_run_releases_tokens_and_selects(lm):
     cfg = TuneConfig(labels=LAB, eps=math.inf, ensemble=6, shots=2, max_prompts=2, max_tokens=4, seed=3)
     out = tune(*lm, prepare(cfg, TEXTS, LABELS), TEXTS, LABELS)

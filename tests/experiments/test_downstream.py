@@ -94,6 +94,7 @@ def downstream_csv(path):
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow(reason="the downstream experiment end to end, twice")
 def test_resume_reuses_finished_cells_and_recomputes_changed_ones(toy, tmp_path, monkeypatch):
     data = {"toy": toy_split()}
     first = downstream.run_downstream(cfg((0.01,)), tmp_path, data=data)

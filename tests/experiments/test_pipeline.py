@@ -75,7 +75,13 @@ def _rows(rows):
     return {(r["mechanism"], r["output"]): r for r in rows}
 
 
-@pytest.mark.parametrize("shift, privacy", [(0, 0.0), (3, 1.0)])
+@pytest.mark.parametrize(
+    "shift, privacy",
+    [
+        (0, 0.0),
+        pytest.param(3, 1.0, marks=pytest.mark.slow(reason="the pipeline end to end again, at another shift and eps")),
+    ],
+)
 def test_end_to_end_references_and_cells(tiny_lm, tmp_path, monkeypatch, shift, privacy):
     ctx, sent, extracted_from = _ctx(tiny_lm, monkeypatch, shift=shift)
     rows = pipeline.run_pipeline(ctx.cfg, tmp_path / "out", resume=False, ctx=ctx, docs=DOCS, quiet=True)

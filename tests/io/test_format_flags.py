@@ -68,6 +68,7 @@ def test_a_name_or_flag_the_content_contradicts_is_exit_66_naming_both(tmp_path)
     assert r.returncode == ExitCode.NOINPUT and "as parquet" in r.stderr and "river" not in r.stderr
 
 
+@pytest.mark.slow(reason="real ppt processes through compressed pipes")
 def test_gz_to_stdout_and_a_compressed_pipe_named_by_the_flag(want):
     r = run(*ARGS, "--output-format", "jsonl.gz", stdin=JSONL.encode())
     assert r.returncode == 0, r.stderr

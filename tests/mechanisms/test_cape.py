@@ -286,6 +286,7 @@ def test_privacy_audit_neighbouring_utilities(eps):
 
 
 @pytest.mark.statistical
+@pytest.mark.slow(reason="a statistical audit: many draws of Cape with its context model")
 def test_privacy_audit_real_neighbours(cape_causal):
     """Neighbouring inputs as the mechanism sees them: the same context (logits) at one position, the
     original token t changed to t' (the distance term moves). Every output seen, both directions."""

@@ -325,6 +325,7 @@ def test_default_is_monotone_in_eps_on_the_real_space():
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("sampler", SAMPLERS)
+@pytest.mark.slow(reason="a statistical audit: many draws per sampler")
 def test_privacy_audit_given_a_fixed_candidate_set(cluster_space, sampler):
     """What RANTEXT guarantees: for a fixed list C and radius r, the sampling step is eps-DP.
 

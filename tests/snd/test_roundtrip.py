@@ -42,6 +42,7 @@ def test_split_matches_the_whole_model(request, which, pooling):
     assert math.isclose(b, float(split.table.norm(dim=1).max()), rel_tol=1e-6)
 
 
+@pytest.mark.slow(reason="trains a denoiser on the tiny encoder, stores, loads and denoises")
 def test_train_store_load_denoise(tiny_encoder, tmp_cache, tmp_path):
     split = SplitModel.load(str(tiny_encoder), device="cpu")
     eta = split.dim / (2 * split.bound)  # mean noise radius 2C: something to denoise
@@ -71,6 +72,7 @@ def test_train_store_load_denoise(tiny_encoder, tmp_cache, tmp_path):
         store.load(d)
 
 
+@pytest.mark.slow(reason="trains a denoiser twice (whole, and stopped then resumed)")
 def test_resume_continues_where_it_stopped(tiny_encoder, tmp_path):
     split = SplitModel.load(str(tiny_encoder), device="cpu")
     full = train_denoiser(split, CORPUS, TrainConfig(eta=20.0, epochs=3, batch_size=10, seed=1, arch=ARCH))
