@@ -14,12 +14,11 @@ here it reads tldextract's bundled snapshot only.
 
 from __future__ import annotations
 
-import contextlib
 import re
-import sys
 from collections.abc import Sequence
 
 from ppt.detect.base import Span, list_tag
+from ppt.models._imports import without_transformers_engine as _without_transformers_engine
 
 RECOGNIZERS = (
     "EmailRecognizer",
@@ -98,30 +97,6 @@ AGE_PATTERNS = (
     ("age (N months old)", r"\b\d{1,2}(?=[- ](?:months?|weeks?)[- ]old\b)", 0.5),
     ("age (at N, I)", rf"(?<=\bat ){_AGE}(?=, (?:I|he|she|they|we)\b)", 0.4),
 )
-
-
-OPTIONAL = ("transformers", "torch")  # presidio's model-based recognizers import these only if present
-
-
-@contextlib.contextmanager
-def _without_transformers_engine():
-    """Import presidio without its model-based NER recognizers' libraries, which the pattern recognizers never
-    use: presidio imports ``transformers.pipeline`` and torch only inside ``try/except ImportError`` (they are
-    optional there), and that took 5 of the 6 seconds of a one-record run. While presidio is imported, and only
-    when neither is loaded yet, both read as not installed (``sys.modules[name] = None``); they import normally
-    afterwards."""
-    blocked = [name for name in OPTIONAL if name not in sys.modules]
-    if "presidio_analyzer" in sys.modules or len(blocked) < len(OPTIONAL):
-        yield
-        return
-    for name in blocked:
-        sys.modules[name] = None  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        for name in blocked:
-            if sys.modules.get(name, 0) is None:
-                del sys.modules[name]
 
 
 def _digits(s: str) -> int:

