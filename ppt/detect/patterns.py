@@ -66,6 +66,9 @@ RECOGNIZERS = (
     "KrRrnRecognizer",
     "TrNationalIdRecognizer",
     "IdRecognizer",
+    "UsernameRecognizer",
+    "SortCodeRecognizer",
+    "DayMonthRecognizer",
 )
 MIN_SCORE = 0.3
 # presidio's context enhancement (LemmaContextAwareEnhancer's defaults): a hit with one of its recognizer's context
@@ -81,7 +84,8 @@ AGE_PATTERNS = (
     ("age (aged N, age: N)", rf"(?:(?<=\baged )|(?<=\bage )|(?<=\bage: )|(?<=\bage:)){_AGE}\b(?![.,:/]\d)", 0.6),
     (
         "age (I am N, turned N)",
-        rf"(?:(?<=\bI am )|(?<=\bI'm )|(?<=\bturned )|(?<=\bturns )|(?<=\bturning )){_AGE}\b(?![.,:/%]?\d)"
+        rf"(?:(?<=\bI am )|(?<=\bI'm )|(?<=\bturned )|(?<=\bturns )|(?<=\bturning )|(?<=\bhe's )|(?<=\bshe's )|"
+        rf"(?<=\bhe is )|(?<=\bshe is )|(?<=\bthey're )|(?<=\bwho's )|(?<=\bwho is )){_AGE}\b(?![.,:/%]?\d)"
         r"(?!\s*(?:%|percent|per\b|times\b|(?:minute|hour|day|week|month|year)s\b))",
         0.5,
     ),
@@ -95,6 +99,7 @@ AGE_PATTERNS = (
         0.5,
     ),
     ("age (N months old)", r"\b\d{1,2}(?=[- ](?:months?|weeks?)[- ]old\b)", 0.5),
+    ("age (Nth birthday)", r"\b(?:1[01]\d|[1-9]?\d)(?=(?:st|nd|rd|th)[ -]birthday\b)", 0.5),
     ("age (at N, I)", rf"(?<=\bat ){_AGE}(?=, (?:I|he|she|they|we)\b)", 0.4),
 )
 
@@ -148,13 +153,86 @@ ID_CONTEXT = (
 )
 
 
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)(?:[a-z]{0,6})\.?"
+# ppt's own presidio PatternRecognizers: name -> (entity, ((pattern name, regex, score), ...), context words).
+# Regexes run on presidio's ``regex`` engine (variable-length look-behind) with its default flags (case-blind).
+# Scores under MIN_SCORE count only with a context word before the hit (:func:`_with_context`).
+EXTRA: dict[str, tuple[str, tuple[tuple[str, str, float], ...], tuple[str, ...]]] = {
+    "IdRecognizer": (
+        "ID",
+        (
+            ID_PATTERN,
+            (
+                "id (reference, booking, code: value)",
+                r"(?<=\b(?:ref|reference|booking|confirmation|locator|pnr|code|case|claim|policy|ticket|order|"
+                r"member|membership|account|acct|badge|permit|visa|application|licen[cs]e|passport)\.?"
+                r"(?:\s(?:no|nr|number|id|code|ref))?\.?(?:\s(?:is|was))?\s?[:#=]?\s?)(?=[a-z0-9-]*\d)[a-z0-9]"
+                r"[a-z0-9_-]{3,}[a-z0-9]\b",
+                0.35,
+            ),
+            (
+                "code (letters and digits)",
+                r"(?-i:\b(?=(?:[A-Z0-9-]*\d){2})(?=(?:[A-Z0-9-]*[A-Z]){2})[A-Z0-9]{2,}(?:-[A-Z0-9]{2,})*\b)",
+                0.1,
+            ),
+            ("secret (hex, 16+)", r"(?-i:\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{16,}\b)", 0.4),
+            ("secret (key-like)", r"\b(?:sk|pk|rk|api|key|token|ghp|gho|xox[abp])[-_][a-z0-9_-]{12,}\b", 0.6),
+            ("user id (u_123456)", r"\b[a-z]{1,8}_\d{3,}\b", 0.3),
+        ),
+        ID_CONTEXT,
+    ),
+    "UsernameRecognizer": (
+        "USERNAME",
+        (
+            (
+                "username (label: value)",
+                r"(?<=\b(?:username|user\s?name|user\s?id|userid|login|handle|gamertag|screen\s?name|"
+                r"nick(?:name)?)\s?(?:[:=]|\bis\b)\s?)@?[a-z0-9][a-z0-9_.-]{1,30}[a-z0-9_]\b",
+                0.5,
+            ),
+            (
+                "username (label value, a digit or _ . inside)",
+                r"(?<=\b(?:username|user\s?name|user|login|handle|account|gamertag)\s(?:is\s)?)"
+                r"@?(?=[a-z0-9_.-]*(?:\d|[_.][a-z0-9]))[a-z0-9][a-z0-9_.-]{1,30}[a-z0-9_]\b",
+                0.4,
+            ),
+            ("handle (@name)", r"(?<![\w@.])@[a-z0-9_]{2,30}\b(?![.@]\w)", 0.5),
+        ),
+        ("username", "user", "login", "handle", "account", "profile", "instagram", "twitter", "tiktok", "github"),
+    ),
+    "SortCodeRecognizer": (
+        "BANK_ACCOUNT",
+        (("uk sort code", r"\b\d{2}-\d{2}-\d{2}\b", 0.1),),
+        ("sort", "bank", "account", "acct", "branch"),
+    ),
+    "DayMonthRecognizer": (
+        "DATE_TIME",
+        (
+            (
+                "date (9 Dec, 28th of February 2024)",
+                rf"(?-i:\b(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?\s(?:of\s)?{_MONTH}(?:,?\s\d{{4}})?(?!\w))",
+                0.5,
+            ),
+            (
+                "date (Dec 9, February 28th, 2024)",
+                rf"(?-i:\b{_MONTH}\s(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?(?:,?\s\d{{4}})?\b)",
+                0.5,
+            ),
+        ),
+        ("on", "date", "dob", "born", "due", "appointment", "since", "until", "from"),
+    ),
+}
+
+
 def _recognizer(pr, name: str):
-    """A presidio recognizer by name: a predefined one, the phone one at leniency 0, or the age recognizer."""
-    if name == "IdRecognizer":
+    """A presidio recognizer by name: a predefined one, the phone one at leniency 0, or ppt's own (:data:`EXTRA`,
+    the age recognizer)."""
+    if name in EXTRA:
         from presidio_analyzer import Pattern, PatternRecognizer
 
+        entity, patterns, context = EXTRA[name]
         return PatternRecognizer(
-            supported_entity="ID", patterns=[Pattern(*ID_PATTERN)], context=list(ID_CONTEXT), name=name
+            supported_entity=entity, patterns=[Pattern(*p) for p in patterns], context=list(context), name=name
         )
     if name == "AgeRecognizer":
         from presidio_analyzer import Pattern, PatternRecognizer
@@ -205,7 +283,7 @@ class PatternDetector:
         settings = [
             *recognizers,
             *map(repr, AGE_PATTERNS),
-            repr(ID_PATTERN),
+            repr(sorted(EXTRA.items())),
             CARD_PATTERN,
             f"phone:leniency=0,min-digits={PHONE_MIN_DIGITS}",
             f"context:{CONTEXT_BOOST},{CONTEXT_FLOOR},{CONTEXT_WINDOW}",
