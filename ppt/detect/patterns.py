@@ -69,6 +69,7 @@ RECOGNIZERS = (
     "UsernameRecognizer",
     "SortCodeRecognizer",
     "DayMonthRecognizer",
+    "YearRecognizer",
 )
 MIN_SCORE = 0.3
 # presidio's context enhancement (LemmaContextAwareEnhancer's defaults): a hit with one of its recognizer's context
@@ -220,6 +221,20 @@ EXTRA: dict[str, tuple[str, tuple[tuple[str, str, float], ...], tuple[str, ...]]
             ),
         ),
         ("on", "date", "dob", "born", "due", "appointment", "since", "until", "from"),
+    ),
+    # a year after a preposition of time ("in 2016", "since 1999", "born 1984"): spaCy's md model labels bare
+    # years CARDINAL, and a year of a life is a date of it
+    "YearRecognizer": (
+        "DATE_TIME",
+        (
+            (
+                "year (in 2016, since 1999)",
+                r"(?<=\b(?:in|since|from|until|till|by|born|year|circa|c\.|during|of|early|mid|late)\s)"
+                r"(?:1[89]\d\d|20\d\d)\b(?![.,:/-]?\d)",
+                0.4,
+            ),
+        ),
+        (),
     ),
 }
 

@@ -32,6 +32,7 @@ def found(det, text: str) -> set[tuple[str, str]]:
         ("Sort code 30-94-12, account 11223344", "30-94-12", "ID"),  # the code label takes it first
         ("The hearing is on 14 Mar 2025.", "14 Mar 2025", "DATE_TIME"),
         ("It's his 40th birthday.", "40th", "AGE"),
+        ("We married in 2016 in Accra.", "2016", "DATE_TIME"),
         ("she's 12 and loves chess", "12", "AGE"),
         ("Mastercard 2223 0031 2200 3222 was charged", "2223 0031 2200 3222", "CREDIT_CARD"),
     ],
