@@ -5,11 +5,13 @@ detector marks, and everything else passes through verbatim (stated as unprotect
     det = build_detector(["patterns"], deny="deny.txt", allow="allow.txt")
     det.detect(["Mail alice@example.com"])  # [[Span(5, 22, "EMAIL_ADDRESS")]]
 
-``lists`` (the user's deny- and allow-lists), ``patterns`` (presidio-analyzer's pattern recognizers: e-mails,
-phones, cards, IBANs, IPs, URLs, ...; ``pip install 'ppt-private-prompts[readable]'``), ``ner`` (spaCy's named
-entities on the offline en_core_web_sm), ``categories`` (sensitive words that are not entities: health, sexual
-orientation, religion, political opinion, ethnicity, finances, occupation; a lexicon generated from WordNet,
-shipped).
+``lists`` (the user's deny- and allow-lists), ``patterns`` (presidio-analyzer's pattern recognizers and ppt's own:
+e-mails, phones, cards, IBANs, IDs, licences, usernames, dates, ages; ``pip install
+'ppt-private-prompts[readable]'``), ``addresses`` (postal addresses of many countries, one span each), ``ner``
+(spaCy's named entities on the offline en_core_web_md), ``names`` (a gazetteer of names of 86 locales, honorifics,
+the contexts people name people in), ``categories`` (sensitive words that are not entities: health, sexual
+orientation, religion, political opinion, ethnicity, finances, immigration, criminal record; lexicons generated
+from WordNet and rules, shipped).
 A value detected once is marked at its other occurrences in the record too (a first name alone after the full
 name: :func:`ppt.detect.base.propagate`). Detection itself depends on the text: what a detector misses is
 released raw.

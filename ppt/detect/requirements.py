@@ -1,7 +1,7 @@
 """What each detector needs installed, checked for all the requested detectors at once before any is built, so
 a missing install is one error with one command instead of one exit 78 per detector.
 
-    missing_for(["patterns", "ner", "categories"])  # ["presidio-analyzer", "spacy", "en_core_web_sm"]
+    missing_for(["patterns", "ner", "categories"])  # ["presidio-analyzer", "spacy", "en_core_web_md"]
     require(["patterns", "ner"])  # PptError (exit 78) listing both, with one command that installs both
 
 Checking finds the packages' import specs and the offline model's files; it imports nothing.

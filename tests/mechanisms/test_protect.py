@@ -95,7 +95,7 @@ def test_library_detectors_that_are_not_installed_exit_78_with_the_install_comma
         assert r.returncode == ExitCode.CONFIG and pip_install("readable") in r.stderr
     if importlib.util.find_spec("spacy") is None:
         r = ppt("sanitize", "--protect", "detected", "--detect", "ner", stdin=recs(["a"]))
-        assert r.returncode == ExitCode.CONFIG and "ppt models install en_core_web_sm" in r.stderr
+        assert r.returncode == ExitCode.CONFIG and "ppt models install en_core_web_md" in r.stderr
 
 
 def test_patterns_detector_finds_emails_and_phones_offline():
