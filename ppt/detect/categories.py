@@ -314,6 +314,7 @@ _MONEY = (
     r"(?:(?:US|A|C|NZ|R|HK|S)?[$£€₹¥]|(?:Rs|INR|EUR|GBP|USD|CHF|AUD|CAD)\.?\s?)\s?\d[\d,.]*(?:\s?(?:k|m|bn|million|"
     r"thousand|grand))?\b|\b\d[\d,.]*\s?(?:dollars|pounds|euros|rupees|quid|bucks|reais|pesos)\b"
 )
+_DIGIT = re.compile(r"\d")
 _WORDS_TO_3 = r"(?:\s+(?!(?:in|on|at|last|when|and|but|after|before|because|so|while)\b)[\w'-]+){1,3}"
 # category -> patterns (case-insensitive unless written (?-i:...)); a match's group "m" is marked where the
 # pattern has one, else the whole match. Written for this project from how people describe themselves and others
@@ -481,8 +482,15 @@ def framed_lexicon() -> dict[str, str]:
 
 
 @lru_cache(maxsize=None)
-def _rules(chosen: frozenset[str]) -> tuple[tuple[re.Pattern[str], str], ...]:
-    return tuple((re.compile(p, re.IGNORECASE), c) for c in CATEGORIES if c in chosen for p in RULES.get(c, ()))
+def _rules(chosen: frozenset[str]) -> tuple[tuple[re.Pattern[str], str, bool], ...]:
+    """The chosen categories' rules, compiled once: (pattern, category, whether it marks an amount of money, which
+    needs a digit: skipped on a text without one)."""
+    return tuple(
+        (re.compile(p, re.IGNORECASE), c, "(?P<m>" + _MONEY in p)
+        for c in CATEGORIES
+        if c in chosen
+        for p in RULES.get(c, ())
+    )
 
 
 class CategoryDetector:
@@ -519,7 +527,10 @@ class CategoryDetector:
             else:
                 i += 1
         if about:
-            for pattern, category in self.rules:
+            digits = _DIGIT.search(text) is not None
+            for pattern, category, needs_digit in self.rules:
+                if needs_digit and not digits:
+                    continue
                 for m in pattern.finditer(text):
                     g = "m" if "m" in pattern.groupindex and m.group("m") else 0
                     if m.end(g) > m.start(g):

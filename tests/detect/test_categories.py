@@ -242,7 +242,7 @@ def test_rules_are_compiled_once_and_the_lookup_is_one_dict_per_run():
 
     a, b = CategoryDetector(DEFAULT_CATEGORIES), CategoryDetector(DEFAULT_CATEGORIES)
     assert a.rules is b.rules  # one compiled set per category choice
-    assert all(isinstance(p, categories.re.Pattern) for p, _ in a.rules)
+    assert all(isinstance(p, categories.re.Pattern) for p, _, _ in a.rules)
     assert categories.MAX_WORDS == 4
 
 
