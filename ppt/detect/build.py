@@ -86,9 +86,9 @@ def build_detector(names: Sequence[str], *, deny: str | None = None, allow: str 
 
             parts.append(NerDetector())
         elif name == "categories":
-            from ppt.detect.categories import CategoryDetector
+            from ppt.detect.categories import DEFAULT_CATEGORIES, CategoryDetector
 
-            parts.append(CategoryDetector())
+            parts.append(CategoryDetector(DEFAULT_CATEGORIES))  # occupations only when asked for: they over-redact
         elif name == "names":
             from ppt.detect.names import NameDetector
 

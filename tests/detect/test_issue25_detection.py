@@ -101,7 +101,7 @@ def test_ages_in_their_common_forms(patterns, text):
 @pytest.mark.parametrize(
     "text",
     [
-        "In 2004, 35,000,000 people voted; the score was 3-1.",
+        "By 35,000,000 votes to 12,000,000; the score was 3-1.",
         "I am 20 minutes late and profits rose 34% this year.",
         "He turned 34 per cent of the votes; the index is 3.5 and I'm 25% sure.",
     ],

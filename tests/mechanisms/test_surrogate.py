@@ -170,7 +170,7 @@ def test_readable_preset_with_surrogates_restores_and_query_refuses_the_mapping(
     sends the mapping."""
     from tests.helpers import ppt
 
-    rec = {"id": 1, "text": "The nurse has asthma and a mortgage."}
+    rec = {"id": 1, "text": "My sister has asthma and HIV."}
     r = ppt(
         "sanitize",
         "--preset",
@@ -188,13 +188,13 @@ def test_readable_preset_with_surrogates_restores_and_query_refuses_the_mapping(
     )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert "nurse" not in out["text"] and "asthma" not in out["text"] and "mortgage" not in out["text"]
-    assert out["text"].startswith("The ") and " has " in out["text"]
-    assert out["ppt"]["sanitize"]["mapping_field"] == "map" and len(out["map"]) == 3
-    out["generation"] = out["text"].replace("The ", "Your ")
+    assert "asthma" not in out["text"] and "HIV" not in out["text"]
+    assert out["text"].startswith("My sister has ") and " and " in out["text"]
+    assert out["ppt"]["sanitize"]["mapping_field"] == "map" and len(out["map"]) == 2
+    out["generation"] = out["text"].replace("My ", "Your ")
     back = ppt("restore", "-q", stdin=json.dumps(out) + "\n")
     assert back.returncode == 0, back.stderr
-    assert json.loads(back.stdout)["restored"] == "Your nurse has asthma and a mortgage."
+    assert json.loads(back.stdout)["restored"] == "Your sister has asthma and HIV."
     from ppt.testing import EchoService, loopback
 
     svc = EchoService()
