@@ -186,9 +186,11 @@ EXTRA: dict[str, tuple[str, tuple[tuple[str, str, float], ...], tuple[str, ...]]
         "USERNAME",
         (
             (
-                "username (label: value)",
-                r"(?<=\b(?:username|user\s?name|user\s?id|userid|login|handle|gamertag|screen\s?name|"
-                r"nick(?:name)?)\s?(?:[:=]|\bis\b)\s?)@?[a-z0-9][a-z0-9_.-]{1,30}[a-z0-9_]\b",
+                "username (label: value, config keys, 'logged in as')",
+                r"(?<=\b(?:[\w.]*[_.-])?(?:username|user\s?name|user\s?id|userid|login|handle|gamertag|"
+                r"screen\s?name|nick(?:name)?|owner|author)\s*(?:[:=]|\bis\b)\s*[\"']?"
+                r"|\b(?:[\w.]*[_.-])?user\s*[:=]\s*[\"']?|\b(?:logged|signed)\s+in\s+as\s)"
+                r"@?(?![\"'{\[])[a-z0-9][a-z0-9_.-]{1,30}[a-z0-9_]\b(?![@(])",
                 0.5,
             ),
             (
@@ -198,6 +200,11 @@ EXTRA: dict[str, tuple[str, tuple[tuple[str, str, float], ...], tuple[str, ...]]
                 0.4,
             ),
             ("handle (@name)", r"(?<![\w@.])@[a-z0-9_]{2,30}\b(?![.@]\w)", 0.5),
+            (
+                "home directory (/home/NAME/)",
+                r"(?<=(?:/home/|/Users/|\\Users\\))[a-z0-9][a-z0-9_.-]{1,30}(?=[/\\])",
+                0.5,
+            ),
         ),
         ("username", "user", "login", "handle", "account", "profile", "instagram", "twitter", "tiktok", "github"),
     ),

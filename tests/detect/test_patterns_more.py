@@ -29,6 +29,10 @@ def found(det, text: str) -> set[tuple[str, str]]:
         ("login: wanjiru.k", "wanjiru.k", "USERNAME"),
         ("DM me at @lagos_baker please", "@lagos_baker", "USERNAME"),
         ("her user is amara_99 on the forum", "amara_99", "USERNAME"),
+        ("DB_USER=okello\nDB_PASS=x", "okello", "USERNAME"),
+        ('  username = "li_wei"', "li_wei", "USERNAME"),
+        ("I'm logged in as gjones and it fails", "gjones", "USERNAME"),
+        ("0 2 * * * /home/mchen/backup.sh", "mchen", "USERNAME"),
         ("Sort code 30-94-12, account 11223344", "30-94-12", "ID"),  # the code label takes it first
         ("The hearing is on 14 Mar 2025.", "14 Mar 2025", "DATE_TIME"),
         ("It's his 40th birthday.", "40th", "AGE"),
