@@ -81,6 +81,7 @@ CASES = {  # mechanism -> (eps, params, is the stamped claim proven?)
 
 
 @pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.slow(reason="a statistical audit per mechanism: many draws")
 def test_true_mechanism(space, tiny_lm, name):
     eps, params, proven = CASES[name]
     mech = build(space, tiny_lm, name, eps, **params)

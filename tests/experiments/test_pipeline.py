@@ -75,13 +75,8 @@ def _rows(rows):
     return {(r["mechanism"], r["output"]): r for r in rows}
 
 
-@pytest.mark.parametrize(
-    "shift, privacy",
-    [
-        (0, 0.0),
-        pytest.param(3, 1.0, marks=pytest.mark.slow(reason="the pipeline end to end again, at another shift and eps")),
-    ],
-)
+@pytest.mark.parametrize("shift, privacy", [(0, 0.0), (3, 1.0)])
+@pytest.mark.slow(reason="the experiment pipeline end to end, generations included")
 def test_end_to_end_references_and_cells(tiny_lm, tmp_path, monkeypatch, shift, privacy):
     ctx, sent, extracted_from = _ctx(tiny_lm, monkeypatch, shift=shift)
     rows = pipeline.run_pipeline(ctx.cfg, tmp_path / "out", resume=False, ctx=ctx, docs=DOCS, quiet=True)

@@ -259,6 +259,7 @@ def _neighbours(seed: int, v: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("eps", [0.5, 2.0])
+@pytest.mark.slow(reason="a statistical audit: many draws per eps")
 def test_privacy_audit_neighbouring_utilities(eps):
     """Empirical log-ratios on every output seen, lower confidence bound, never above the claim."""
     nb, n = 4, 200_000

@@ -154,6 +154,7 @@ def clopper_pearson(k, n, a):
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("eps", [1.0, 3.0])
+@pytest.mark.slow(reason="a statistical audit: many draws per eps and space")
 def test_privacy_audit_within_group_never_exceeds_eps(space, eps):
     mech = CusText(eps, space=space, k=K)
     n = 200_000
