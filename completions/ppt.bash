@@ -394,6 +394,7 @@ _ppt() {
         "sanitize|--deny") vals=""; takes=1 ;;
         "sanitize|--mapping") vals=""; takes=1 ;;
         "sanitize|--allow") vals=""; takes=1 ;;
+        "sanitize|--keep-kinds") vals=""; takes=1 ;;
         "sanitize|--keep-original") vals=""; takes=1 ;;
         "sanitize|--min-kept") vals=""; takes=1 ;;
         "sanitize|--diagnostics") vals=""; takes=1 ;;
@@ -524,7 +525,7 @@ _ppt() {
         "query") opts="--allow-raw --api-key-env --backend --base-url --batch-size --concurrency --device --dry-run --dtype --endpoint --extra-body --help --id-field --input --input-format --max-retries --max-tokens --model --on-error --output --output-field --output-format --quiet --report --resume --retry-backoff --seed --stop --system --temperature --template --text-field --timeout --top-p -c -i -m -o -q" ;;
         "report") opts="--help --output -o" ;;
         "restore") opts="--batch-size --field --help --id-field --input --input-format --mapping-field --on-error --output --output-field --output-format --quiet --report -i -o -q" ;;
-        "sanitize") opts="--actors --allow --batch-size --case --deny --detect --device --diagnostics --emit-alignment --engine --eps --help --id-field --input --input-format --keep-original --mapping --mech --min-kept --model --numbers --on-error --oov --output --output-format --param --preset --protect --punct --quiet --ray-address --report --report-sample --seed --space --stamp --stopwords --text-field --workers -e -i -m -o -p -q" ;;
+        "sanitize") opts="--actors --allow --batch-size --case --deny --detect --device --diagnostics --emit-alignment --engine --eps --help --id-field --input --input-format --keep-kinds --keep-original --mapping --mech --min-kept --model --numbers --on-error --oov --output --output-format --param --preset --protect --punct --quiet --ray-address --report --report-sample --seed --space --stamp --stopwords --text-field --workers -e -i -m -o -p -q" ;;
         "serve") opts="--allow-remote --api-key-env --batch-wait-ms --device --dtype --help --host --max-batch --max-client-connections --max-connections --max-tokens-limit --model --port --port-file --quiet --runtime --served-name --timeout --verbose -m -p -q -v" ;;
         "snd") opts="embed serve train-denoiser --help" ;;
         "snd embed") opts="--api-key-env --batch-size --denoiser --device --emit --eta --field-prefix --format --help --id-field --input --input-format --max-length --model --on-error --output --output-format --quiet --report --seed --server --text-field --vectors -i -m -o -q" ;;

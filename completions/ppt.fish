@@ -494,6 +494,7 @@ complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l detect -d 'Detector
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l deny -d 'With --protect detected: words and phrases (one a line) that'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l mapping -d 'With --protect detected: also write each replaced spans surr'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l allow -d 'With --protect detected: detected spans whose text is on thi'
+complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l keep-kinds -d 'With --protect detected: detected kinds kept verbatim, comma'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l keep-original -d 'Also write the raw text to this field (stays local!).'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l min-kept -d 'A record whose private text keeps fewer than N tokens (e.g'
 complete -c ppt -n '__fish_seen_subcommand_from sanitize' -l diagnostics -d 'Also write this records per-record accounting (kept/dropped '

@@ -191,6 +191,16 @@ def sanitize(
             rich_help_panel=POLICY_PANEL,
         ),
     ] = None,
+    keep_kinds: Annotated[
+        str | None,
+        typer.Option(
+            "--keep-kinds",
+            metavar="KINDS",
+            help="With --protect detected: detected kinds kept verbatim, comma-separated (e.g. ORG to keep "
+            "organisations, NORP nationalities); stated in the stamp's signature.",
+            rich_help_panel=POLICY_PANEL,
+        ),
+    ] = None,
     keep_original: Annotated[
         str | None,
         typer.Option(
@@ -286,6 +296,7 @@ def sanitize(
         detect=tuple(d.strip() for d in (detect or "").split(",") if d.strip()),
         deny=deny,
         allow=allow,
+        keep_kinds=tuple(k.strip() for k in (keep_kinds or "").split(",") if k.strip()),
         mapping=mapping,
     )
     if engine == "ray":

@@ -31,15 +31,23 @@ class Combined:
     signature says so), merged; spans whose text is on the allow-list are dropped (before and after the
     propagation)."""
 
-    def __init__(self, parts: Sequence[Detector], allow: frozenset[str] = frozenset(), allow_tag: str = "") -> None:
+    def __init__(
+        self,
+        parts: Sequence[Detector],
+        allow: frozenset[str] = frozenset(),
+        allow_tag: str = "",
+        keep_kinds: Sequence[str] = (),
+    ) -> None:
         self.parts = list(parts)
         self.allow = allow
+        self.keep_kinds = frozenset(k.upper() for k in keep_kinds)
         # parts that grow other detectors' spans (a name marked in part) and tell ordinary words from names
         self.wideners = [p for p in self.parts if hasattr(p, "widen")]
         self.ordinary = next((p.ordinary for p in self.parts if hasattr(p, "ordinary")), None)
         names = "+".join(p.signature for p in self.parts)
         allowed = f"-allow#{allow_tag}" if allow else ""
-        self.signature = f"{names}{allowed}-propagate:{PROPAGATION}-drop:impersonal-times.{FILTERS}"
+        kept = f"-keep:{'.'.join(sorted(self.keep_kinds))}" if self.keep_kinds else ""  # kinds are public
+        self.signature = f"{names}{allowed}{kept}-propagate:{PROPAGATION}-drop:impersonal-times.{FILTERS}"
 
     def detect(self, texts: Sequence[str]) -> list[list[Span]]:
         found: list[list[Span]] = [[] for _ in texts]
@@ -51,6 +59,8 @@ class Combined:
             spans = widen_organisations(text, drop_impersonal(text, snap_to_words(text, spans)))
             for part in self.wideners:  # a name marked in part by one detector is replaced whole
                 spans = part.widen(text, spans)
+            if self.keep_kinds:  # the user keeps these kinds verbatim (stated in the signature)
+                spans = [sp for sp in spans if sp.kind not in self.keep_kinds]
             spans = propagate(text, self._allowed(text, spans), self.ordinary)
             out.append(merge_spans(snap_to_words(text, self._allowed(text, spans))))
         return out
@@ -59,8 +69,11 @@ class Combined:
         return [s for s in spans if text[s.start : s.end].strip().lower() not in self.allow] if self.allow else spans
 
 
-def build_detector(names: Sequence[str], *, deny: str | None = None, allow: str | None = None) -> Combined:
-    """The detectors ``names`` (of :data:`DETECTORS`) plus the user's deny-list, minus the allow-list."""
+def build_detector(
+    names: Sequence[str], *, deny: str | None = None, allow: str | None = None, keep_kinds: Sequence[str] = ()
+) -> Combined:
+    """The detectors ``names`` (of :data:`DETECTORS`) plus the user's deny-list, minus the allow-list and the
+    kinds ``keep_kinds`` (kept verbatim: ``ORG`` keeps organisations)."""
     from ppt.io import ExitCode, PptError
 
     unknown = [n for n in names if n not in DETECTORS]
@@ -100,4 +113,4 @@ def build_detector(names: Sequence[str], *, deny: str | None = None, allow: str 
     if not parts:
         raise PptError("--protect detected needs a detector: --detect patterns,ner or a --deny FILE", ExitCode.USAGE)
     allowed = read_list(allow, "allow-list") if allow else []
-    return Combined(parts, frozenset(a.lower() for a in allowed), list_tag(allowed) if allowed else "")
+    return Combined(parts, frozenset(a.lower() for a in allowed), list_tag(allowed) if allowed else "", keep_kinds)

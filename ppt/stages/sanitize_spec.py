@@ -64,6 +64,7 @@ class SanitizeSpec:
     detect: tuple[str, ...] = ()  # detectors for --protect detected (default: patterns, ner, categories without --deny)
     deny: str | None = None  # a deny-list file: its words and phrases are always detected
     allow: str | None = None  # an allow-list file: detected spans with exactly this text are kept
+    keep_kinds: tuple[str, ...] = ()  # detected kinds kept verbatim (--keep-kinds ORG,NORP: public organisations)
     mapping: str | None = None  # a local-only field for each replaced span's surrogate -> original (ppt restore)
 
     def __post_init__(self) -> None:
@@ -94,8 +95,11 @@ class SanitizeSpec:
             raise PptError(f"--min-kept must be >= 0 (got {self.min_kept})", exit_code=ExitCode.USAGE)
         if self.protect not in PROTECT_MODES:
             raise PptError(f"--protect must be all or detected (got {self.protect!r})", exit_code=ExitCode.USAGE)
-        if self.protect == "all" and (self.detect or self.deny or self.allow or self.mapping):
-            raise PptError("--detect, --deny, --allow and --mapping need --protect detected", exit_code=ExitCode.USAGE)
+        if self.protect == "all" and (self.detect or self.deny or self.allow or self.mapping or self.keep_kinds):
+            raise PptError(
+                "--detect, --deny, --allow, --keep-kinds and --mapping need --protect detected",
+                exit_code=ExitCode.USAGE,
+            )
 
     @property
     def private_fields(self) -> list[str]:
@@ -128,7 +132,7 @@ class SanitizeSpec:
                     hint="use placeholder, rantext, santext(+), custext(+), tem or cape",
                 )
             names = self.detect or (() if self.deny else DEFAULT_DETECTORS)
-            mech.detector = build_detector(names, deny=self.deny, allow=self.allow)
+            mech.detector = build_detector(names, deny=self.deny, allow=self.allow, keep_kinds=self.keep_kinds)
         return mech
 
     def build_hint(self) -> str:
