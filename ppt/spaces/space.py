@@ -145,7 +145,8 @@ class EmbeddingSpace:
                 )
             return {"index_dtype": itype.name, "shape": list(shape)}
 
-        art = self.cache.get_or_build("sorted-rows", self._table_deps("sorted-rows"), build)
+        deps = self._table_deps("sorted-rows", distances=distances.DISTANCES_VERSION)  # exact since 2 (issue 36)
+        art = self.cache.get_or_build("sorted-rows", deps, build)
         idx = np.load(art.file("idx.npy"), mmap_mode="r")
         dist = np.load(art.file("dist.npy"), mmap_mode="r")
         return SortedRows(idx, dist, art)
@@ -164,7 +165,9 @@ class EmbeddingSpace:
                 np.save(tmp / "dist.npy", dist.numpy())
             return {"k": k}
 
-        art = self.cache.get_or_build("topk", self._table_deps("topk", k=k), build)
+        art = self.cache.get_or_build(
+            "topk", self._table_deps("topk", k=k, distances=distances.DISTANCES_VERSION), build
+        )
         idx = torch.from_numpy(np.load(art.file("idx.npy")).astype(np.int64))
         dist = torch.from_numpy(np.load(art.file("dist.npy")))
         return idx, dist

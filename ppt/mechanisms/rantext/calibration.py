@@ -25,6 +25,7 @@ from ppt.lazy import lazy_module
 
 torch = lazy_module("torch")
 
+from ppt.samplers import portable
 from ppt.samplers.laplace import laplace_norms
 from ppt.spaces.distances import distance_rows
 
@@ -46,7 +47,7 @@ def monotone_envelope(points: tuple[tuple[float, float], ...]) -> tuple[tuple[fl
 
 # The default target: whole vocabulary up to eps 1, then the paper's sizes' monotone envelope (10.5%).
 TARGET_POINTS: tuple[tuple[float, float], ...] = ((WHOLE_VOCAB_EPS, 1.0),) + monotone_envelope(PAPER_POINTS)
-CALIBRATION_VERSION = 1
+CALIBRATION_VERSION = 2  # 2: exact distances (ppt.spaces.distances) and exactly summed Laplace norms (issue 36)
 CALIBRATION_SEED = 0x5EED_CA1B
 
 
@@ -60,7 +61,7 @@ def target_fraction(eps: float, points: tuple[tuple[float, float], ...] = TARGET
     for (x0, f0), (x1, f1) in zip(points, points[1:]):
         if x0 <= eps <= x1:
             t = (eps - x0) / (x1 - x0)
-            return float(math.exp((1 - t) * math.log(f0) + t * math.log(f1)))
+            return portable.exp((1 - t) * portable.ln(f0) + t * portable.ln(f1))  # not libm: same bits everywhere
     raise AssertionError("unreachable")
 
 

@@ -9,7 +9,6 @@ pipeline. Distances, the fast path and its fallback, the sampling rule, randomne
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
@@ -36,7 +35,7 @@ from ppt.mechanisms.rantext.runs import (
     sample_runs,
     sample_runs_torch,
 )
-from ppt.samplers import laplace
+from ppt.samplers import laplace, portable
 from ppt.spaces.distances import distance_rows
 
 FALLBACK_CHUNK_ENTRIES = 4_000_000  # distance entries per block of unique tokens on the fallback path
@@ -61,7 +60,7 @@ class ZConstants:
         arg = self.b * eps + self.c
         if arg <= 0:
             raise ValueError(f"Z constants give log of a non-positive number at eps={eps} (b*eps+c={arg})")
-        value = self.a * math.log(arg) + self.d
+        value = self.a * portable.ln(arg) + self.d  # correctly rounded: libm's log differs across CPUs
         if value <= 0:
             raise ValueError(f"Z constants give a non-positive Z={value} at eps={eps}")
         return float(value)
@@ -385,9 +384,9 @@ class Rantext(TokenMechanism):
         size = np.empty(rows.size, dtype=np.int64)
         for start in range(0, uniq.size, per):
             ids = torch.from_numpy(uniq[start : start + per])
-            d = distance_rows(self.space, ids)
+            d = distance_rows(self.space, ids, dtype=torch.float64)  # exact: sorted as the sorted-rows table is
             vals, order = torch.sort(d, dim=1, stable=True)
-            values, ends = build_runs(vals.half())
+            values, ends = build_runs(vals.float().half())
             table = RunTable(values.cpu().numpy(), ends.cpu().numpy(), order.cpu().numpy())
             pos = np.flatnonzero((inv >= start) & (inv < start + per))
             o, m = sample_runs(table, inv[pos] - start, r[pos], u[pos], self.eps, self.chunk_entries)

@@ -4,15 +4,23 @@ Apart from the tables and the samplers that drive them because they are the arit
 binary search for the runs below each radius, the run weights count * exp(-a * d), the block-wise
 inverse CDF that picks a run and the candidate inside it, and the cut of positions into blocks. The CPU
 sampler and the torch reference both use them; nothing here imports torch.
+
+Every step gives the same bits on every CPU (issue 36): the weights come from
+:func:`ppt.samplers.portable.exp2_grid_np` (no library exponential: those differ in their last bits
+between SIMD levels and architectures), and the sums run in a fixed order along each row.
 """
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
+
+from ppt.samplers.portable import LOG2E_GRID, exp2_grid_np
 
 RUN_BLOCK = 32  # runs per block of the cumulative weights on CPU (see pick_runs)
 _U_MAX = 1.0 - 1e-16  # uniforms are clamped below 1, as the inverse CDF uses them
-_A_MAX = np.float32(1e30)  # a = eps / (2 r) capped in float32, so a * 0 stays 0 for the distance-0 run
+_A_MAX = 1e30  # a = eps / (2 r) capped, so a * 0 stays 0 for the distance-0 run
 
 
 def prefix_lengths(dist: np.ndarray, rows: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -37,9 +45,10 @@ def prefix_lengths(dist: np.ndarray, rows: np.ndarray, r: np.ndarray) -> np.ndar
     return lo
 
 
-def neg_a32(a: np.ndarray) -> np.ndarray:
-    """-a in float32, capped at 1e30, as the weights use it (float32 [k])."""
-    return -np.minimum(np.asarray(a, dtype=np.float64).astype(np.float32), _A_MAX)
+def weight_scale(a: np.ndarray) -> np.ndarray:
+    """Per position, the factor the weights apply to each run distance: -min(a, 1e30) * 2**20 / ln 2
+    (float64 [k]; see :func:`run_weights`)."""
+    return -(np.minimum(np.asarray(a, dtype=np.float64), _A_MAX) * LOG2E_GRID)
 
 
 def clamp_u(u: np.ndarray) -> np.ndarray:
@@ -47,16 +56,34 @@ def clamp_u(u: np.ndarray) -> np.ndarray:
     return np.clip(np.asarray(u, dtype=np.float64), 0.0, _U_MAX)
 
 
-def run_weights(values: np.ndarray, counts: np.ndarray, neg_a: np.ndarray) -> np.ndarray:
-    """Run weights [k, W] float32: count * exp(-a * value) (padding, value +inf and count 0, weighs 0).
+def run_weights(values: np.ndarray, counts: np.ndarray, scale: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Run weights [k, W] float64: count * exp(-a * value), the same bits on every CPU (padding, value
+    +inf and count 0, weighs 0).
 
-    ``values`` float32 (float16 is converted, exactly), ``counts`` any numeric type.
+    ``values`` float16 or float32 (converted exactly), ``counts`` any numeric type, ``scale`` [k] from
+    :func:`weight_scale`. exp(-a * value) is 2**(rint(scale * value) / 2**20)
+    (:func:`ppt.samplers.portable.exp2_grid_np`): the exponent rounded to a multiple of 2**-20, a relative
+    error below 3.4e-7 (float32 gave about the same), computed without any library exponential.
+    ``out``: a float64 array of at least k * W entries to write them to (the caller's block is never written).
     """
-    x = values.astype(np.float32)  # a copy: the caller's block is never written
-    x *= neg_a[:, None]
-    np.exp(x, out=x)
+    k, W = values.shape
+    x = np.empty((k, W)) if out is None else out.reshape(-1)[: k * W].reshape(k, W)
+    np.copyto(x, values)  # float16/float32 -> float64: exact
+    x *= scale[:, None]
+    exp2_grid_np(x, out=x, flush=False)  # weights below 2**-1020: tiny, not 0 (padding has count 0)
     x *= counts
     return x
+
+
+_work = threading.local()
+
+
+def _weights_buffer(n: int) -> np.ndarray:
+    """This thread's float64 work array for :func:`pick_runs`' weights (reused: no fresh pages per block)."""
+    buf = getattr(_work, "weights", None)
+    if buf is None or buf.size < n:
+        buf = _work.weights = np.empty(n)
+    return buf
 
 
 def pad_block(values: np.ndarray, counts: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -70,13 +97,13 @@ def pad_block(values: np.ndarray, counts: np.ndarray, width: int) -> tuple[np.nd
 
 
 def pick_runs(
-    values: np.ndarray, counts: np.ndarray, kr: np.ndarray, neg_a: np.ndarray, u: np.ndarray
+    values: np.ndarray, counts: np.ndarray, kr: np.ndarray, scale: np.ndarray, u: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """The run each row's uniform falls in, and where inside that run (a fraction in [0, 1]).
 
     ``values`` [k, Kp] float16 or float32 run distances and ``counts`` [k, Kp] run lengths (columns >= kr
     ignored; Kp a multiple of ``RUN_BLOCK`` saves a padded copy),
-    ``neg_a`` [k] = -eps / (2 r) in float32, ``u`` [k] clamped uniforms. The run is the first whose
+    ``scale`` [k] = :func:`weight_scale` of eps / (2 r), ``u`` [k] clamped uniforms. The run is the first whose
     cumulative weight exceeds u * total, capped at the last run below r.
 
     Why blocks: a float64 cumulative sum along each row costs ~3 ns an entry in numpy, most of the
@@ -94,8 +121,8 @@ def pick_runs(
     nb = -(-Kp // L)
     if nb * L != Kp:
         values, counts = pad_block(values, counts, nb * L)
-    w = run_weights(values, counts, neg_a).reshape(k * nb, L)  # one block a row
-    block_end = np.add.reduce(w, axis=1, dtype=np.float64).reshape(k, nb)
+    w = run_weights(values, counts, scale, out=_weights_buffer(k * nb * L)).reshape(k * nb, L)  # one block a row
+    block_end = np.add.reduce(w, axis=1).reshape(k, nb)
     np.cumsum(block_end, axis=1, out=block_end)  # running totals at the block ends
     block_start = np.zeros(k * nb, dtype=np.float64)
     block_start.reshape(k, nb)[:, 1:] = block_end[:, :-1]
@@ -107,7 +134,7 @@ def pick_runs(
     def within(b: np.ndarray) -> np.ndarray:
         """Cumulative weights inside block b of each row, from the row's start ([k * L], flat)."""
         blk = first + b
-        cdf = np.cumsum(w.take(blk, axis=0), axis=1, dtype=np.float64)
+        cdf = np.cumsum(w.take(blk, axis=0), axis=1)
         cdf += block_start.take(blk)[:, None]
         return cdf.reshape(-1)
 
@@ -150,9 +177,9 @@ __all__ = [
     "candidate_in_run",
     "clamp_u",
     "length_chunks",
-    "neg_a32",
     "pad_block",
     "pick_runs",
     "prefix_lengths",
     "run_weights",
+    "weight_scale",
 ]

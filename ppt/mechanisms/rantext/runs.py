@@ -11,14 +11,17 @@ are built once from the space's sorted rows (artifact ``rantext-runs``). See
 Two implementations of one rule: :func:`sample_runs` (numpy, the CPU path; it never imports torch,
 so a one-record CPU run does not pay for it) and :func:`sample_runs_torch` (the same steps as a few
 torch kernels over the whole batch, tables resident on the device: the CUDA path). Both compute the
-weights as float32 ``count * exp(-a * d)`` and sum them in float64 along each row; they differ only in
-the last bits: numpy's and torch's float32 exponentials differ by an ulp on some inputs, numpy sums
-in blocks (:func:`pick_runs`) and CUDA in parallel scans. A draw changes only when u * total falls
-within such a rounding of a run boundary (numpy vs the previous torch implementation on
-cl100k-minilm: 3-4 positions in 300,000 at eps 1, 6 and 10, none at eps 3), never in distribution;
-on CPU tensors the torch sampler gives exactly the draws of the previous (torch, sequential-sum)
-implementation (0 in 300,000 at each of those eps). The numpy steps (the binary search, the block-wise
-inverse CDF) are :mod:`ppt.mechanisms.rantext.run_steps`; this module holds the tables and the samplers.
+weights ``count * exp(-a * d)`` with the same bits on every CPU (:func:`run_weights`: the exponent
+rounded to a multiple of 2**-20, :mod:`ppt.samplers.portable`, no library exponential) and sum them in
+float64 along each row in a fixed order; they differ only in how: numpy sums in blocks
+(:func:`pick_runs`), torch sequentially on the CPU and in parallel scans on CUDA. A draw of one
+differs from the other's only when u * total falls within such a rounding of a run boundary, never in
+distribution. The numpy steps (the binary search, the block-wise inverse CDF) are
+:mod:`ppt.mechanisms.rantext.run_steps`; this module holds the tables and the samplers.
+
+Same bits on every CPU (issue 36): the tables come from exact distances
+(:func:`ppt.spaces.distances.sorted_rows_to_files`), the weights from IEEE basic operations only, the
+sums in an order fixed by the code, not by a library's blocking or vector width.
 """
 
 from __future__ import annotations
@@ -37,12 +40,13 @@ from ppt.mechanisms.rantext.run_steps import (
     candidate_in_run,
     clamp_u,
     length_chunks,
-    neg_a32,
     pick_runs,
     prefix_lengths,
     run_weights,
+    weight_scale,
 )
 from ppt.mechanisms.rantext.run_steps import pad_block as pad_block
+from ppt.samplers.portable import LOG2E_GRID, exp2_grid_torch
 
 DEFAULT_CHUNK_ENTRIES = 1 << 18  # run-length entries per sampling block on CPU (work arrays stay in cache)
 DEVICE_CHUNK_ENTRIES = 1 << 25  # the same on CUDA: ~0.9 GB of work arrays per block (26 bytes an entry)
@@ -56,14 +60,12 @@ def sample_prefix_block(d16, m, a, u):
     tested against (torch tensors). ``d16`` [k, M] distances (columns >= m_i are ignored whatever they
     hold), ``m`` [k] prefix lengths >= 1, ``a`` [k] = eps / (2 r), ``u`` [k] uniforms in [0, 1). Same
     rule as ppt.samplers.exponential.sample_from_logits_inverse_cdf: the first column whose running
-    sum exceeds u * (the row's total over its prefix).
+    sum exceeds u * (the row's total over its prefix); the same weights as :func:`run_weights`.
     """
     import torch
 
-    w = d16.float()
-    w.mul_(a.to(torch.float32).clamp(max=1e30).neg().unsqueeze(1))
-    w.exp_()
-    cdf = torch.cumsum(w, dim=1, dtype=torch.float64)
+    w = exp2_grid_torch(d16.double() * _weight_scale_torch(a.to(torch.float64)).unsqueeze(1), flush=False)
+    cdf = torch.cumsum(w, dim=1)
     total = cdf.gather(1, (m - 1).unsqueeze(1))
     target = u.to(torch.float64).clamp(0.0, _U_MAX).unsqueeze(1) * total
     col = torch.searchsorted(cdf, target, right=True).squeeze(1)
@@ -109,7 +111,7 @@ def sample_run_block(values, ends, kr, a, u):
     counts[:, 1:] -= ends_np[:, :-1]
     kr_np = kr.cpu().numpy().astype(np.int64)
     a_np = a.cpu().numpy().astype(np.float64)
-    run, frac = pick_runs(values.cpu().numpy(), counts, kr_np, neg_a32(a_np), clamp_u(u.cpu().numpy()))
+    run, frac = pick_runs(values.cpu().numpy(), counts, kr_np, weight_scale(a_np), clamp_u(u.cpu().numpy()))
     row = np.arange(kr_np.size)
     col = candidate_in_run(ends_np[row, run], counts[row, run], frac)
     return torch.from_numpy(col).to(values.device)
@@ -128,6 +130,11 @@ class RunTable:
     ends: np.ndarray
     idx: np.ndarray
     artifact: Any = None
+
+    @cached_property
+    def values32(self) -> np.ndarray:
+        """``values`` as float32 (exact), made once: the weights read it (float16 converts ~2x slower)."""
+        return np.asarray(self.values, dtype=np.float32)
 
     @cached_property
     def counts(self) -> np.ndarray:
@@ -159,10 +166,10 @@ def sample_runs(
     """
     rows = np.asarray(rows, dtype=np.int64)
     r = np.maximum(np.asarray(r, dtype=np.float64), np.finfo(np.float64).tiny)  # r > 0: distance-0 tokens stay in
-    values, ends, counts = _plain(table.values), _plain(table.ends), table.counts
+    values, ends, counts, values32 = _plain(table.values), _plain(table.ends), table.counts, table.values32
     kr = np.maximum(prefix_lengths(values, rows, r), 1)  # runs below r (run 0 is distance 0)
     size = np.asarray(ends[rows, kr - 1], dtype=np.int64)
-    neg_a = neg_a32(eps / (2.0 * r))
+    scale = weight_scale(eps / (2.0 * r))
     u = clamp_u(u)
     run = np.empty(rows.size, dtype=np.int64)
     frac = np.empty(rows.size, dtype=np.float64)
@@ -171,7 +178,7 @@ def sample_runs(
             -(-int(kr[sel].max()) // RUN_BLOCK) * RUN_BLOCK, values.shape[1]
         )  # whole blocks where the table has them
         rsel = rows[sel]
-        run[sel], frac[sel] = pick_runs(values[rsel, :Kp], counts[rsel, :Kp], kr[sel], neg_a[sel], u[sel])
+        run[sel], frac[sel] = pick_runs(values32[rsel, :Kp], counts[rsel, :Kp], kr[sel], scale[sel], u[sel])
     col = candidate_in_run(ends[rows, run].astype(np.int64), counts[rows, run].astype(np.int64), frac)
     out = np.asarray(_plain(table.idx)[rows, col], dtype=np.int64)
     return out, size
@@ -233,19 +240,25 @@ def _prefix_lengths_torch(values, rows, r):
 def _width(kr, K: int):
     """The block width of each position: the next power of two >= its runs below r (at least 16), at most
     K. It depends on the position alone, so on CUDA (whose scans round by width) a draw never depends on
-    the other positions of its batch."""
+    the other positions of its batch. Integer arithmetic (frexp is exact): no log2 to round."""
     import torch
 
-    w = torch.exp2(torch.ceil(torch.log2(kr.clamp(min=16).double()))).long()
-    return w.clamp(max=K)
+    _, e = torch.frexp((kr.clamp(min=16) - 1).double())  # kr - 1 < 2**e: 2**e is the next power of two >= kr
+    return (torch.ones_like(kr) << e.long()).clamp(max=K)
 
 
-def _pick_runs_torch(values, counts, kr, neg_a, u):
-    """:func:`pick_runs` in torch on one block ([k, W] values/counts): (run, frac)."""
+def _weight_scale_torch(a):
+    """:func:`weight_scale` in torch (float64 [k]): the same operations, the same bits."""
+    return -(a.clamp(max=_A_MAX) * LOG2E_GRID)
+
+
+def _pick_runs_torch(values, counts, kr, scale, u):
+    """:func:`pick_runs` in torch on one block ([k, W] values/counts, ``scale`` from :func:`weight_scale`):
+    (run, frac). The weights are :func:`run_weights`' bits."""
     import torch
 
-    w = values.float().mul_(neg_a.unsqueeze(1)).exp_().mul_(counts)
-    cdf = torch.cumsum(w.double(), dim=1)  # float64 first: torch's cumsum with dtype= is ~5x slower on CPU
+    w = exp2_grid_torch(values.double() * scale.unsqueeze(1), flush=False) * counts
+    cdf = torch.cumsum(w, dim=1)
     last = (kr - 1).unsqueeze(1)
     target = u.unsqueeze(1) * cdf.gather(1, last)
     run = torch.minimum(torch.searchsorted(cdf, target, right=True), last)
@@ -274,7 +287,7 @@ def sample_runs_torch(table: DeviceRunTable, rows, r, u, eps: float, budget: int
     K = table.values.shape[1]
     kr = _prefix_lengths_torch(table.values, rows, r).clamp(min=1)
     size = table.ends[rows, kr - 1].long()
-    neg_a = (eps / (2.0 * r)).float().clamp(max=float(_A_MAX)).neg()
+    scale = _weight_scale_torch(eps / (2.0 * r))
     run = torch.empty(n, dtype=torch.int64, device=dev)
     frac = torch.empty(n, dtype=torch.float64, device=dev)
     width = _width(kr, K)
@@ -287,7 +300,7 @@ def sample_runs_torch(table: DeviceRunTable, rows, r, u, eps: float, budget: int
             sel = order[s : min(s + step, start + cnt)]
             rsel = rows[sel]
             run[sel], frac[sel] = _pick_runs_torch(
-                table.values[rsel, :W], table.counts[rsel, :W], kr[sel], neg_a[sel], u[sel]
+                table.values[rsel, :W], table.counts[rsel, :W], kr[sel], scale[sel], u[sel]
             )
         start += cnt
     end = table.ends[rows, run].long()
@@ -330,7 +343,6 @@ __all__ = [
     "candidate_in_run",
     "clamp_u",
     "length_chunks",
-    "neg_a32",
     "pick_runs",
     "prefix_lengths",
     "run_weights",
@@ -338,4 +350,5 @@ __all__ = [
     "sample_run_block",
     "sample_runs",
     "sample_runs_torch",
+    "weight_scale",
 ]
