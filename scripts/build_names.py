@@ -55,6 +55,13 @@ def faker_names() -> tuple[set[str], set[str], str]:
     return first, last, faker.VERSION
 
 
+def countries() -> list[str]:
+    from faker.providers.address.en import Provider
+
+    extra = ("United States", "United Kingdom", "USA", "UK", "England", "Scotland", "Wales", "Czech Republic")
+    return sorted({c.split(" (")[0] for c in Provider.countries if "," not in c} | set(extra))
+
+
 def main() -> int:
     if not WORDS.exists():
         print(f"needs {WORDS} (apt-get install wamerican)", file=sys.stderr)
@@ -67,6 +74,8 @@ def main() -> int:
         "first": sorted(first),
         "last": sorted(last),
         "common": common,
+        # country names (Faker's English address provider), marked as places wherever they are written
+        "countries": countries(),
         # lower-case English words, to tell a capitalised unknown word ("Otila") from a sentence's first word
         "english": sorted(w for w in english if w.isalpha() and len(w) > 1),
     }

@@ -558,7 +558,10 @@ def _in_word(text: str, i: int) -> bool:
 
 # -- addresses of the rest of the world: a street between two numbers, a street word first, units, military mail --
 _NAMEW = rf"{CAP}[\w'’-]*"
-_PARTICLE = r"(?:de|la|del|da|do|dos|das|di|du|des|le|von|van|der|den|y|e|al|el)"
+_PARTICLE = (
+    r"(?:de|la|del|da|do|dos|das|di|du|des|le|von|van|der|den|y|e|al|el|nad|pod|u|na|sur|sous|am|an|im|bei|ob|upon|"
+    r"on|en|aan|op|i)"
+)
 _STREET_FIRST = (
     r"(?:R\.?|Rua|Av\.|Avda\.?|Avenida|Calle|C/|Carrer|Rúa|Via|Viale|Vicolo|Piazza|Piazzale|Corso|Largo|Stradone|"
     r"Strada|ul\.|ulica|al\.|Aleja|Plac|Travessa|Alameda|Praça|Rambla|Paseo|Camino|Plaza|Ronda|Boulevard|Bd\.?|"
@@ -602,7 +605,7 @@ MAX_PIECES = 5
 _NOT_TOWN = re.compile(
     r"(?:I|I'm|I'd|Please|Thanks|Thank|The|This|That|It|It's|He|She|We|They|My|Our|Your|Can|Could|Would|Will|"
     r"Do|Does|Did|Is|Are|Call|Meet|Send|Bot|User|Name|Phone|Email|E-mail|Website|Date|Address|Hi|Hello|Dear|"
-    r"Regards|Best|Sincerely|Mr|Mrs|Ms|Dr)(?![\w'’-])"
+    r"Regards|Best|Sincerely|Mr|Mrs|Ms|Dr|Cheers|Kind|Warm|Love|Looking|Sent|See|Yours|Many|Talk|Speak)(?![\w'’-])"
 )
 
 
@@ -636,7 +639,12 @@ def _extend(text: str, end: int) -> int:
         if spaced and not digits and not value.isupper():
             break
         own_line = "," not in sep
-        if not digits and (_ordinary(value) or (own_line and not _LINE_END.match(text, m.end()))):
+        if own_line and not digits:  # a line of its own: a town written in title case or capitals, all of it
+            words = re.findall(r"[^\W\d_]+", value)
+            titled = all(w[0].isupper() or len(w) <= 3 for w in words)
+            if not titled or not _LINE_END.match(text, m.end()):
+                break
+        elif not digits and _ordinary(value):  # after a comma: "Cheers, Tom", a sentence's words
             break  # "Cheers, Tom", "Looking forward": a sentence, not a town
         end = m.end()
     return end

@@ -15,7 +15,9 @@ Rules, each giving one PERSON span from the first to the last word of the name:
   3. one capitalised given name that is not an English word ("Priya", "Kwame"), and a lower-case one ("maria");
   4. after a cue ("my wife", "Hi", "Dear", "named", "my name is", a chat speaker's "Name:", a sign-off line), the
      next name words, capitalised or not, where they are not English words (or capitalised gazetteer names);
-and :meth:`NameDetector.widen` grows any detector's PERSON span over the name words around it and a preceding
+places as a courtesy of the same gazetteer: a country name anywhere, and after a preposition of place ("in",
+"to", "from") capitalised words no dictionary or name list has ("in Rzeszów", "to TEEBAR"); and
+:meth:`NameDetector.widen` grows any detector's PERSON span over the name words around it and a preceding
 honorific. Runs that hold an organisation's or a place's head word ("Hospital", "Street", "Bank") are left to the
 other detectors.
 """
@@ -32,7 +34,7 @@ from importlib import resources
 
 from ppt.detect.base import Span
 
-VERSION = "1"
+VERSION = "2"
 HONORIFICS = frozenset(
     "mr mrs ms miss mx dr prof professor sir dame lord lady rev revd fr father sister brother mme mlle mademoiselle "
     "madame monsieur herr frau señor senor señora senora sra srta dona doña don shri smt sri mister missus "
@@ -78,21 +80,37 @@ CUE = re.compile(
     r"sincerely|yours|yours\s+truly|love|xo|xx|br|many\s+thanks)[ \t]*[,!.]?[ \t]*\n[ \t]*)",
     re.IGNORECASE | re.MULTILINE,
 )
+PLACE_CUE = re.compile(
+    r"\b(?:in|to|from|near|at|outside|around|towards|visiting|visit|via)\s+(?=[^\W\d_])", re.IGNORECASE
+)
 NAMING = re.compile(r"named|called|name\s+is|name's|signed|\bname\s*:", re.IGNORECASE)
 WORD = re.compile(r"[A-Z]\.(?!\w)|[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _POSSESSIVE = re.compile(r"['’]s$")
 
 
 @lru_cache(maxsize=1)
+def _data() -> tuple[dict, str]:
+    raw = resources.files("ppt").joinpath("data/names.json.gz").read_bytes()
+    return json.loads(gzip.decompress(raw)), hashlib.sha256(raw).hexdigest()[:8]
+
+
+@lru_cache(maxsize=1)
+def countries() -> re.Pattern:
+    """Every country name of the gazetteer as written or in capitals, on word boundaries, longest first."""
+    names = sorted(_data()[0].get("countries", ()), key=len, reverse=True)
+    alternation = "|".join(re.escape(n) for n in names + [n.upper() for n in names if len(n) > 3])
+    return re.compile(rf"(?<![\w-])(?:{alternation})(?![\w-])")
+
+
+@lru_cache(maxsize=1)
 def gazetteer() -> tuple[frozenset[str], frozenset[str], frozenset[str], str]:
     """(given names, surnames, English words, 8 hex digits naming the file) from the shipped gazetteer."""
-    raw = resources.files("ppt").joinpath("data/names.json.gz").read_bytes()
-    data = json.loads(gzip.decompress(raw))
+    data, tag = _data()
     return (
         frozenset(data["first"]),
         frozenset(data["last"]),
         frozenset(data["english"]),
-        hashlib.sha256(raw).hexdigest()[:8],
+        tag,
     )
 
 
@@ -257,6 +275,26 @@ class NameDetector:
                 out.append((words[i][0], end))
         return out
 
+    def _place_spans(self, text: str, words) -> list[tuple[int, int, str]]:
+        """Places: a country name anywhere; after a preposition of place ("in", "to", "from", "near"), one to
+        four capitalised or upper-case words none of which is an English word or a given name ("in Rzeszów",
+        "to TEEBAR", "based in KAUFMANNBERG")."""
+        out = [(m.start(), m.end(), "GPE") for m in countries().finditer(text)]
+        starts = {s: i for i, (s, _, _) in enumerate(words)}
+        for m in PLACE_CUE.finditer(text):
+            i = starts.get(m.end())
+            end = None
+            for j in range(i, min(i + 4, len(words))) if i is not None else ():
+                if j > i and not self._adjacent(text, words[j - 1], words[j]):
+                    break
+                w = words[j][2]
+                if not w[:1].isupper() or self._is_english(w) or self._given(w) or self._head(w):
+                    break
+                end = words[j][1]
+            if end is not None:
+                out.append((words[i][0], end, "GPE"))
+        return out
+
     def _lower_given(self, words) -> list[tuple[int, int]]:
         """A lower-case given name that is no English word ("i told maria"): people type names in lower case."""
         return [
@@ -272,7 +310,8 @@ class NameDetector:
                 span = self._name_span(words, run)
                 if span:
                     found.append(span)
-            out.append([Span(s, e, "PERSON") for s, e in found])
+            spans = [Span(s, e, "PERSON") for s, e in found]
+            out.append(spans + [Span(s, e, k) for s, e, k in self._place_spans(text, words)])
         return out
 
     def widen(self, text: str, spans: Sequence[Span]) -> list[Span]:

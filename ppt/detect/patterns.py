@@ -70,6 +70,7 @@ RECOGNIZERS = (
     "SortCodeRecognizer",
     "DayMonthRecognizer",
     "YearRecognizer",
+    "PostcodeRecognizer",
 )
 MIN_SCORE = 0.3
 # presidio's context enhancement (LemmaContextAwareEnhancer's defaults): a hit with one of its recognizer's context
@@ -228,6 +229,19 @@ EXTRA: dict[str, tuple[str, tuple[tuple[str, str, float], ...], tuple[str, ...]]
             ),
         ),
         ("on", "date", "dob", "born", "due", "appointment", "since", "until", "from"),
+    ),
+    # a postcode after its label, in any country's format ("ZIP: 5282", "postcode 25-410")
+    "PostcodeRecognizer": (
+        "ZIP_CODE",
+        (
+            (
+                "postcode (label: value)",
+                r"(?<=\b(?:zip|zip\s?code|postcode|post\s?code|postal\s?code|plz|cep|pin\s?code|pincode)\s?(?:[:#=]|\bis\b)?\s?)"
+                r"(?!is\b)(?=[a-z0-9 -]{0,9}\d)[a-z0-9]{1,8}(?:[ -][a-z0-9]{1,5})?\b",
+                0.5,
+            ),
+        ),
+        (),
     ),
     # a year after a preposition of time ("in 2016", "since 1999", "born 1984"): spaCy's md model labels bare
     # years CARDINAL, and a year of a life is a date of it

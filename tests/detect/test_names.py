@@ -99,3 +99,21 @@ def test_a_name_found_once_is_replaced_in_any_case_but_an_english_word_only_capi
     text = "Tereza Novakova called. TEREZA said novakova owes money. Will Smith said he will come."
     got = [text[s.start : s.end] for s in build_detector(["names"]).detect([text])[0]]
     assert got == ["Tereza Novakova", "TEREZA", "novakova", "Will Smith"]
+
+
+@pytest.mark.parametrize(
+    ("text", "place"),
+    [
+        ("I am in JÄRVENPÄÄ for a business trip.", "JÄRVENPÄÄ"),  # upper case, no dictionary word
+        ("We drove back to Mabopane on Sunday.", "Mabopane"),
+        ("She moved from Rzeszów last year.", "Rzeszów"),
+        ("The parcel goes to NORWAY first.", "NORWAY"),  # a country name, in capitals
+        ("Carry me back to Australia.", "Australia"),
+    ],
+)
+def test_places_after_a_preposition_and_country_names(det, text, place):
+    assert (place, "GPE") in {(text[s.start : s.end], s.kind) for s in det.detect([text])[0]}
+
+
+def test_english_words_after_a_preposition_are_no_place(det):
+    assert marked(det, "I code in Python at Google and listen to Music in June.") == set()

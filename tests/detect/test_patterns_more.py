@@ -37,6 +37,8 @@ def found(det, text: str) -> set[tuple[str, str]]:
         ("The hearing is on 14 Mar 2025.", "14 Mar 2025", "DATE_TIME"),
         ("It's his 40th birthday.", "40th", "AGE"),
         ("We married in 2016 in Accra.", "2016", "DATE_TIME"),
+        ("ZIP: 5282", "5282", "ZIP_CODE"),
+        ("my postcode is 25-410, Poland", "25-410", "ZIP_CODE"),
         ("she's 12 and loves chess", "12", "AGE"),
         ("Mastercard 2223 0031 2200 3222 was charged", "2223 0031 2200 3222", "CREDIT_CARD"),
     ],
