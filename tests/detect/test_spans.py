@@ -27,8 +27,8 @@ def test_kept_kinds_are_released_verbatim_and_named_in_the_signature():
 
     text = "Maria Lopez moved to Lyon with Kwame Mensah."
     kept = build_detector(["names"], keep_kinds=["person"])
-    assert kept.detect([text]) == [[]] and "-keep:PERSON-" in kept.signature
-    assert len(build_detector(["names"]).detect([text])[0]) == 2
+    assert [text[s.start : s.end] for s in kept.detect([text])[0]] == ["Lyon"] and "-keep:PERSON-" in kept.signature
+    assert len(build_detector(["names"]).detect([text])[0]) == 3
 
 
 def test_the_cli_keeps_the_kinds_it_is_told_to(tmp_path):
