@@ -12,7 +12,8 @@ import re
 import sys
 from pathlib import Path
 
-from ppt.detect.categories import COMMON, EXCLUDE, GENERIC, MAX_WORDS, MODERN, PERSONAL_ROOTS, ROOTS, WORD
+from ppt.detect.categories import MAX_WORDS, WORD
+from ppt.detect.category_sources import COMMON, EXCLUDE, GENERIC, MODERN, PERSONAL_ROOTS, ROOTS
 
 NOUN_ONLY = ("health", "finances", "occupation", "immigration", "criminal")
 # categories of who a person is: a word whose first sense is one individual of a listed class counts (_in)
