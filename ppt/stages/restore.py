@@ -26,7 +26,8 @@ def restore_text(text: str, mapping: list[dict[str, Any]]) -> tuple[str, int]:
         if not isinstance(sur, str) or not isinstance(orig, str) or not sur.strip():
             continue
         key = sur.lower()
-        if key in table and table[key] != orig:
+        # one value written twice ("Green Card", "green card": one placeholder) is not two originals
+        if key in table and _same(table[key]) != _same(orig):
             ambiguous.add(key)
         table.setdefault(key, orig)
     for key in ambiguous:
@@ -48,13 +49,20 @@ def restore_text(text: str, mapping: list[dict[str, Any]]) -> tuple[str, int]:
     def put_back(m: re.Match) -> str:
         nonlocal count
         count += 1
-        found = m.group("key").lower()
-        return table.get(found) or table.get(found.strip("<>"), m.group(0))
+        key = m.group("key")
+        orig = table.get(key.lower()) or table.get(key.lower().strip("<>"), m.group(0))
+        if key.startswith("<"):  # a whole placeholder: brackets around it are the text's ("<<EMAIL_1>>")
+            return m.group(0)[: m.start("key") - m.start()] + orig + m.group(0)[m.end("key") - m.start() :]
+        return orig
 
     return pattern.sub(put_back, text), count
 
 
 _PLACEHOLDER = re.compile(r"<([a-z][a-z_]*_\d+)>")  # keys are lower-cased
+
+
+def _same(value: str) -> str:
+    return " ".join(value.lower().split())
 
 
 def stamped_mapping_field(data: dict) -> str | None:

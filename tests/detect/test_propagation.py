@@ -60,7 +60,9 @@ def test_titles_initials_and_the_allow_list_are_not_propagated(tmp_path):
 
 
 def test_the_signature_names_the_propagation():
-    assert Combined([Given()]).signature == "given-propagate:same-text.person-words.anycase-names-drop:impersonal-times.2"
+    assert (
+        Combined([Given()]).signature == "given-propagate:same-text.person-words.anycase-names-drop:impersonal-times.2"
+    )
 
 
 def test_spacy_names_alone_are_hidden():

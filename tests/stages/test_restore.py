@@ -85,3 +85,18 @@ def test_sanitize_mapping_query_refusal_and_restore_end_to_end(tmp_path):
 def test_mapping_needs_protect_detected():
     r = ppt("sanitize", "--mapping", "map", stdin='{"text": "a"}\n')
     assert r.returncode == 2 and "need --protect detected" in r.stderr
+
+
+def test_a_placeholder_inside_brackets_and_one_value_written_in_two_cases_come_back_exactly():
+    from ppt.stages.restore import restore_text
+
+    mapping = [
+        {"surrogate": "<PERSON_1>", "original": "Derek Voss"},
+        {"surrogate": "<EMAIL_ADDRESS_1>", "original": "d.voss@example.org"},
+        {"surrogate": "<IMMIGRATION_1>", "original": "Green Card"},
+        {"surrogate": "<IMMIGRATION_1>", "original": "green card"},  # the same value: one placeholder
+    ]
+    text = "From: <PERSON_1> <<EMAIL_ADDRESS_1>>; my <IMMIGRATION_1> came"
+    assert restore_text(text, mapping) == ("From: Derek Voss <d.voss@example.org>; my Green Card came", 3)
+    two = [{"surrogate": "<PERSON_1>", "original": "Ann"}, {"surrogate": "<PERSON_1>", "original": "Bo"}]
+    assert restore_text("<PERSON_1> left", two) == ("<PERSON_1> left", 0)  # two values: ambiguous, left alone
