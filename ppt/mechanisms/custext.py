@@ -32,8 +32,8 @@ from ppt.mechanisms.pipeline import TokenMechanism
 from ppt.mechanisms.policy import Policy
 from ppt.progress import progress_bar, stage
 
-GROUPS_FORMAT = "custext-groups-v1"
-TABLE_FORMAT = "custext-cdf-f64-v1"
+GROUPS_FORMAT = "custext-groups-v2"  # v2: exact cosines, ties by row (issue 36)
+TABLE_FORMAT = "custext-cdf-f64-v2"  # v2: exact cosines, portable exponential (issue 36)
 SIMILARITY = "cosine"
 
 BUILD_COUNTS: Counter = Counter()
@@ -49,14 +49,18 @@ def build_groups(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Greedy disjoint groups: (members [V] int64 in group order, offsets [G+1] int64).
 
-    Sequential over groups (|V|/K steps, each one masked top-k over the vocabulary); similarities of
-    the next ``chunk`` unassigned words in frequency order come from one matrix product.
+    Sequential over groups (|V|/K steps, each one masked top-k over the vocabulary); the cosine distances
+    of the next ``chunk`` unassigned words in frequency order come from one exact product
+    (:class:`ppt.spaces.distances.ExactGrid`: the same bits on every CPU, issue 36). A group is its
+    leader, then the K - 1 nearest unassigned words by (distance, row): ties broken by row index, not by
+    whatever order a top-k kernel leaves them in.
     """
+    from ppt.spaces.distances import ExactGrid
+
     v = emb.shape[0]
-    en = torch.nn.functional.normalize(emb.float(), dim=1)
+    grid = ExactGrid(emb)
     order = torch.from_numpy(freq_order(freq_rank)).to(emb.device)
     assigned = torch.zeros(v, dtype=torch.bool, device=emb.device)
-    neg_inf = torch.tensor(float("-inf"), device=emb.device)
     members: list[torch.Tensor] = []
     sizes: list[int] = []
     remaining = v
@@ -67,14 +71,16 @@ def build_groups(
             ptr += 1
         window = order[ptr : ptr + 4 * chunk]
         pending = window[~assigned[window]][:chunk]
-        sims = en[pending] @ en.T  # [c, V]
+        dist = grid.distances(pending, "cosine")  # [c, V] exact 1 - cos
         for i, leader in enumerate(pending.tolist()):
             if bool(assigned[leader]):
                 continue
-            row = torch.where(assigned, neg_inf, sims[i])
-            row[leader] = float("inf")  # itself first, whatever ties
+            row = dist[i].masked_fill(assigned, float("inf"))
+            row[leader] = float("-inf")  # itself first, whatever ties
             m = min(k, remaining)
-            top = torch.topk(row, m, sorted=True).indices
+            kth = torch.topk(row, m, largest=False, sorted=True).values[-1]  # the values are exact
+            cand = torch.nonzero(row <= kth).squeeze(1)  # ascending rows: the stable sort breaks ties by row
+            top = cand[torch.sort(row[cand], stable=True).indices[:m]]
             assigned[top] = True
             members.append(top)
             sizes.append(m)
@@ -90,11 +96,19 @@ def build_groups(
 
 def build_cdf(emb: torch.Tensor, members: np.ndarray, offsets: np.ndarray, k: int, eps: float) -> np.ndarray:
     """[V, k] float64 cumulative rows: row x holds P[. | x] over its group's members (group order),
-    padded with 1.0 past the group's size."""
+    padded with 1.0 past the group's size.
+
+    The same bits on every CPU (issue 36): cosines from the exact integer dot products of
+    :class:`ppt.spaces.distances.ExactGrid` (each later operation one correctly rounded IEEE operation),
+    weights by the portable exponential (:func:`ppt.samplers.portable.exp2_grid_torch`, no softmax), the
+    cumulative sum column by column in group order."""
+    from ppt.samplers.portable import LOG2E_GRID, exp2_grid_torch
+    from ppt.spaces.distances import ExactGrid, sqrt_
+
     v = emb.shape[0]
     sizes = np.diff(offsets)
     n_groups = len(sizes)
-    en = torch.nn.functional.normalize(emb.double(), dim=1)
+    grid = ExactGrid(emb.cpu())
     # [G, k] member rows, -1 padded
     idx = np.full((n_groups, k), -1, dtype=np.int64)
     col = np.arange(len(members)) - np.repeat(offsets[:-1], sizes)
@@ -102,8 +116,12 @@ def build_cdf(emb: torch.Tensor, members: np.ndarray, offsets: np.ndarray, k: in
     idx[grp, col] = members
     idx_t = torch.from_numpy(idx)
     valid = idx_t >= 0
-    vecs = en[idx_t.clamp(min=0).to(en.device)].cpu() * valid.unsqueeze(2)  # [G, k, d]
-    sims = vecs @ vecs.transpose(1, 2)  # [G, k(x), k(y)]
+    safe = idx_t.clamp(min=0)
+    vecs = grid.rows[safe] * valid.unsqueeze(2)  # [G, k, d] integers
+    dots = vecs @ vecs.transpose(1, 2)  # [G, k(x), k(y)]: integer products and sums below 2**53, exact in any order
+    norm = sqrt_(grid.sq.clone())[safe] * valid  # [G, k]
+    den = norm.unsqueeze(2) * norm.unsqueeze(1)
+    sims = torch.where(den > 0, dots / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(den))
     pair_ok = valid.unsqueeze(1) & valid.unsqueeze(2)
     hi = sims.masked_fill(~pair_ok, float("-inf")).amax(2, keepdim=True)
     lo = sims.masked_fill(~pair_ok, float("inf")).amin(2, keepdim=True)
@@ -111,13 +129,16 @@ def build_cdf(emb: torch.Tensor, members: np.ndarray, offsets: np.ndarray, k: in
     norm = torch.where(
         span > 0, (sims - lo) / torch.where(span > 0, span, torch.ones_like(span)), torch.zeros_like(sims)
     )
-    logits = (eps / 2.0) * norm
-    logits = logits.masked_fill(~pair_ok, float("-inf"))
-    # padded x rows: give them a harmless distribution (never used)
-    logits[~valid] = 0.0
-    p = torch.softmax(logits, dim=2)
-    cdf = p.cumsum(2)
-    cdf /= cdf[:, :, -1:].clone()
+    # weights exp(eps/2 * (norm - 1)) (the row's largest is 1), on the portable exponential's grid
+    logits = (eps / 2.0) * (norm - 1.0)
+    w = exp2_grid_torch(logits * LOG2E_GRID).masked_fill(~pair_ok, 0.0)
+    w[~valid] = 1.0  # padded x rows: a harmless distribution (never used)
+    cdf = torch.empty_like(w)
+    acc = torch.zeros_like(w[:, :, 0])
+    for j in range(k):  # a fixed order: column by column
+        acc = acc + w[:, :, j]
+        cdf[:, :, j] = acc
+    cdf = cdf / cdf[:, :, -1:]
     cdf = torch.where(valid.unsqueeze(1).expand_as(cdf), cdf, torch.ones_like(cdf))
     out = np.ones((v, k), dtype=np.float64)
     out[members] = cdf[valid].numpy()

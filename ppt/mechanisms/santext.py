@@ -32,6 +32,8 @@ from ppt.mechanisms.santext_sampling import (  # noqa: F401 - the sampler's name
     band_cdf_np,
     bands,
     bands_np,
+    neg_exp,
+    neg_exp_np,
     sample_banded,
     sample_banded_np,
     sample_cdf,
@@ -224,7 +226,7 @@ class SanText(TokenMechanism):
             gap = self.gap_rows.gaps(chunk)
             top = float(gap.max())
             if top < BAND_NATS:  # one band: the cdf is the whole rows' cumulative sum
-                c = gap.neg_().exp_().cumsum_(1)
+                c = neg_exp(gap).cumsum_(1)
                 out[pos] = sample_cdf(c, local, u[pos])
                 if cache is not None:
                     cache.put(chunk, c, None, None, None)
@@ -274,7 +276,7 @@ class SanText(TokenMechanism):
             gap = self.gap_rows.gaps_np(uniq[s : s + ROW_CHUNK])
             top = float(gap.max())
             if top < BAND_NATS:
-                c = np.cumsum(np.exp(-gap), axis=1)
+                c = np.cumsum(neg_exp_np(gap), axis=1)
                 out[pos] = sample_cdf_np(c, local, u[pos])
                 continue
             weight, band, totals, offsets = bands_np(gap, top)

@@ -15,8 +15,22 @@ from ppt.lazy import lazy_module
 
 torch = lazy_module("torch")
 
+from ppt.samplers.portable import LOG2E_GRID, exp2_grid_np, exp2_grid_torch
+
 BAND_NATS = 8.0  # (a power of two: see bands()) width of a band of the inverse CDF, in nats of gap
 MAX_GAP = 760.0  # exp(-gap) is 0 in float64 beyond ~745: gaps are clipped here, such an output has probability 0
+
+
+def neg_exp(gap: torch.Tensor) -> torch.Tensor:
+    """exp(-gap) by the portable exponential (:func:`ppt.samplers.portable.exp2_grid_torch`: the exponent on a
+    2**-20 grid, the same bits on every CPU, issue 36); 0 below 2**-1021 (so at MAX_GAP)."""
+    return exp2_grid_torch(gap * -LOG2E_GRID)
+
+
+def neg_exp_np(gap: np.ndarray) -> np.ndarray:
+    """:func:`neg_exp` in numpy, in place (``gap`` becomes the weights): the same bits."""
+    np.multiply(gap, -LOG2E_GRID, out=gap)
+    return exp2_grid_np(gap, out=gap)
 
 
 def search_rows(cdf: torch.Tensor, rows: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
@@ -40,7 +54,7 @@ def bands(
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
     """(weights exp(-gap), band of each column (uint8; None: all in band 0), band totals [n, B], band offsets
     [n, B]) of gap rows [n, m] (``top``: their maximum, if known).
-    ``gap`` is consumed (its storage becomes the weights: one pass fewer over the rows).
+    ``gap`` may be consumed. The weights are :func:`neg_exp`'s (the same bits on every CPU).
 
     Band b holds the columns with b * BAND_NATS <= gap < (b + 1) * BAND_NATS; the inverse CDF runs from the
     last band (least likely) to band 0, so band b starts at offset sum_{k > b} total_k."""
@@ -49,7 +63,7 @@ def bands(
     if top > MAX_GAP:
         gap.clamp_(max=MAX_GAP)
     if top < BAND_NATS:  # one band (small eps, e.g. the default 0.8 on glove-6b-50d): no band index needed
-        weight = gap.neg_().exp_()
+        weight = neg_exp(gap)
         band = None
         # the same scatter-add as below, so a row's total never depends on which rows share its chunk
         zero = torch.zeros((), dtype=torch.int64, device=gap.device).expand(weight.shape)
@@ -62,7 +76,7 @@ def bands(
         # is a power of two, so the same as bucketizing against the edges b * BAND_NATS, at a fraction of its
         # cost; uint8 (at most MAX_GAP / BAND_NATS = 95) for the band masks, int64 for the scatter-add
         band = gap.mul(1.0 / BAND_NATS).to(torch.uint8)
-        weight = gap.neg_().exp_()  # 0 at MAX_GAP
+        weight = neg_exp(gap)  # 0 at MAX_GAP
         totals = torch.zeros((weight.shape[0], n_bands), dtype=weight.dtype, device=weight.device).scatter_add_(
             1, band.to(torch.int64), weight
         )
@@ -140,13 +154,13 @@ def bands_np(gap: np.ndarray, top: float) -> tuple[np.ndarray, np.ndarray | None
     if top > MAX_GAP:
         np.minimum(gap, MAX_GAP, out=gap)
     if top < BAND_NATS:
-        weight = np.exp(np.negative(gap, out=gap), out=gap)
+        weight = neg_exp_np(gap)
         band = None
         totals = np.cumsum(weight, axis=1)[:, -1:].copy()
     else:
         n_bands = int(min(top, MAX_GAP) // BAND_NATS) + 1
         band = (gap * (1.0 / BAND_NATS)).astype(np.uint8)
-        weight = np.exp(np.negative(gap, out=gap), out=gap)
+        weight = neg_exp_np(gap)
         totals = np.stack([np.cumsum(np.where(band == b, weight, 0.0), axis=1)[:, -1] for b in range(n_bands)], axis=1)
     offsets = np.flip(np.cumsum(np.flip(totals, 1), 1), 1) - totals
     return weight, band, totals, offsets

@@ -17,9 +17,11 @@ score and the normaliser move by at most eps / 2 * d(x, x'), and
 P[y | x] <= exp(eps * d(x, x')) * P[y | x']: metric DP (d_X-privacy) with eps per unit of embedding
 distance -- not eps-LDP; two words at distance 3 are only 3 * eps-indistinguishable. beta trades
 utility for truncation: with probability about 1 - beta the output lies in L_x. The metric is the
-space's distance in float64 (one matrix product per fixed-size block of ids, see
-ppt.spaces.distances.distance_rows: float32 let a word at distance ~gamma fall inside or outside L_x
-from one run to the next); its rounding (~1e-15) is ignored by the bound.
+space's distance in float64, exact on the space's integer grid (ppt.spaces.distances.distance_rows:
+float32 let a word at distance ~gamma fall inside or outside L_x from one run to the next); its rounding
+(~1e-15) is ignored by the bound. gamma comes from a correctly rounded logarithm and the weights from
+the portable exponential (ppt.samplers.portable, exponent on a 2**-20 grid): a seeded draw is the same
+on every CPU (issue 36).
 
 Implementation: for the batch's unique ids, distance rows by matrix product in fixed-size blocks;
 per unique id one cumulative table over [L_x scores (vocabulary order) | bottom]; each position
@@ -30,7 +32,6 @@ through a cumulative count of the complement mask. No Python loop over the vocab
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict
 from typing import Any, ClassVar
 
@@ -42,7 +43,9 @@ from ppt.mechanisms.params import Param
 from ppt.mechanisms.pipeline import TokenMechanism
 from ppt.mechanisms.policy import Policy
 from ppt.mechanisms.privacy import warn_worst_case
+from ppt.samplers import portable
 from ppt.samplers.exponential import grouped_searchsorted
+from ppt.samplers.portable import LOG2E_GRID, exp2_grid_np, exp2_grid_torch
 from ppt.spaces.distances import diameter_bound, distance_rows
 
 DEFAULT_CHUNK_ENTRIES = 4_000_000  # distance entries per block of unique ids
@@ -126,7 +129,13 @@ class TEM(TokenMechanism):
     @property
     def gamma(self) -> float:
         """Truncation radius (2 / eps) ln(((1 - beta) / beta)(|V| - 1))."""
-        return 2.0 / self.eps * math.log((1.0 - self.beta) / self.beta * (self.space.size - 1))
+        return 2.0 / self.eps * portable.ln((1.0 - self.beta) / self.beta * (self.space.size - 1))
+
+    @property
+    def _bottom_weight(self) -> float:
+        """exp(-eps/2 * gamma), the weight of each word outside L_x, by the portable exponential."""
+        t = np.array([-(self.eps / 2.0) * self.gamma * LOG2E_GRID])
+        return float(exp2_grid_np(t)[0])
 
     def params(self) -> dict[str, Any]:
         return {
@@ -165,13 +174,13 @@ class TEM(TokenMechanism):
             d = distance_rows(self.space, ids, dtype=torch.float64)  # [c, V]
             inside = d <= gamma
             n_out = V - inside.sum(1)
-            logits = torch.empty((ids.numel(), V + 1), dtype=torch.float64, device=dev)
-            torch.where(
-                inside, d * -half, torch.tensor(float("-inf"), dtype=torch.float64, device=dev), out=logits[:, :V]
-            )
-            logits[:, V] = -half * gamma + torch.log(n_out.double())  # ln 0 = -inf: no bottom when L_x = V
-            # the rule of ppt.samplers.exponential.sample_from_logits_inverse_cdf, one table per unique id
-            cdf = torch.softmax(logits, dim=1).cumsum(1)
+            # weights exp(eps/2 * score) by the portable exponential (the same bits on every CPU, issue 36):
+            # exp(-eps/2 d) inside L_x, 0 outside; the bottom's n_out * exp(-eps/2 gamma) (no logarithm);
+            # the cumulative sum in column order (no softmax: only the ratios matter to the inverse CDF)
+            w = torch.empty((ids.numel(), V + 1), dtype=torch.float64, device=dev)
+            w[:, :V] = exp2_grid_torch(d * (-half * LOG2E_GRID)).masked_fill_(~inside, 0.0)
+            w[:, V] = n_out.double() * self._bottom_weight
+            cdf = w.cumsum(1)
             target = u[pos].clamp(0.0, 1.0 - 1e-16) * cdf[loc, -1]
             col = grouped_searchsorted(cdf, loc, target, right=True).clamp_(max=V)
             is_bottom = col == V
