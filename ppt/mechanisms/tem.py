@@ -23,11 +23,9 @@ float32 let a word at distance ~gamma fall inside or outside L_x from one run to
 the portable exponential (ppt.samplers.portable, exponent on a 2**-20 grid): a seeded draw is the same
 on every CPU (issue 36).
 
-Implementation: for the batch's unique ids, distance rows by matrix product in fixed-size blocks;
-per unique id one cumulative table over [L_x scores (vocabulary order) | bottom]; each position
-draws one uniform for the inverse CDF (the same rule as ppt.samplers.exponential.sample_from_logits_inverse_cdf, applied
-to the unique row its token shares) and a second one that picks its word outside L_x by rank, mapped
-through a cumulative count of the complement mask. No Python loop over the vocabulary or the positions.
+Implementation: per unique id of the batch, exact distance rows in fixed-size
+blocks and one cumulative table over [L_x scores | bottom]; each position draws one uniform for the inverse CDF
+and one that picks its word outside L_x by rank. No Python loop over the vocabulary or the positions.
 """
 
 from __future__ import annotations
