@@ -147,5 +147,6 @@ def read_list(path: str, what: str) -> list[str]:
 
 
 def list_tag(items: Sequence[str]) -> str:
-    """8 hex digits naming a list's content (the stamp never carries the words themselves)."""
+    """8 hex digits naming a list of *public* settings (an unkeyed hash: never use it on a user's deny- or
+    allow-list, whose content a hash in a stamp would give away to anyone trying candidate names)."""
     return hashlib.sha256("\n".join(sorted(set(items))).encode()).hexdigest()[:8]

@@ -9,7 +9,6 @@ from ppt.detect.base import (
     PROPAGATION,
     Detector,
     Span,
-    list_tag,
     merge_spans,
     propagate,
     read_list,
@@ -35,7 +34,6 @@ class Combined:
         self,
         parts: Sequence[Detector],
         allow: frozenset[str] = frozenset(),
-        allow_tag: str = "",
         keep_kinds: Sequence[str] = (),
     ) -> None:
         self.parts = list(parts)
@@ -45,7 +43,7 @@ class Combined:
         self.wideners = [p for p in self.parts if hasattr(p, "widen")]
         self.ordinary = next((p.ordinary for p in self.parts if hasattr(p, "ordinary")), None)
         names = "+".join(p.signature for p in self.parts)
-        allowed = f"-allow#{allow_tag}" if allow else ""
+        allowed = "-allow" if allow else ""  # that a list is used; its content is the user's secret
         kept = f"-keep:{'.'.join(sorted(self.keep_kinds))}" if self.keep_kinds else ""  # kinds are public
         self.signature = f"{names}{allowed}{kept}-propagate:{PROPAGATION}-drop:impersonal-times.{FILTERS}"
 
@@ -113,4 +111,4 @@ def build_detector(
     if not parts:
         raise PptError("--protect detected needs a detector: --detect patterns,ner or a --deny FILE", ExitCode.USAGE)
     allowed = read_list(allow, "allow-list") if allow else []
-    return Combined(parts, frozenset(a.lower() for a in allowed), list_tag(allowed) if allowed else "", keep_kinds)
+    return Combined(parts, frozenset(a.lower() for a in allowed), keep_kinds=keep_kinds)

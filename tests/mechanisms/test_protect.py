@@ -23,7 +23,7 @@ def test_phrase_detector_finds_whole_words_case_insensitively_longest_first():
     [spans] = det.detect([TEXT])
     assert [TEXT[s.start : s.end] for s in spans] == ["Alice Johnson", "Paris", "Alice"]
     assert det.detect(["Malice in Parisian"]) == [[]]  # word boundaries
-    assert det.signature.startswith("deny#") and "alice" not in det.signature.lower()
+    assert det.signature == "deny"  # nothing of the (secret) list: issue 37
 
 
 def test_merge_and_allow_list(tmp_path):
@@ -34,7 +34,7 @@ def test_merge_and_allow_list(tmp_path):
     det = build_detector([], deny=str(deny), allow=str(allow))
     [spans] = det.detect([TEXT])
     assert [TEXT[s.start : s.end] for s in spans] == ["Alice", "Alice"]
-    assert "-allow#" in det.signature
+    assert "-allow-" in det.signature
     with pytest.raises(PptError) as e:
         build_detector(["telepathy"])
     assert e.value.exit_code == ExitCode.USAGE
@@ -69,7 +69,7 @@ def test_cli_replaces_only_the_denied_words_and_stamps_the_rest_unprotected(tmp_
     assert first[1] != "river" or first[4] != "money"  # the denied words were resampled (eps 0.5: almost surely)
     assert out[1]["text"] == texts[1]  # nothing detected: verbatim
     block = out[0]["ppt"]["sanitize"]
-    assert "|protect:deny#" in block["signature"]
+    assert "|protect:deny-" in block["signature"]
     assert "undetected" in block["privacy"]["unprotected_by_policy"] and block["privacy"]["proven"]["eps"] == "inf"
     assert block["privacy"]["proven"]["tokens"] == 2  # the two denied words carry the mechanism's events
     # without --protect detected the same run perturbs everything and says nothing about detection
