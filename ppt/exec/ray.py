@@ -313,6 +313,21 @@ def run_stage_on_ray(
     return code
 
 
+_RAW_KEYS = (b'"keep_original"', b'"alignment_field"', b'"diagnostics_field"', b'"mapping_field"', b'"local_only"')
+
+
+def _reveals_raw_line(line: bytes) -> bool:
+    """:func:`ppt.io.stream.reveals_raw` of one output line (parsed only where a raw field's stamp key shows)."""
+    if not any(k in line for k in _RAW_KEYS) and b'"restore"' not in line:
+        return False
+    from ppt.io.stream import reveals_raw
+
+    try:
+        return reveals_raw(json.loads(line))
+    except ValueError:
+        return False
+
+
 def _drain(results: Any, args: StreamArgs, tally: _Tally, writer: ShardWriter) -> int | None:
     """Write result rows in input order; the exit code where --on-error fail stops, else None."""
     for batch in results.iter_batches(batch_size=None, batch_format="numpy"):
@@ -326,6 +341,8 @@ def _drain(results: Any, args: StreamArgs, tally: _Tally, writer: ShardWriter) -
             shard = int(shard)
             if status == OK:
                 pending.setdefault(shard, []).append(bytes(out))
+                if not writer.private and _reveals_raw_line(pending[shard][-1]):
+                    writer.mark_private()
                 tally.ok += 1
                 tally.per_shard[shard]["ok"] += 1
                 continue

@@ -168,6 +168,12 @@ class ShardWriter:
             self._files[index] = (fd, tmp)
         return self._files[index][0]
 
+    def mark_private(self) -> None:
+        """A record holds raw values (:func:`ppt.io.stream.reveals_raw`): every shard, written or to come, 0600."""
+        self.private = True
+        for fd, _ in self._files.values():
+            os.fchmod(fd, 0o600)
+
     def write(self, index: int, data: bytes) -> None:
         if not data:
             return

@@ -155,6 +155,8 @@ class _FileSink(Sink):
         self.mode = (
             stat.S_IMODE(existing.st_mode) if existing is not None else (0o600 if private else 0o666 & ~_umask())
         )
+        if private and existing is not None:  # raw values: an existing file loses its group and other bits
+            self.mode &= 0o700
         self.private = private
         self.tmp: str | None = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
         try:
@@ -175,8 +177,8 @@ class _FileSink(Sink):
         self.fh.flush()
 
     def mark_private(self) -> None:
-        if self.existing is None and not self.private:
-            self.private, self.mode = True, 0o600
+        if not self.private:  # a new file is 0600; an existing one keeps only its owner's bits
+            self.private, self.mode = True, (self.mode & 0o700 if self.existing is not None else 0o600)
 
     def commit(self) -> None:
         self.fh.flush()

@@ -45,14 +45,26 @@ def _read(lines: Iterator[tuple[int, bytes] | None]) -> Iterator[tuple[int, byte
         yield item
 
 
-def _reveals_raw(data: Any) -> bool:
-    """Whether an output record carries the raw text or its alignment, as its ``ppt.sanitize`` stamp
-    declares (--keep-original / --emit-alignment upstream): then a new -o file is made 0600."""
-    block = data.get("ppt") if isinstance(data, dict) else None
-    block = block.get("sanitize") if isinstance(block, dict) else None
-    if not isinstance(block, dict):
+def reveals_raw(data: Any) -> bool:
+    """Whether an output record carries raw values, as its stamps declare: the raw text, its alignment, the
+    diagnostics or the surrogate -> original map of ``ppt sanitize`` (--keep-original, --emit-alignment,
+    --diagnostics, --mapping), Split-N-Denoise's local-only fields, or a ``ppt restore`` answer. Then every
+    writer makes its new -o file 0600."""
+    stamps = data.get("ppt") if isinstance(data, dict) else None
+    if not isinstance(stamps, dict):
         return False
-    return any(isinstance(f, str) and f in data for f in (block.get("keep_original"), block.get("alignment_field")))
+    if isinstance(stamps.get("restore"), dict):  # an answer with the real values put back
+        return True
+    block = stamps.get("sanitize")
+    fields = []
+    if isinstance(block, dict):
+        fields += [block.get(k) for k in ("keep_original", "alignment_field", "diagnostics_field", "mapping_field")]
+    snd = stamps.get("snd")
+    privacy = snd.get("privacy") if isinstance(snd, dict) else None
+    local = privacy.get("local_only") if isinstance(privacy, dict) else None
+    if isinstance(local, list):
+        fields += local
+    return any(isinstance(f, str) and f in data for f in fields)
 
 
 # --------------------------------------------------------------------------------------- runner
@@ -209,7 +221,7 @@ class _Runner(RunReport):
                     out.append(dumps_line(res))
                     if self.collector is not None:
                         self.collector.observe(res)
-                    if not self.private_seen and _reveals_raw(res):
+                    if not self.private_seen and reveals_raw(res):
                         self.private_seen = True
                         self.sink.mark_private()
                     self.ok += 1
