@@ -33,10 +33,11 @@ def expand_signature(sig: str) -> dict:
         passes = {r: PASS_THROUGH[r] for r, _ in policy_passes(Policy(**policy))}
     except (TypeError, ValueError):
         passes = PASS_THROUGH
+    if "protect" in p["params"]:  # --protect detected: what no detector marks is released raw
+        passes = {**passes, "undetected": PASS_THROUGH["undetected"]}
     out = {
         "signature": sig,
         "mechanism": p["mechanism"],
-        "eps": p["eps"],
         "space": p["space"] or d["default_space"],
         "space_hash_prefix": p["space_hash"],
         "params": params,
@@ -46,6 +47,8 @@ def expand_signature(sig: str) -> dict:
         "version": p["version"],
         "unprotected_by_policy": passes,
     }
+    if d["default_eps"] is not None:  # a mechanism that takes no eps shows none (older signatures wrote eps:1)
+        out = {**dict(list(out.items())[:2]), "eps": p["eps"], **dict(list(out.items())[2:])}
     if p["version"] and p["version"] != __version__:
         out["note"] = f"stamped by ppt {p['version']}; this is ppt {__version__}: defaults may differ"
     return out

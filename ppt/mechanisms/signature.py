@@ -6,7 +6,8 @@ determines the output distribution in a few dozen bytes::
 
     rantext|eps:6|space:cl100k-minilm:11000#59d7616b|z:calibrated|pol:drop.digits.keep.perturb.sentence|v:0.1.0
 
-Fields are ``key:value`` separated by ``|`` after the mechanism name: ``eps``, ``space`` (id ``#`` the first
+Fields are ``key:value`` separated by ``|`` after the mechanism name: ``eps`` (absent for a mechanism that
+takes none: placeholder, surrogate, ProSan), ``space`` (id ``#`` the first
 8 hex digits of its hash; absent for Cape, whose ``model`` is a key parameter written the same way,
 ``name#`` the first 8 hex digits of :func:`ppt.models.fingerprint.weights_fingerprint`), the mechanism's key
 parameters (:meth:`ppt.mechanisms.base.Mechanism.signature_params`), ``pol`` (oov.numbers.punct.stopwords.case,
@@ -59,7 +60,9 @@ def make_signature(mech: Any, version: str | None = None) -> str:
     """The compact signature of a built mechanism (see the module docstring)."""
     if version is None:
         from ppt import __version__ as version
-    parts = [mech.name, f"eps:{_enc(float(mech.eps))}"]
+    parts = [mech.name]
+    if getattr(mech, "takes_eps", True):  # placeholder, surrogate, ProSan: no eps, so none in the signature
+        parts.append(f"eps:{_enc(float(mech.eps))}")
     space = getattr(mech, "space", None)
     if space is not None and getattr(space, "name", None):
         parts.append(f"space:{_enc(space.name)}#{str(space.hash)[:8]}")
@@ -115,9 +118,7 @@ def parse_signature(sig: str) -> dict[str, Any]:
             out["version"] = str(_dec(value))
         else:
             out["params"][key] = _dec(value)
-    if out["eps"] is None:
-        raise ValueError("not a ppt stamp signature: no eps field")
-    return out
+    return out  # eps None: a mechanism that takes none
 
 
 def stamp_view(block: Any) -> dict[str, Any]:

@@ -53,7 +53,8 @@ class RecordStamper:
         head: dict[str, Any] = {"signature": self.signature}
         if self.mode == "full":
             head.update(self.mech.stamp())
-            head["eps"] = self.mech.eps
+            if getattr(self.mech, "takes_eps", True):
+                head["eps"] = self.mech.eps
         return {**head, **self._fields}
 
     def block(self, res: Sanitized, more: list[Sanitized] = ()) -> dict[str, Any]:
@@ -61,7 +62,8 @@ class RecordStamper:
         head: dict[str, Any] = {"signature": self.signature}
         if self.mode == "full":
             head.update(self.mech.stamp())
-            head["eps"] = self.mech.eps
+            if getattr(self.mech, "takes_eps", True):
+                head["eps"] = self.mech.eps
         accs = [res.accounting, *(r.accounting for r in more)]
         head["privacy"] = privacy_block(self.mech, accs, compact=self.mode == "compact")
         return {**head, **self._fields}
