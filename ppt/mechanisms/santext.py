@@ -294,6 +294,11 @@ class SanTextPlus(SanText):
     are resampled with probability p and otherwise kept (counted as ``kept_by_mechanism``)."""
 
     name: ClassVar[str] = "santext+"
+    notion: ClassVar[str] = (
+        "metric LDP (d_X-privacy): eps per unit of embedding distance (eps/2 in the exponent as in the paper), "
+        "plus ln(1/p) between a non-sensitive input (resampled with probability p) and a sensitive one; "
+        "worst case eps * D + ln(1/p) over the vocabulary"
+    )
     summary: ClassVar[str] = "SanText+: sensitive (rare) words always resampled, others with probability p"
     defaults: ClassVar[dict[str, Any]] = {"eps": 0.8}
     PARAMS: ClassVar[tuple[Param, ...]] = (
