@@ -225,9 +225,14 @@ def test_actor_rows_equal_run_stream_output(on_error):
     )
     buf = io.BytesIO()
 
-    class W:
+    class W:  # the ShardWriter interface _drain uses
+        private = False
+
         def write(self, shard, data):
             buf.write(data)
+
+        def mark_private(self):
+            self.private = True
 
     code = _drain(_Batches([rows]), args, _Tally(args, "x", 1, io.StringIO()), W())
     tally_code = code if code is not None else ExitCode.SOME_FAILED
