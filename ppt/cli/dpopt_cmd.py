@@ -232,9 +232,12 @@ def tune(
     if not quiet:
         b = res["ppt"]["dp-opt"]
         g = b["generation"]
+        spent = b.get("realised_eps")
+        spent = f"{spent:.4g}" if isinstance(spent, float) else spent
         print(
             f"ppt: dp-opt: {len(res['candidates'])} candidate(s); eps {b['eps']} delta {b['delta']:g} "
-            f"({g['queries']} of {g['budget_queries']} queries, stopped: {g['stopped']})",
+            f"(realised before the stop: {spent}; {g['queries']} of {g['budget_queries']} "
+            f"queries, stopped: {g['stopped']})",
             file=sys.stderr,
         )
 

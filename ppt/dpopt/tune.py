@@ -322,9 +322,14 @@ def tune(
         chosen, correct = 0, [None]
     eps_gen = acct.epsilon()
     released_scores = None if cfg.private else correct
+    # The headline is the guarantee: the budget the run was allowed. When generation stops (bottoms, ends,
+    # max_tokens) depends on the data, so the spend at the stop is not a guarantee on its own (issue 37, row 5).
     block = {
-        "eps": max(eps_gen, cfg.eps_select) if cfg.private else "inf",
+        "eps": max(cfg.eps, cfg.eps_select) if cfg.private else "inf",
         "delta": cfg.delta,
+        "realised_eps": max(eps_gen, cfg.eps_select) if cfg.private else "inf",
+        "realised_eps_note": "spent before the stop; not a guarantee on its own (the stopping time depends on the "
+        "data): the guarantee is eps, the budget",
         "budget": {"eps": cfg.eps if cfg.private else "inf", "delta": cfg.delta},
         "generation": {
             "eps": eps_gen if cfg.private else "inf",

@@ -153,3 +153,18 @@ def test_a_second_process_on_a_held_checkpoint_fails_at_once(tmp_path):
     finally:
         held.release()
     ckpt.lock(tmp_path / "ck").release()  # free again once the first run ends
+
+
+def test_the_headline_eps_is_the_budget_and_the_realised_figure_stands_beside_it(lm):
+    """A library run with eps_select below eps that stops early (issue 37, row 5): the stopping time depends on
+    the data, so the guarantee is the budget; what was spent before the stop is labelled beside it."""
+    cfg = TuneConfig(
+        labels=LAB, eps=8.0, eps_select=0.5, eps0=1.0, rate=0.5, ensemble=6, shots=2, max_prompts=2, max_tokens=3
+    )
+    plan = prepare(cfg, TEXTS, LABELS)
+    b = tune(*lm, plan, TEXTS, LABELS)["block"]
+    g = b["generation"]
+    assert g["queries"] < plan.budget_queries and g["eps"] < 8.0  # stopped before the budget was spent
+    assert b["eps"] == 8.0 == b["budget"]["eps"]  # the guarantee, not max(realised, eps_select)
+    assert b["realised_eps"] == max(g["eps"], 0.5) < 8.0
+    assert "not a guarantee" in b["realised_eps_note"]
