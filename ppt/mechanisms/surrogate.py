@@ -7,7 +7,9 @@ prompt, where ``<PERSON_1>`` makes some models refuse or echo the brackets. What
 is drawn by the exponential mechanism with a constant utility over its kind's public list (uniform; a number's
 digits uniform), so, given the detection, the release does not depend on the replaced values: 0 per span,
 conditional on what the stamp names (the spans, their kinds, which are equal, the format of numbers and
-codes, each name's word count, and the undetected text the draws avoid). A draw may by chance give the
+codes, each name's word count, which one-word name is a word of a longer name, and the undetected text the draws
+avoid). A person's name is replaced as one unit, so two people share no surrogate word; a date or quantity keeps
+no word but a fixed list of format words (else a placeholder). A draw may by chance give the
 original value back (1 in the list's size: it reveals nothing, since it did not depend on it). What the
 detector misses is released raw, and detection depends on the text: the stamp states both. Kinds without a
 list (organisations, nationalities, URLs, the user's deny-list) get a typed placeholder, as ``placeholder``.
@@ -40,9 +42,11 @@ _WORDS = re.compile(r"\S+")
 _TOKENS = re.compile(r"\w+")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*)$")
 CONDITION = (
-    "the detected spans, their kinds, which of them are equal, each name's number of words, the undetected "
-    "text (the draws avoid its words) and the format of numbers, dates and codes (every character but the "
-    "digits, a code's letters and month and day names); detection depends on the text"
+    "the detected spans, their kinds, which of them are equal, each name's number of words, which one-word name "
+    "is a word of a longer name of the record (the first such), the undetected text (the draws avoid its words) "
+    "and the format of numbers, dates and codes (every character but the digits, a code's letters, month and day "
+    "names and ordinal suffixes; a date or quantity with any word but a fixed list of format words gets a "
+    "placeholder); detection depends on the text"
 )
 CONDITION_NO_FORMATS = CONDITION.split(" and the format")[0] + "; detection depends on the text"
 MAX_TRIES = 64  # redraws of a candidate already in the released text or given to another span of the record
@@ -109,7 +113,13 @@ class _Record:
         self.released = {w.lower() for part in outside for w in _TOKENS.findall(part)}
         self.used: set[str] = set()  # lower-case words of the surrogates given so far
         self.by_value: dict[tuple[str, str], str] = {}
-        self.name_words: dict[str, str] = {}
+        self.people: dict[str, list[str] | None] = {}  # a full name (lower case) -> its surrogate's words
+        self.word_of: dict[str, tuple[str, int]] = {}  # a name word -> (the first full name holding it, position)
+        for sp in spans:
+            words = text[sp.start : sp.end].lower().split()
+            if sp.kind in NAME_KINDS and len(words) > 1:
+                for i, word in enumerate(words):
+                    self.word_of.setdefault(word, (" ".join(words), i))
         self.numbers: dict[str, int] = {}
 
     def draw(self, cands: Candidates) -> str | None:
@@ -127,26 +137,34 @@ class _Record:
         self.numbers[kind] = self.numbers.get(kind, 0) + 1
         return f"<{kind}_{self.numbers[kind]}>"
 
-    def name(self, original: str, last_words: set[str]) -> str | None:
-        """A name word by word: a word that ends some multi-word name of the record gets a surname, any other a
-        given name; the same word the same surrogate (``Maria Lopez`` ... ``Lopez`` -> ``Elena Rossi`` ...
-        ``Rossi``)."""
-        out = []
-        for word in original.split():
-            key = word.lower()
-            if key not in self.name_words:
-                got = self.draw(lists()["last" if key in last_words else "first"])
-                if got is None:
-                    return None
-                self.name_words[key] = got
-            out.append(self.name_words[key])
-        return " ".join(out)
+    def person(self, full: str) -> list[str] | None:
+        """The surrogate of one person's full name (lower case, single-spaced): each word drawn afresh, given
+        names then a surname, so two people share no surrogate word whatever words their real names share."""
+        if full not in self.people:
+            words = full.split()
+            got = [self.draw(lists()["last" if i == len(words) - 1 else "first"]) for i in range(len(words))]
+            self.people[full] = None if None in got else got
+        return self.people[full]
 
-    def new_value(self, sp, original: str, last_words: set[str]) -> str:
+    def name(self, original: str) -> str | None:
+        """A name as one unit: the same full name the same surrogate (``Maria Lopez`` -> ``Elena Rossi``); a
+        one-word name that is a word of a longer name of the record gets the corresponding word of the first such
+        name's surrogate (``Lopez`` -> ``Rossi``); any other one-word name a given name."""
+        words = original.lower().split()
+        if len(words) > 1:
+            got = self.person(" ".join(words))
+            return " ".join(got) if got else None
+        if words[0] in self.word_of:
+            full, i = self.word_of[words[0]]
+            got = self.person(full)
+            return got[i] if got else None
+        return self.draw(lists()["first"])
+
+    def new_value(self, sp, original: str) -> str:
         kind = sp.kind
         got: str | None = None
         if kind in NAME_KINDS:
-            got = self.name(original, last_words)
+            got = self.name(original)
         elif kind in PLACE_KINDS:
             got = self.draw(lists()["city"])
         elif kind in EMAIL_KINDS:
@@ -165,25 +183,21 @@ class _Record:
         return got if got is not None else self.placeholder(kind)
 
     def run(self) -> Sanitized:
-        last_words = {
-            sp_text.split()[-1].lower()
-            for sp in self.spans
-            if sp.kind in NAME_KINDS and len((sp_text := self.text[sp.start : sp.end]).split()) > 1
-        }
         parts, mapping, at, inside = [], [], 0, 0
         for sp in self.spans:
             original = self.text[sp.start : sp.end]
             key = (sp.kind, " ".join(original.lower().split()))
             if key not in self.by_value:
-                self.by_value[key] = self.new_value(sp, original, last_words)
+                self.by_value[key] = self.new_value(sp, original)
             surrogate = self.by_value[key]
             parts += [self.text[at : sp.start], surrogate]
             mapping.append({"surrogate": surrogate, "original": original, "kind": sp.kind})
             words = original.split()
-            if sp.kind in NAME_KINDS and len(words) > 1 and all(w.lower() in self.name_words for w in words):
+            person = self.people.get(" ".join(original.lower().split())) if sp.kind in NAME_KINDS else None
+            if len(words) > 1 and person:
                 # "Rossi" alone in the answer comes back too
-                for word in words:
-                    mapping.append({"surrogate": self.name_words[word.lower()], "original": word, "kind": sp.kind})
+                for word, sur in zip(words, person):
+                    mapping.append({"surrogate": sur, "original": word, "kind": sp.kind})
             inside += len(_WORDS.findall(original))
             at = sp.end
         parts.append(self.text[at:])

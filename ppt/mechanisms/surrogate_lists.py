@@ -49,7 +49,19 @@ DAYS = (
     "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split(),
     "Mon Tue Wed Thu Fri Sat Sun".split(),
 )
-NAMED = {w: names for names in (*MONTHS, *DAYS) for w in names}
+NAMED = {w.lower(): names for names in (*MONTHS, *DAYS) for w in names}  # matched case-insensitively
+# kinds whose value is a date, time or quantity: a word of the span other than a month or day name (drawn), an
+# ordinal suffix (drawn with its number) or one of FORMAT_WORDS is content ("Ramadan 2023", "5 million yen"):
+# the span gets a placeholder
+VALUE_KINDS = frozenset({"DATE_TIME", "DATE", "TIME", "CARDINAL", "MONEY", "PERCENT", "QUANTITY", "ORDINAL", "AGE"})
+ORDINAL_SUFFIXES = frozenset({"st", "nd", "rd", "th"})
+# a fixed public list: function words, a.m./p.m./o'clock, magnitudes and time units ("second" is left out: it is
+# also an ordinal)
+FORMAT_WORDS = frozenset(
+    """the of on at in and to from by between until till through or a an per am pm m o clock hundred thousand
+    million billion trillion k bn percent cent seconds minute minutes hour hours day days week weeks month months
+    year years old ago""".split()
+)
 _FORMAT_PIECE = re.compile(r"\d|[A-Za-z]+")
 # category candidates: single words (a phrase such as "bad debt" would show "debt" whatever the value was)
 MAX_PHRASE_WORDS = 1
@@ -91,35 +103,60 @@ def lists() -> dict[str, Candidates]:
 
 
 def reshape(value: str, kind: str, rng: np.random.Generator) -> str | None:
-    """``value`` with every digit replaced by a uniform digit, every month or day name by a uniform one of its
-    list (full or short, as written), and under a code kind every letter by a uniform letter of its case (hex
-    under MAC_ADDRESS); None when nothing in it would be drawn (a date written "yesterday": it gets a
-    placeholder). Only the format is read: which characters are digits, letters or names, and the rest."""
-    pieces = list(_FORMAT_PIECE.finditer(value))
+    """``value`` with every digit replaced by a uniform digit, every month or day name (any case) by a uniform
+    one of its list (full or short, as written, in the written case pattern), an ordinal suffix by the one of the
+    drawn number ("23rd" -> "86th"), and under a code kind every letter by a uniform letter of its case (hex
+    under MAC_ADDRESS). None when nothing in it would be drawn (a date written "yesterday"), or when a date or
+    quantity span holds any other word than FORMAT_WORDS ("Ramadan 2023"): it gets a placeholder. Only the format
+    is read: which characters are digits, letters, names or format words, and the rest."""
     code = kind in CODE_KINDS
-    drawn = [m for m in pieces if m.group().isdigit() or code or m.group() in NAMED]
-    if not drawn:
+    pieces = list(_FORMAT_PIECE.finditer(value))
+    drawn = []
+    for m in pieces:
+        piece, low = m.group(), m.group().lower()
+        if piece.isdigit() or code or low in NAMED or _is_suffix(value, m):
+            drawn.append(m)
+        elif kind in VALUE_KINDS and low not in FORMAT_WORDS:
+            return None
+    if not any(m.group().isdigit() or code or m.group().lower() in NAMED for m in drawn):
         return None
-    u = rng.random(sum(len(m.group()) if (code and not m.group().isdigit()) else 1 for m in drawn))
-    out, at, k = [], 0, 0
+    out, at = [], 0
     for m in drawn:
         piece = m.group()
         out.append(value[at : m.start()])
         if piece.isdigit():
-            out.append(str(int(u[k] * 10)))
-            k += 1
-        elif piece in NAMED and not code:
-            names = NAMED[piece]
-            out.append(names[int(u[k] * len(names))])
-            k += 1
-        else:
+            out.append(str(int(rng.integers(0, 10))))
+        elif code:
             alphabet = "abcdef" if kind == "MAC_ADDRESS" else "abcdefghijklmnopqrstuvwxyz"
-            letters = [alphabet[int(x * len(alphabet))] for x in u[k : k + len(piece)]]
+            letters = [alphabet[int(x)] for x in rng.integers(0, len(alphabet), size=len(piece))]
             out.append("".join(c.upper() if o.isupper() else c for c, o in zip(letters, piece)))
-            k += len(piece)
+        elif piece.lower() in NAMED:
+            names = NAMED[piece.lower()]
+            out.append(_case_like(names[int(rng.integers(0, len(names)))], piece))
+        else:  # an ordinal suffix: the one of the number just drawn
+            number = re.search(r"\d+$", "".join(out)).group()
+            out.append(_case_like(ordinal_suffix(int(number)), piece))
         at = m.end()
     out.append(value[at:])
     return "".join(out)
+
+
+def ordinal_suffix(n: int) -> str:
+    """ "st", "nd", "rd" or "th" for ``n`` (11th, 12th, 13th)."""
+    if n % 100 in (11, 12, 13):
+        return "th"
+    return {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+
+
+def _is_suffix(value: str, m: re.Match) -> bool:
+    return m.group().lower() in ORDINAL_SUFFIXES and m.start() > 0 and value[m.start() - 1].isdigit()
+
+
+def _case_like(word: str, written: str) -> str:
+    """``word`` in the case pattern of ``written``: all upper, all lower, or as listed (title case)."""
+    if len(written) > 1 and written.isupper():
+        return word.upper()
+    return word.lower() if written.islower() else word
 
 
 __all__ = [
@@ -129,7 +166,9 @@ __all__ = [
     "FORMAT_KINDS",
     "NAME_KINDS",
     "PLACE_KINDS",
+    "VALUE_KINDS",
     "Candidates",
     "lists",
+    "ordinal_suffix",
     "reshape",
 ]

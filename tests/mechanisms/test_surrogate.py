@@ -223,3 +223,72 @@ def test_no_slur_is_ever_a_candidate_and_candidates_are_single_words():
         cands = lists()[kind].text
         assert cands and not set(cands) & OFFENSIVE and all(len(c.split()) == 1 for c in cands)
     assert {"dyke", "nigger", "moron"} <= OFFENSIVE
+
+
+# issue 37, row 3: a surrogate shows only its stamped condition
+
+
+def texts_of(text, items, seeds=range(40)):
+    return [run(text, items, seed=s)[1].text for s in seeds]
+
+
+def test_month_and_day_names_in_any_case_are_drawn_in_the_written_case():
+    from ppt.mechanisms.surrogate_lists import MONTHS
+
+    months = {m.lower() for names in MONTHS for m in names}
+    low = texts_of("on 3 march 2020 .", [("3 march 2020", "DATE")])
+    up = texts_of("on 12 SEPTEMBER 2020 .", [("12 SEPTEMBER 2020", "DATE")])
+    for outs, case in ((low, str.lower), (up, str.upper)):
+        words = [t.split()[2] for t in outs]
+        assert all(w == case(w) and w.lower() in months for w in words)
+        assert len(set(words)) > 5  # drawn, not kept
+    day = texts_of("on monday 3 May", [("monday 3 May", "DATE")])
+    assert len({t.split()[1] for t in day}) > 3 and all(t.split()[1].islower() for t in day)
+
+
+def test_names_are_replaced_whole_so_shared_real_words_do_not_show():
+    """Given the condition, "Maria Lopez ... Maria Garcia" and "Maria Lopez ... Anna Garcia" give the same
+    release (same seed, same output); the same person keeps one surrogate; a lone word of a name its word."""
+    a = "Maria Lopez met Maria Garcia and Carlos Lopez; Lopez and Maria Lopez left."
+    b = "Maria Lopez met Anna Garcia and Carlos Perez; Lopez and Maria Lopez left."
+    items_a = [(n, "PERSON") for n in ("Maria Lopez", "Maria Garcia", "Carlos Lopez", "Lopez", "Maria Lopez")]
+    items_b = [(n, "PERSON") for n in ("Maria Lopez", "Anna Garcia", "Carlos Perez", "Lopez", "Maria Lopez")]
+    for s in range(20):
+        _, out_a = run(a, items_a, seed=s)
+        _, out_b = run(b, items_b, seed=s)
+        assert out_a.text == out_b.text
+        names = [m["surrogate"] for m in out_a.mapping if len(m["original"].split()) > 1]
+        assert names[0] == names[-1]  # one person, one surrogate
+        people = set(names)
+        assert len(people) == 3 and len({w for n in people for w in n.split()}) == 6  # no word shared
+        lone = out_a.text.split("; ")[1].split()[0]
+        assert lone == names[0].split()[1]  # "Lopez" alone -> Maria Lopez's surrogate surname
+        restored, _ = restore_text(out_a.text, out_a.mapping)
+        assert restored == a
+
+
+def test_a_date_or_quantity_span_keeps_no_word_of_the_original():
+    items = [("Ramadan 2023", "DATE"), ("Eid 2023", "DATE"), ("5 million yen", "MONEY")]
+    text = "I fasted during Ramadan 2023, prayed on Eid 2023 and gave 5 million yen."
+    for s in range(5):
+        _, out = run(text, items, seed=s)
+        assert out.text == "I fasted during <DATE_1>, prayed on <DATE_2> and gave <MONEY_1>."
+    _, out = run("born the 1st of June 2011", [("the 1st of June 2011", "DATE")])
+    assert re.fullmatch(r"born the \d(st|nd|rd|th) of [A-Z][a-z]+ \d{4}", out.text)
+
+
+def test_ordinal_suffixes_are_drawn_with_their_number():
+    from ppt.mechanisms.surrogate_lists import ordinal_suffix
+
+    assert [ordinal_suffix(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 111, 0)] == [
+        "st", "nd", "rd", "th", "th", "th", "th", "st", "nd", "rd", "th", "th",
+    ]  # fmt: skip
+    seen = set()
+    for s in range(60):
+        _, out = run("born on March 23rd, 1985 and 1ST", [("March 23rd, 1985", "DATE"), ("1ST", "ORDINAL")], seed=s)
+        (day, suffix), (one, suffix1) = re.findall(r"(\d+)(rd|st|nd|th|RD|ST|ND|TH)\b", out.text)
+        assert suffix == ordinal_suffix(int(day)) and suffix1 == ordinal_suffix(int(one)).upper()
+        seen.add(suffix)
+    assert seen == {"st", "nd", "rd", "th"}
+    # the release does not depend on the original's last digit
+    assert texts_of("on March 23rd", [("March 23rd", "DATE")]) == texts_of("on March 21st", [("March 21st", "DATE")])
