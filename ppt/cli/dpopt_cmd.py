@@ -316,7 +316,10 @@ def apply(
 ) -> None:
     """Wrap each record's text in the tuned instruction's forward template (input for `ppt query`).
 
-    Example: ppt dp-opt apply --prompt prompt.json -i new.jsonl | ppt query --model gpt-4o-mini
+    The prompt's eps covers its tuning data only: the new text is released as it comes in, so sanitize it first
+    (`ppt query` refuses unsanitized records; --allow-raw sends the raw text on purpose).
+
+    Example: ppt sanitize -i new.jsonl | ppt dp-opt apply --prompt prompt.json | ppt query --model gpt-4o-mini --template '{text}'
     """
     from ppt.io import run_stream
     from ppt.stages.dpopt import ApplyStage, load_prompt

@@ -20,6 +20,7 @@ from ppt.io import (
     iter_lines,
     parse_line,
     stamp,
+    stamp_block,
 )
 from ppt.stages.base import Stage
 
@@ -269,12 +270,25 @@ class ApplyStage(Stage):
         out: list[dict | RecordError] = []
         inst = self.prompt["instruction"]
         src = (self.prompt.get("ppt") or {}).get(STAGE) or {}
-        block = {"applied": True, "prompt_eps": src.get("eps"), "prompt_delta": src.get("delta"), "template": "forward"}
+        block = {
+            "applied": True,
+            "prompt_eps": src.get("eps"),
+            "prompt_delta": src.get("delta"),
+            "prompt_eps_covers": "the tuning data only; this record's text is not protected by it",
+            "template": "forward",
+        }
         for r in records:
             data = dict(r.data)
             data[self.text_field] = forward(inst, r.text)
+            san = stamp_block(r.data, "sanitize")
+            covered = san is not None and (san.get("text_field") or self.text_field) == self.text_field
+            where = (
+                "sanitized: its privacy is ppt.sanitize's"
+                if covered
+                else "raw (not sanitized): the input text is released as is"
+            )
             try:
-                out.append(stamp(data, STAGE, block))
+                out.append(stamp(data, STAGE, {**block, "input": where}))
             except RecordError as e:
                 out.append(e)
         return out
