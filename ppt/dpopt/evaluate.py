@@ -11,9 +11,29 @@ from ppt.dpopt.templates import forward
 
 
 def label_logprobs(
-    model, tokenizer, instruction: str, texts: list[str], labels: list[str], batch_size: int = 16
+    model,
+    tokenizer,
+    instruction: str,
+    texts: list[str],
+    labels: list[str],
+    batch_size: int = 16,
+    *,
+    alone: bool = False,
 ) -> np.ndarray:
-    """[len(texts), len(labels)] sum log P(' ' + label | forward template) under a local causal LM."""
+    """[len(texts), len(labels)] sum log P(' ' + label | forward template) under a local causal LM.
+
+    ``alone=True`` scores each text in a forward pass of its own (batch of one, no padding, no cache shared
+    with other texts), so its row is a function of that text, the instruction and the labels only: bit-identical
+    whichever other texts are scored in the same call. DP-OPT's privacy argument (one record changes one
+    subset's vote, one count of the selection) needs that; batched scoring moves a row by ~1e-5 with the
+    padding and the batch's shared prefix, which can flip a near-tie."""
+    if alone:  # a batch of one: no padding, and a one-row prompt list never takes the shared-prefix cache
+        rows = [_batched(model, tokenizer, instruction, [t], labels, len(labels)) for t in texts]
+        return np.concatenate(rows, axis=0) if rows else np.zeros((0, len(labels)), dtype=np.float64)
+    return _batched(model, tokenizer, instruction, texts, labels, batch_size)
+
+
+def _batched(model, tokenizer, instruction: str, texts: list[str], labels: list[str], batch_size: int) -> np.ndarray:
     from ppt.lm.base import bos_prefix, pad_id
     from ppt.lm.score import continuation_logprobs
 

@@ -178,7 +178,10 @@ class _MetaPrompts:
 
         need = sorted({i for r in rows for i in subsets[r]} - self.pred.keys())
         if need:
-            lp = label_logprobs(self.model, self.tok, self.cfg.init, [self.texts[i] for i in need], self.cfg.labels)
+            # each record alone: its label (successes or errors) must not depend on which other records are
+            # classified with it, or one record could change a second subset's meta-prompt (issue 37 a)
+            texts = [self.texts[i] for i in need]
+            lp = label_logprobs(self.model, self.tok, self.cfg.init, texts, self.cfg.labels, alone=True)
             self.pred.update({i: self.cfg.labels[int(j)] for i, j in zip(need, lp.argmax(1))})
             self.classified += len(need)
         out = []
@@ -315,7 +318,7 @@ def tune(
     correct = []
     if len(pool) > 1:  # one candidate: the choice is forced and the validation split is not read
         for inst in pool:
-            lp = label_logprobs(model, tok, inst, vtexts, cfg.labels)
+            lp = label_logprobs(model, tok, inst, vtexts, cfg.labels, alone=True)  # counts of sensitivity 1
             correct.append(int((lp.argmax(1) == vgold).sum()))
         chosen = select(torch.tensor(correct), cfg.eps_select, record_generator(cfg.seed, "dp-opt", "select"))
     else:
