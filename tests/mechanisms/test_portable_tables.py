@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 
-from tests.mechanisms.test_rantext_portable import ROOT, TEXTS, V, _forced_down_env, _sha, portable_space
+from tests.mechanisms.test_rantext_portable import (
+    TEXTS,
+    V,
+    _sha,
+    assert_same_digests_with_kernels_forced_down,
+    portable_space,
+)
 
 
 def _sanitize(mech, batch: int) -> str:
@@ -91,19 +95,9 @@ def digests(cache_root: str, *, batch: int, chunk: int) -> dict:
 
 def test_custext_santext_tem_tables_and_draws_do_not_depend_on_the_float_kernels(tmp_path):
     native = digests(str(tmp_path / "native"), batch=12, chunk=128)
-    code = (
-        "import json, torch\n"
-        "torch.set_num_threads(1)\n"
-        "from tests.mechanisms.test_portable_tables import digests\n"
-        f"print(json.dumps(digests({str(tmp_path / 'forced')!r}, batch=5, chunk=7)))\n"
+    assert_same_digests_with_kernels_forced_down(
+        native, "tests.mechanisms.test_portable_tables", tmp_path / "forced", batch=5, chunk=7
     )
-    res = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=_forced_down_env(), capture_output=True, text=True, timeout=300
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    forced = json.loads(res.stdout.strip().splitlines()[-1])
-    differ = sorted(k for k in native if native[k] != forced.get(k))
-    assert not differ, f"not the same bytes with the kernels forced down: {differ}"
 
 
 def test_the_exact_square_root_is_correctly_rounded():

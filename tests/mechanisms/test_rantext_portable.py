@@ -124,14 +124,14 @@ def _forced_down_env() -> dict:
     return env
 
 
-def test_rantext_artifacts_and_draws_do_not_depend_on_the_float_kernels(tmp_path):
-    native = digests(str(tmp_path / "native"), rows_chunk=512, block=64, budget=1 << 18, norm_chunk=8192, batch=12)
+def assert_same_digests_with_kernels_forced_down(native: dict, module: str, cache_root: Path, **sizes) -> None:
+    """``module.digests(cache_root, **sizes)`` recomputed in a subprocess with the float kernels forced down
+    (:func:`_forced_down_env`, one thread) gives the same bytes as ``native``."""
     code = (
         "import json, torch\n"
         "torch.set_num_threads(1)\n"
-        "from tests.mechanisms.test_rantext_portable import digests\n"
-        f"print(json.dumps(digests({str(tmp_path / 'forced')!r}, rows_chunk=97, block=16, budget=5000, "
-        "norm_chunk=333, batch=5)))\n"
+        f"from {module} import digests\n"
+        f"print(json.dumps(digests({str(cache_root)!r}, **{sizes!r})))\n"
     )
     res = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=_forced_down_env(), capture_output=True, text=True, timeout=300
@@ -140,6 +140,20 @@ def test_rantext_artifacts_and_draws_do_not_depend_on_the_float_kernels(tmp_path
     forced = json.loads(res.stdout.strip().splitlines()[-1])
     differ = sorted(k for k in native if native[k] != forced.get(k))
     assert not differ, f"not the same bytes with the kernels forced down: {differ}"
+
+
+def test_rantext_artifacts_and_draws_do_not_depend_on_the_float_kernels(tmp_path):
+    native = digests(str(tmp_path / "native"), rows_chunk=512, block=64, budget=1 << 18, norm_chunk=8192, batch=12)
+    assert_same_digests_with_kernels_forced_down(
+        native,
+        "tests.mechanisms.test_rantext_portable",
+        tmp_path / "forced",
+        rows_chunk=97,
+        block=16,
+        budget=5000,
+        norm_chunk=333,
+        batch=5,
+    )
 
 
 def test_exp2_grid_is_exp_on_its_grid_and_the_torch_twin_gives_the_same_bits():
