@@ -28,6 +28,7 @@ import gzip
 import hashlib
 import json
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
@@ -320,22 +321,21 @@ class NameDetector:
         if not any(s.kind == "PERSON" for s in spans):
             return list(spans)
         words = self._words(text)
-        by_end = {e: i for i, (_, e, _) in enumerate(words)}
-        by_start = {s: i for i, (s, _, _) in enumerate(words)}
+        starts = [w[0] for w in words]
+        ends = [w[1] for w in words]
         out = []
         for sp in spans:
             if sp.kind != "PERSON":
                 out.append(sp)
                 continue
             start, end = sp.start, sp.end
-            i = _first_word_at_or_after(words, start)
-            while i is not None and i > 0 and self._adjacent(text, words[i - 1], words[i]):
+            i = bisect_left(starts, start)  # the span's first word
+            while 0 < i < len(words) and self._adjacent(text, words[i - 1], words[i]):
                 w = words[i - 1][2]
                 honorific = self._bare(w).lower() in HONORIFICS and w[0].isupper()
                 english = self._is_english(w)
-                first = (
-                    not text[: words[i - 1][0]].rstrip(" \t\"'(") or text[: words[i - 1][0]].rstrip()[-1] in ".!?\n:"
-                )
+                before = text[: words[i - 1][0]]
+                first = not before.rstrip(" \t\"'(") or before.rstrip()[-1] in ".!?\n:"
                 name = self._capital(w) and not self._head(w) and (not english or (self._given(w) and not first))
                 if not (honorific or name or self._initial(w)):
                     break
@@ -343,11 +343,10 @@ class NameDetector:
                 start = words[i][0]
                 if honorific:
                     break
-            j = by_end.get(end)
-            if j is None:
-                j = by_start.get(end)
-                j = j - 1 if j is not None else None
-            while j is not None and j + 1 < len(words) and self._adjacent(text, words[j], words[j + 1]):
+            j = bisect_right(ends, end) - 1  # the span's last word: it ends at `end`, or the next starts there
+            if not (j >= 0 and (ends[j] == end or (j + 1 < len(words) and starts[j + 1] == end))):
+                j = len(words)
+            while j + 1 < len(words) and self._adjacent(text, words[j], words[j + 1]):
                 w = words[j + 1][2]
                 if not (self._capital(w) and (not self._is_english(w) or self._surname(w)) and not self._head(w)):
                     break
@@ -355,10 +354,3 @@ class NameDetector:
                 end = words[j][1]
             out.append(Span(start, end, sp.kind))
         return out
-
-
-def _first_word_at_or_after(words, pos: int) -> int | None:
-    for i, (s, _, _) in enumerate(words):
-        if s >= pos:
-            return i
-    return None
